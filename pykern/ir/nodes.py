@@ -1,0 +1,250 @@
+"""Typed IR: a small structured tree that the front end produces and the lowering consumes.
+
+It is deliberately close to the source (structured control flow, no SSA): every expression node
+carries its result type, every conversion is an explicit ``Cast``, every node carries the source
+location of the construct it came from, so that target checks in the lowering can still point at the
+user's line. Device-function calls stay as ``Call`` nodes and are inlined by the lowering.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import DType, PtrType, SharedArrayType, Type
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A source position: file name, 1-based line, 0-based column, the source line itself."""
+
+    file: str
+    line: int
+    col: int
+    text: str = ""
+    end_col: int | None = None
+
+
+@dataclass(eq=False)
+class Node:
+    loc: Loc | None = field(default=None, kw_only=True)
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(eq=False)
+class Expr(Node):
+    ty: Type
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: Any
+
+
+@dataclass(eq=False)
+class Var(Expr):
+    """A local variable or a parameter (parameters are variables bound on entry)."""
+
+    name: str
+
+
+@dataclass(eq=False)
+class BinOp(Expr):
+    """Arithmetic on operands of type ``ty``: add sub mul div floordiv mod pow and or xor shl shr."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(eq=False)
+class UnaryOp(Expr):
+    op: str  # neg, invert, not
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Compare(Expr):
+    """One comparison (``eq ne lt le gt ge``) of two operands of the same type; ``ty`` is bool."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(eq=False)
+class Logical(Expr):
+    """Short-circuit ``and``/``or`` of bool operands."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(eq=False)
+class IfExp(Expr):
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    """Value conversion to ``ty`` (float->int truncates toward zero and saturates, NaN -> 0)."""
+
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Bitcast(Expr):
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Load(Expr):
+    """``ptr[index]``; ``ptr`` is a pointer or a shared array."""
+
+    ptr: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class PtrAdd(Expr):
+    """``ptr + index`` in elements."""
+
+    ptr: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class IsNull(Expr):
+    ptr: Expr
+    negate: bool = False
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """A call of a device-function instance, inlined by the lowering."""
+
+    func: Any  # pykern.lang.kernel.FuncInstance
+    args: list[Expr]
+
+
+@dataclass(eq=False)
+class Intrinsic(Expr):
+    """A built-in operation the lowering maps through the target (ids, barriers, math, atomics).
+
+    ``name`` selects the rule in the lowering's table; ``attrs`` carries compile-time arguments.
+    """
+
+    name: str
+    args: list[Expr]
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class SharedRef(Expr):
+    """The address of a shared array (static, or the one dynamic array when ``ty.shape`` is None)."""
+
+    ty: SharedArrayType
+    name: str
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    name: str
+    value: Expr
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    ptr: Expr
+    index: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    value: Expr
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    body: list[Stmt]
+    orelse: list[Stmt]
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class ForRange(Stmt):
+    """``for var in range(start, stop, step)``; ``step_sign`` is +1/-1 when known, else 0."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    step_sign: int
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass(eq=False)
+class Function:
+    """A typed function body: a kernel instance or a device-function instance."""
+
+    name: str
+    params: list[tuple[str, Type]]
+    ret: Type
+    body: list[Stmt]
+    locals: dict[str, Type]
+    shared: dict[str, SharedArrayType]
+    loc: Loc
+    uses_sync: bool = False  # barriers or wave operations anywhere (callees included)
+
+
+def walk(stmts: list[Stmt]):
+    """Yield every statement and expression under ``stmts`` (depth first)."""
+    stack: list[Any] = list(reversed(stmts))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in getattr(node, "__dataclass_fields__", ()):
+            if name in ("loc", "ty", "func"):
+                continue
+            child = getattr(node, name)
+            if isinstance(child, Node):
+                stack.append(child)
+            elif isinstance(child, list):
+                stack.extend(c for c in reversed(child) if isinstance(c, Node))
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "PtrType", "SharedArrayType"]

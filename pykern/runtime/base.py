@@ -1,0 +1,175 @@
+"""The device interface every runtime implements, and the parts all runtimes share.
+
+A runtime (host CPU, HIP, CUDA) subclasses ``Device`` and supplies the raw operations: memory,
+copies, loading an artifact, finding a function in it, launching with a packed argument buffer.
+Everything users touch — device arrays, ``get_or_load_func`` with candle's per-module slots, the
+argument checking and packing of a launch — lives here once.
+"""
+from __future__ import annotations
+
+import difflib
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..ir.types import DType, dtype_of_numpy
+from ..targets.base import Target
+
+
+class DeviceArray:
+    """A contiguous n-d array in a device's memory.
+
+    ``ptr`` is the device address as an int. Arrays made by ``Device.empty`` own their memory and
+    free it when collected; views (``offset_view``) keep their parent alive.
+    """
+
+    def __init__(self, device: "Device", ptr: int, shape: tuple[int, ...], dtype: DType, owner: Any = None):
+        self.device, self.ptr, self.shape, self.dtype = device, ptr, tuple(shape), dtype
+        self._owner = owner
+
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.nbytes)
+    ndim = property(lambda self: len(self.shape))
+
+    def to_host(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype.np)
+        if out.nbytes:
+            self.device.copy_to_host(out, self.ptr)
+        return out
+
+    def copy_from_host(self, host: np.ndarray) -> None:
+        host = np.ascontiguousarray(host, dtype=self.dtype.np)
+        if host.nbytes != self.nbytes:
+            raise ValueError(f"size mismatch: {host.nbytes} bytes into {self.nbytes}")
+        if host.nbytes:
+            self.device.copy_to_device(self.ptr, host)
+
+    def reshape(self, *shape) -> "DeviceArray":
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            raise ValueError(f"cannot reshape {self.shape} into {shape}")
+        return DeviceArray(self.device, self.ptr, shape, self.dtype, owner=self)
+
+    def offset_view(self, start: int, shape: tuple[int, ...]) -> "DeviceArray":
+        """A view starting ``start`` elements in (candle's storage offsets)."""
+        return DeviceArray(self.device, self.ptr + start * self.dtype.nbytes, shape, self.dtype, owner=self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.device.kind not in ("cuda", "hip"):
+            raise AttributeError("__cuda_array_interface__ exists only for GPU arrays")
+        return {"shape": self.shape, "typestr": self.dtype.np.str, "data": (self.ptr, False),
+                "version": 3, "strides": None}
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+
+class Device(ABC):
+    """One device: its target, its memory, and candle's ModuleStore (one slot per module)."""
+
+    kind = ""  # "cpu", "hip", "cuda"
+
+    def __init__(self, index: int = 0):
+        self.index = index
+        self._slots: dict[int, Any] = {}  # module uid -> LoadedModule
+        self._funcs: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()
+        self.load_count = 0  # modules loaded so far (tests check loads happen once)
+
+    def __repr__(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+    # ---- what a runtime supplies -----------------------------------------------------------------
+    @property
+    @abstractmethod
+    def target(self) -> Target: ...
+
+    @abstractmethod
+    def alloc(self, nbytes: int) -> tuple[int, Any]:
+        """Allocate; returns (address, owner) — the owner frees the memory when collected."""
+
+    @abstractmethod
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None: ...
+    @abstractmethod
+    def copy_to_host(self, dst: np.ndarray, src: int) -> None: ...
+
+    @abstractmethod
+    def load_artifact(self, artifact: bytes, kernels: list) -> Any:
+        """Load a compiled module (code object, PTX, host object) and return a handle."""
+
+    @abstractmethod
+    def get_function(self, handle: Any, name: str) -> Any: ...
+
+    @abstractmethod
+    def launch_packed(self, func: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      shared_mem: int, stream: Any, args: bytearray, sig) -> None:
+        """Launch with the explicit arguments packed at the signature's offsets."""
+
+    def synchronize(self) -> None:
+        pass
+
+    # ---- arrays ------------------------------------------------------------------------------------
+    def empty(self, shape, dtype) -> DeviceArray:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        dt = _as_dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.nbytes
+        ptr, owner = self.alloc(max(nbytes, 1))
+        return DeviceArray(self, ptr, shape, dt, owner)
+
+    def zeros(self, shape, dtype) -> DeviceArray:
+        arr = self.empty(shape, dtype)
+        arr.copy_from_host(np.zeros(arr.shape, arr.dtype.np))
+        return arr
+
+    def to_device(self, host) -> DeviceArray:
+        host = np.asarray(host)
+        arr = self.empty(host.shape, dtype_of_numpy(host.dtype))
+        arr.copy_from_host(host)
+        return arr
+
+    # ---- candle's ModuleStore ----------------------------------------------------------------------
+    def load_module(self, module) -> Any:
+        """The loaded form of ``module`` on this device, loading it on first use (thread-safe)."""
+        loaded = self._slots.get(module.uid)
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            loaded = self._slots.get(module.uid)
+            if loaded is None:
+                from ..compiler import build_module
+                artifact, sigs = build_module(module, self.target)
+                loaded = (self.load_artifact(artifact, sigs), {s.name: s for s in sigs})
+                self._slots[module.uid] = loaded
+                self.load_count += 1
+        return loaded
+
+    def get_or_load_func(self, name: str, module) -> "Function":
+        key = (module.uid, name)
+        fn = self._funcs.get(key)
+        if fn is not None:
+            return fn
+        instance = module.get(name)  # raises with close matches
+        handle, sigs = self.load_module(module)
+        with self._lock:
+            fn = self._funcs.get(key)
+            if fn is None:
+                from .launch import Function
+                fn = Function(self, instance, sigs[name], self.get_function(handle, name))
+                self._funcs[key] = fn
+        return fn
+
+
+def _as_dtype(dtype) -> DType:
+    return dtype if isinstance(dtype, DType) else dtype_of_numpy(dtype)
+
+
+def close_matches(name: str, names) -> str:
+    near = difflib.get_close_matches(name, list(names), n=5)
+    return f"; did you mean {', '.join(near)}?" if near else ""
+
+
+__all__ = ["Device", "DeviceArray", "LaunchError", "close_matches"]

@@ -1,0 +1,213 @@
+"""The target interface: everything the shared lowering needs to know about a code-generation target.
+
+The lowering (``pykern.lower.llvm``) is written once. What differs between AMDGPU, NVPTX and the host
+CPU sits behind two small classes:
+
+* ``Target`` — one per (target, arch): triple, data layout, address spaces, wave size, capability
+  checks, module set-up and the back half of the pipeline (optimise, emit, link).
+* ``KernelFrame`` — one per kernel being lowered: how the kernel function is declared, how the
+  built-ins (ids, barriers, shuffles, atomics, shared memory) are spelled in LLVM IR, and how the
+  kernel returns. The CPU target's frame turns barriers into coroutine suspends; the GPU frames emit
+  intrinsics.
+
+Adding a target is one subclass of each, registered in ``pykern.targets.registry``.
+"""
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..errors import CompileError
+from ..ir.nodes import Loc
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+
+
+@functools.cache
+def init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """What a runtime needs to launch a compiled kernel: its name and explicit parameters.
+
+    ``params`` holds (name, size in bytes, alignment, kind) with kind ``"ptr"`` or ``"value"``;
+    offsets follow natural alignment, which is also what the AMDGPU metadata reports.
+    """
+
+    name: str
+    params: tuple[tuple[str, int, int, str], ...]
+    max_block_size: int = 1024
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        out, off = [], 0
+        for _, size, align, _ in self.params:
+            off = (off + align - 1) // align * align
+            out.append(off)
+            off += size
+        return tuple(out)
+
+    @property
+    def kernarg_size(self) -> int:
+        if not self.params:
+            return 0
+        return self.offsets[-1] + self.params[-1][1]
+
+
+class Target(ABC):
+    """A code-generation target for one architecture."""
+
+    name: str = ""  # "cpu", "amdgpu", "cuda"
+    triple: str = ""
+    wave_size: int = 32
+    global_as = 0
+    shared_as = 0
+    private_as = 0
+    #: file extension of the artifact ``finalize`` returns (".hsaco", ".ptx", ".o")
+    binary_ext = ""
+
+    def __init__(self, arch: str):
+        self.arch = arch
+
+    # ---- identity -------------------------------------------------------------------------------
+    def cache_key(self) -> str:
+        """Everything about this target that changes the artifact (folded into the cache key)."""
+        return f"{self.name}:{self.arch}:{self.wave_size}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.arch} wave{self.wave_size}>"
+
+    # ---- capabilities ---------------------------------------------------------------------------
+    def check(self, feature: str, dtype, loc: Loc | None) -> None:
+        """Raise ``CompileError`` at ``loc`` if ``feature`` on ``dtype`` is unsupported here.
+
+        Features: ``"atomic.<op>.<space>"`` (op = add sub min max xchg cas; space = global shared).
+        Called by the lowering *before* LLVM sees the operation: some LLVM failures end the process.
+        """
+
+    def unsupported(self, what: str, loc: Loc | None) -> CompileError:
+        return CompileError(f"{what} is not supported on {self.name} {self.arch}", loc)
+
+    # ---- module ---------------------------------------------------------------------------------
+    @functools.cached_property
+    def target_machine(self) -> llvm.TargetMachine:
+        init_llvm()
+        return self._make_target_machine()
+
+    @abstractmethod
+    def _make_target_machine(self) -> llvm.TargetMachine: ...
+
+    def new_module(self, name: str) -> ir.Module:
+        """An empty module with triple, data layout and module flags set."""
+        mod = ir.Module(name=name)
+        mod.triple = self.triple
+        mod.data_layout = str(self.target_machine.target_data)
+        return mod
+
+    @abstractmethod
+    def begin_kernel(self, module: ir.Module, sig: KernelSignature, param_types: list[ir.Type],
+                     uses_sync: bool) -> "KernelFrame":
+        """Declare the kernel in ``module`` and return a frame positioned at its body."""
+
+    @abstractmethod
+    def finalize(self, module: ir.Module, kernels: list[KernelSignature]) -> bytes:
+        """Verify, optimise and emit the artifact that the runtime loads (code object, PTX, object)."""
+
+    def assembly(self, module: ir.Module) -> str:
+        """The target assembly of a (fresh) module, for ``pykern show --stage asm``."""
+        return self.target_machine.emit_assembly(self.optimize(module))
+
+    def optimize(self, module: ir.Module, level: int = 3) -> llvm.ModuleRef:
+        """Parse, verify and run the O-level pipeline; returns the optimised module."""
+        init_llvm()
+        ref = llvm.parse_assembly(str(module))
+        ref.verify()
+        ref.triple = self.triple
+        ref.data_layout = str(self.target_machine.target_data)
+        pto = llvm.create_pipeline_tuning_options(speed_level=level)
+        pb = llvm.create_pass_builder(self.target_machine, pto)
+        pb.getModulePassManager().run(ref, pb)
+        return ref
+
+
+class KernelFrame(ABC):
+    """The lowering's view of one kernel under construction.
+
+    ``builder`` is positioned in the body; ``args`` are the explicit parameters as LLVM values
+    (pointers in the target's global address space). All id built-ins return i32.
+    """
+
+    builder: ir.IRBuilder
+    args: list[ir.Value]
+    target: Target
+
+    @abstractmethod
+    def thread_idx(self, axis: int) -> ir.Value: ...
+    @abstractmethod
+    def block_idx(self, axis: int) -> ir.Value: ...
+    @abstractmethod
+    def block_dim(self, axis: int) -> ir.Value: ...
+    @abstractmethod
+    def grid_dim(self, axis: int) -> ir.Value: ...
+    @abstractmethod
+    def lane_id(self) -> ir.Value: ...
+
+    @abstractmethod
+    def barrier(self, loc: Loc | None) -> None:
+        """A block-wide barrier that also orders shared *and* global memory within the block."""
+
+    @abstractmethod
+    def fence(self, scope: str) -> None:
+        """A memory fence at scope ``"block"``, ``"device"`` or ``"system"``."""
+
+    @abstractmethod
+    def shuffle(self, kind: str, value: ir.Value, arg: ir.Value, loc: Loc | None) -> ir.Value:
+        """Exchange an i32 across the wave. ``kind`` is idx, xor, up or down (CUDA semantics: a
+        source lane outside the wave yields the caller's own value; idx wraps modulo the width)."""
+
+    @abstractmethod
+    def ballot(self, pred: ir.Value, loc: Loc | None) -> ir.Value:
+        """An i64 mask of the lanes whose ``pred`` (i1) is true; bit i = lane i."""
+
+    def atomic_rmw(self, op: str, ptr: ir.Value, value: ir.Value, space: str) -> ir.Value:
+        """``op`` is an LLVM atomicrmw operation (add sub min max umin umax xchg fadd fsub fmin fmax)."""
+        from ..lower.llvm_ext import atomic_rmw
+        return atomic_rmw(self.builder, op, ptr, value, "monotonic", self.sync_scope(space))
+
+    def cmpxchg(self, ptr: ir.Value, expected: ir.Value, new: ir.Value, space: str) -> ir.Value:
+        from ..lower.llvm_ext import cmpxchg
+        pair = cmpxchg(self.builder, ptr, expected, new, "monotonic", self.sync_scope(space))
+        return self.builder.extract_value(pair, 0)
+
+    def sync_scope(self, space: str) -> str | None:
+        return None
+
+    def alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
+        """A private variable, placed in the entry block."""
+        from ..lower.llvm_ext import alloca
+        return alloca(self.entry_builder, ty, self.target.private_as, name)
+
+    @abstractmethod
+    def shared_array(self, name: str, elem: ir.Type, count: int, align: int) -> ir.Value: ...
+    @abstractmethod
+    def dynamic_shared(self, align: int) -> ir.Value: ...
+
+    def guard(self, address: ir.Value, nbytes: int, loc: Loc | None) -> ir.Value | None:
+        """An i1 that is true when an access may go ahead (bounds-checked mode), or None."""
+        return None
+
+    @abstractmethod
+    def ret(self) -> None:
+        """Return from the kernel (the builder's block is then terminated)."""
+
+    def finish(self) -> None:
+        """Called once the body is lowered."""
