@@ -77,3 +77,42 @@ def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type], a
         for a in attrs:
             fn.attributes.add(a)
     return fn
+
+
+class TokenType(ir.Type):
+    """LLVM's ``token`` type (coroutine intrinsics use it); llvmlite 0.50 has none."""
+
+    def _to_string(self):
+        return "token"
+
+    def __eq__(self, other):
+        return isinstance(other, TokenType)
+
+    def __hash__(self):
+        return hash("token")
+
+
+class _TokenNone(ir.Constant):
+    def __init__(self):
+        super().__init__(TokenType(), None)
+
+    def _to_string(self):
+        return "none"
+
+    def get_reference(self):
+        return "none"
+
+    def __str__(self):
+        return "token none"
+
+
+TOKEN = TokenType()
+TOKEN_NONE = _TokenNone()
+
+
+def fn_attr(fn: ir.Function, attr: str) -> None:
+    """Add any function attribute, e.g. ``presplitcoroutine`` or ``"amdgpu-flat-work-group-size"="1,256"``.
+
+    llvmlite only accepts a fixed list of attribute names; the set prints its members verbatim.
+    """
+    set.add(fn.attributes, attr)

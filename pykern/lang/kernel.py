@@ -1,0 +1,235 @@
+"""``@kernel`` and ``@func``: capture a Python function's source once, instantiate it cheaply.
+
+A definition parses and syntax-checks its source once. An *instance* binds the compile-time
+parameters (keyword-only parameters: dtypes, device functions, ints) and is typed lazily, once
+per target wave size; the typed IR is what the lowering consumes.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import itertools
+import textwrap
+import threading
+from typing import Any, Callable
+
+from ..errors import CompileError
+from ..ir import nodes as N
+
+
+class SourceFunction:
+    """A Python function's AST plus what is needed to point errors at the user's file."""
+
+    def __init__(self, pyfunc: Callable):
+        self.pyfunc = pyfunc
+        self.name = pyfunc.__name__
+        try:
+            lines, self.first_line = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError) as exc:
+            raise CompileError(f"cannot read the source of {self.name}: {exc}") from None
+        self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
+        self.lines = [l.rstrip("\n") for l in lines]
+        src = "".join(lines)
+        dedented = textwrap.dedent(src)
+        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        module = ast.parse(dedented)
+        self.tree: ast.FunctionDef = module.body[0]  # type: ignore[assignment]
+        if self.first_line == 0:  # getsourcelines gives 0 for module-level code objects
+            self.first_line = 1
+        self.globals = pyfunc.__globals__
+        closure = inspect.getclosurevars(pyfunc).nonlocals if pyfunc.__closure__ else {}
+        self.closure = dict(closure)
+        args = self.tree.args
+        self.compile_params = [a.arg for a in args.kwonlyargs]
+        self.source_hash = hashlib.sha256(dedented.encode()).hexdigest()
+        self._check_signature()
+
+    def loc(self, node: ast.AST) -> N.Loc:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + self.indent
+        end = getattr(node, "end_col_offset", None)
+        same_line = getattr(node, "end_lineno", line) == line
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return N.Loc(self.file, self.first_line + line - 1, col, text,
+                     end + self.indent if end is not None and same_line else None)
+
+    def error(self, node: ast.AST, message: str) -> CompileError:
+        return CompileError(message, self.loc(node))
+
+    def _check_signature(self) -> None:
+        args = self.tree.args
+        for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if bad is not None:
+                raise self.error(bad, f"{what} parameters are not supported in kernels")
+        if args.posonlyargs:
+            raise self.error(args.posonlyargs[0], "positional-only parameters are not supported")
+        if args.defaults:
+            raise self.error(args.defaults[0], "run-time parameters cannot have default values")
+        for a in args.args:
+            if a.annotation is None:
+                raise self.error(a, f"parameter '{a.arg}' needs a type annotation (e.g. '{a.arg}: pk.f32')")
+        for dec in self.tree.decorator_list[1:]:
+            raise self.error(dec, "a kernel takes exactly one pykern decorator")
+
+
+class FuncDef:
+    """A device function (``@pykern.func``): inlined where it is called, typed per argument types."""
+
+    def __init__(self, pyfunc: Callable):
+        self.source = SourceFunction(pyfunc)
+        self.name = self.source.name
+        self._typed: dict[tuple, N.Function] = {}
+        self.__doc__ = pyfunc.__doc__
+        self.__wrapped__ = pyfunc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self.name} is a pykern device function: call it from a kernel")
+
+    def __repr__(self) -> str:
+        return f"<pykern func {self.name}>"
+
+
+_uids = itertools.count()
+
+
+class KernelDef:
+    """A kernel definition; instantiate it with ``.instance(name, **compile_time_params)``."""
+
+    def __init__(self, pyfunc: Callable, max_block_size: int = 1024):
+        self.source = SourceFunction(pyfunc)
+        self.name = self.source.name
+        self.max_block_size = max_block_size
+        self.__doc__ = pyfunc.__doc__
+        self.__wrapped__ = pyfunc
+        self._default: KernelInstance | None = None
+
+    def instance(self, name: str | None = None, **params: Any) -> "KernelInstance":
+        missing = [p for p in self.source.compile_params if p not in params]
+        extra = [p for p in params if p not in self.source.compile_params]
+        if missing or extra:
+            raise TypeError(f"{self.name}.instance: missing compile-time parameters {missing}, "
+                            f"unknown {extra}; this kernel takes {self.source.compile_params}")
+        return KernelInstance(self, name or self.name, params)
+
+    # a kernel with no compile-time parameters is directly launchable
+    def _only_instance(self) -> "KernelInstance":
+        if self._default is None:
+            if self.source.compile_params:
+                raise TypeError(f"{self.name} is generic over {self.source.compile_params}: "
+                                f"launch an instance from {self.name}.instance(...)")
+            self._default = KernelInstance(self, self.name, {})
+        return self._default
+
+    def __getitem__(self, config):
+        return self._only_instance()[config]
+
+    def launch(self, grid, block, *args, **kwargs):
+        return self._only_instance().launch(grid, block, *args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"launch a kernel with {self.name}[grid, block](...)")
+
+    def __repr__(self) -> str:
+        return f"<pykern kernel {self.name}>"
+
+
+class KernelInstance:
+    """One kernel with its compile-time parameters bound: what a module holds and a device loads."""
+
+    def __init__(self, kdef: KernelDef, name: str, params: dict[str, Any]):
+        self.kdef, self.name, self.params = kdef, name, params
+        self.max_block_size = kdef.max_block_size
+        self._typed: dict[tuple, N.Function] = {}
+        self._lock = threading.Lock()
+        self._module: Module | None = None
+
+    def typed(self, target) -> N.Function:
+        """The typed IR for ``target`` (cached: it depends only on the wave size)."""
+        key = (target.wave_size,)
+        fn = self._typed.get(key)
+        if fn is None:
+            from .frontend import type_kernel
+            with self._lock:
+                fn = self._typed.get(key) or type_kernel(self, target)
+                self._typed[key] = fn
+        return fn
+
+    @property
+    def module(self) -> "Module":
+        """The module this instance belongs to (a private one for a stand-alone user kernel)."""
+        if self._module is None:
+            Module(self.name).add(self)
+        return self._module  # type: ignore[return-value]
+
+    def __getitem__(self, config):
+        from ..runtime.launch import LaunchConfig
+        return LaunchConfig(self, config)
+
+    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None, device=None):
+        from ..runtime.launch import launch_instance
+        return launch_instance(self, grid, block, args, shared_mem, stream, device)
+
+    def __repr__(self) -> str:
+        return f"<pykern kernel instance {self.name}>"
+
+
+class Module:
+    """A group of kernels compiled and loaded together (candle's ``Module``: name and index).
+
+    Devices keep one slot per module (``Device.load_module``); the stdlib's eleven families carry
+    the index of their position in ``stdlib_kernels.ALL_IDS``. User modules get a private slot.
+    """
+
+    def __init__(self, name: str, index: int | None = None):
+        self.name, self.index = name, index
+        self.uid = next(_uids)
+        self._kernels: dict[str, KernelInstance] = {}
+
+    def add(self, *instances: KernelInstance) -> "Module":
+        for inst in instances:
+            if inst.name in self._kernels:
+                raise ValueError(f"module {self.name} already has a kernel named {inst.name}")
+            if inst._module is not None and inst._module is not self:
+                raise ValueError(f"{inst.name} already belongs to module {inst._module.name}")
+            inst._module = self
+            self._kernels[inst.name] = inst
+        return self
+
+    def get(self, name: str) -> KernelInstance:
+        try:
+            return self._kernels[name]
+        except KeyError:
+            from ..runtime.base import close_matches
+            raise KeyError(f"module {self.name} has no kernel {name!r}{close_matches(name, self._kernels)}") from None
+
+    @property
+    def kernels(self) -> list[KernelInstance]:
+        return list(self._kernels.values())
+
+    def names(self) -> list[str]:
+        return list(self._kernels)
+
+    def __iter__(self):
+        return iter(self._kernels.values())
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._kernels
+
+    def __repr__(self) -> str:
+        return f"<pykern module {self.name} index={self.index} kernels={len(self)}>"
+
+
+def kernel(fn: Callable | None = None, *, max_block_size: int = 1024):
+    """Declare a kernel: ``@pykern.kernel`` or ``@pykern.kernel(max_block_size=256)``."""
+    if fn is None:
+        return lambda f: KernelDef(f, max_block_size)
+    return KernelDef(fn, max_block_size)
+
+
+def func(fn: Callable) -> FuncDef:
+    """Declare a device function, callable from kernels and other device functions."""
+    return FuncDef(fn)

@@ -1,0 +1,528 @@
+"""The lowering: typed IR -> LLVM IR through ``llvmlite.ir``, written once for every target.
+
+Target-specific spelling (ids, barriers, shuffles, atomics, shared memory, the kernel's own
+declaration and return) goes through the ``KernelFrame`` the target hands out; nothing here asks
+which target it is. Locals live in allocas (in the target's private address space) and become SSA
+values in the optimiser's mem2reg. Device functions are inlined at their call sites, so built-ins
+inside them work on every target, including the host's coroutine threads.
+"""
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from ..errors import CompileError
+from ..ir import nodes as N
+from ..ir import types as T
+from ..targets.base import KernelFrame, KernelSignature, Target
+from . import convert as C
+from .convert import F32, F64, I1, I32, I64, storage_type, value_type
+
+_FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
+_INT_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_FLOAT_INTRINSICS = {"sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint",
+                     "abs": "fabs", "copysign": "copysign", "fma": "fma", "fmin": "minnum", "fmax": "maxnum",
+                     "minimum": "minimum", "maximum": "maximum"}
+_ATOMIC_OPS = {  # (int signed, int unsigned, float)
+    "add": ("add", "add", "fadd"), "sub": ("sub", "sub", "fsub"), "min": ("min", "umin", "fmin"),
+    "max": ("max", "umax", "fmax"), "exchange": ("xchg", "xchg", "xchg")}
+
+
+def kernel_signature(fn: N.Function, max_block_size: int) -> KernelSignature:
+    params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
+                   for name, ty in fn.params)
+    return KernelSignature(fn.name, params, max_block_size)
+
+
+def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_size: int = 1024) -> KernelSignature:
+    """Add kernel ``fn`` to ``module``; returns its launch signature."""
+    sig = kernel_signature(fn, max_block_size)
+    param_types = [FunctionLowering.llvm_type(target, ty, memory=True) for _, ty in fn.params]
+    frame = target.begin_kernel(module, sig, param_types, fn.uses_sync)
+    FunctionLowering(target, frame).lower_kernel_body(fn)
+    frame.finish()
+    return sig
+
+
+class FunctionLowering:
+    def __init__(self, target: Target, frame: KernelFrame):
+        self.target, self.frame = target, frame
+        self.scope: dict[str, tuple[ir.Value, T.Type]] = {}
+        self.loops: list[tuple[ir.Block, ir.Block]] = []
+        self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
+        self.shared: dict[str, ir.Value] = {}
+        self.dynamic_shared: ir.Value | None = None
+        self.loc: N.Loc | None = None
+
+    @property
+    def b(self) -> ir.IRBuilder:
+        return self.frame.builder
+
+    @staticmethod
+    def llvm_type(target: Target, ty: T.Type, memory: bool = False) -> ir.Type:
+        if isinstance(ty, T.PtrType):
+            space = target.shared_as if ty.space == "shared" else target.global_as
+            return ir.PointerType(addrspace=space)
+        if isinstance(ty, T.DType):
+            return storage_type(ty) if memory else value_type(ty)
+        raise TypeError(ty)
+
+    def ltype(self, ty: T.Type) -> ir.Type:
+        return self.llvm_type(self.target, ty)
+
+    def error(self, msg: str, loc: N.Loc | None = None) -> CompileError:
+        return CompileError(msg, loc or self.loc)
+
+    # ------------------------------------------------------------------ functions
+    def lower_kernel_body(self, fn: N.Function) -> None:
+        self.bind_locals(fn, [self.from_memory(a, ty) for a, (_, ty) in zip(self.frame.args, fn.params)])
+        self.stmts(fn.body)
+        if not self.b.block.is_terminated:
+            self.frame.ret()
+
+    def bind_locals(self, fn: N.Function, args: list[ir.Value]) -> None:
+        for name, ty in fn.locals.items():
+            slot = self.frame.alloca(self.ltype(ty), name)
+            self.frame.entry_builder.store(self.zero(ty), slot)
+            self.scope[name] = (slot, ty)
+        for (name, ty), value in zip(fn.params, args):
+            self.b.store(value, self.scope[name][0])
+
+    def zero(self, ty: T.Type) -> ir.Constant:
+        lt = self.ltype(ty)
+        if isinstance(ty, T.PtrType):
+            return ir.Constant(lt, None)
+        return ir.Constant(lt, 0.0 if isinstance(lt, (ir.HalfType, ir.FloatType, ir.DoubleType)) else 0)
+
+    def from_memory(self, v: ir.Value, ty: T.Type) -> ir.Value:
+        return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if ty == T.bool_ else v
+
+    def to_memory(self, v: ir.Value, ty: T.Type) -> ir.Value:
+        return self.b.zext(v, ir.IntType(8)) if ty == T.bool_ else v
+
+    def inline_call(self, call: N.Call) -> ir.Value | None:
+        fn = call.func
+        args = [self.expr(a) for a in call.args]
+        saved = (self.scope, self.loops, self.ret_target)
+        exit_block = self.b.append_basic_block(f"{fn.name}.exit")
+        ret_slot = self.frame.alloca(self.ltype(fn.ret), f"{fn.name}.ret") if fn.ret != T.void else None
+        if ret_slot is not None:
+            self.frame.entry_builder.store(self.zero(fn.ret), ret_slot)
+        self.scope, self.loops, self.ret_target = {}, [], (exit_block, ret_slot)
+        self.bind_locals(fn, args)
+        self.stmts(fn.body)
+        if not self.b.block.is_terminated:
+            self.b.branch(exit_block)
+        self.scope, self.loops, self.ret_target = saved
+        self.b.position_at_end(exit_block)
+        return self.b.load(ret_slot) if ret_slot is not None else None
+
+    # ------------------------------------------------------------------ statements
+    def stmts(self, body: list[N.Stmt]) -> None:
+        for s in body:
+            if self.b.block.is_terminated:  # code after break/continue/return is unreachable
+                self.b.position_at_end(self.b.append_basic_block("dead"))
+            self.loc = s.loc or self.loc
+            getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def stmt_Assign(self, s: N.Assign):
+        self.b.store(self.expr(s.value), self.scope[s.name][0])
+
+    def stmt_ExprStmt(self, s: N.ExprStmt):
+        self.expr(s.value)
+
+    def stmt_Store(self, s: N.Store):
+        ptr, elem = self.address(s.ptr, s.index)
+        value = self.to_memory(self.expr(s.value), elem)
+        self.guarded(ptr, elem, lambda: self.b.store(value, ptr))
+
+    def stmt_If(self, s: N.If):
+        cond = self.expr(s.cond)
+        then_bb = self.b.append_basic_block("then")
+        else_bb = self.b.append_basic_block("else") if s.orelse else None
+        merge = self.b.append_basic_block("endif")
+        self.b.cbranch(cond, then_bb, else_bb or merge)
+        for bb, body in ((then_bb, s.body), (else_bb, s.orelse)):
+            if bb is None:
+                continue
+            self.b.position_at_end(bb)
+            self.stmts(body)
+            if not self.b.block.is_terminated:
+                self.b.branch(merge)
+        self.b.position_at_end(merge)
+
+    def stmt_While(self, s: N.While):
+        head, body, done = (self.b.append_basic_block(n) for n in ("while.cond", "while.body", "while.end"))
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        self.b.cbranch(self.expr(s.cond), body, done)
+        self.loop_body(body, head, done, s.body)
+        self.b.position_at_end(done)
+
+    def loop_body(self, body: ir.Block, cont: ir.Block, done: ir.Block, stmts: list[N.Stmt]) -> None:
+        self.b.position_at_end(body)
+        self.loops.append((cont, done))
+        self.stmts(stmts)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(cont)
+
+    def stmt_ForRange(self, s: N.ForRange):
+        ty = s.start.ty
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        counter = self.frame.alloca(self.ltype(ty), s.var + ".iter")  # Python: rebinding the variable
+        self.b.store(start, counter)                                   # does not change the iteration
+        head, body, step_bb, done = (self.b.append_basic_block(n) for n in ("for.cond", "for.body", "for.step", "for.end"))
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.load(counter)
+        cmp = self.b.icmp_signed if ty.is_signed else self.b.icmp_unsigned
+        if s.step_sign > 0:
+            more = cmp("<", i, stop)
+        elif s.step_sign < 0:
+            more = cmp(">", i, stop)
+        else:
+            up = self.b.icmp_signed(">", step, ir.Constant(step.type, 0))
+            more = self.b.select(up, cmp("<", i, stop), cmp(">", i, stop))
+        self.b.cbranch(more, body, done)
+        self.b.position_at_end(body)
+        self.b.store(i, self.scope[s.var][0])
+        self.loop_body(body, step_bb, done, s.body)
+        self.b.position_at_end(step_bb)
+        self.b.store(self.b.add(self.b.load(counter), step), counter)
+        self.b.branch(head)
+        self.b.position_at_end(done)
+
+    def stmt_Break(self, s):
+        self.b.branch(self.loops[-1][1])
+
+    def stmt_Continue(self, s):
+        self.b.branch(self.loops[-1][0])
+
+    def stmt_Return(self, s: N.Return):
+        if self.ret_target is None:
+            self.frame.ret()
+            return
+        exit_block, slot = self.ret_target
+        if s.value is not None:
+            self.b.store(self.expr(s.value), slot)
+        self.b.branch(exit_block)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: N.Expr) -> ir.Value:
+        if e.loc is not None:
+            self.loc = e.loc
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def expr_Const(self, e: N.Const):
+        if isinstance(e.ty, T.PtrType):
+            return ir.Constant(self.ltype(e.ty), None)
+        ty = e.ty
+        if ty.is_bool:
+            return ir.Constant(I1, int(e.value))
+        if ty.is_int:
+            return ir.Constant(value_type(ty), e.value & ((1 << ty.bits) - 1))
+        if ty in (T.f32, T.f64):
+            return ir.Constant(value_type(ty), e.value)
+        bits = int(ty.np.type(e.value).view(f"u{ty.nbytes}"))  # exact host rounding (ml_dtypes)
+        if ty is T.f16:
+            return ir.Constant(C.F16, float(ty.np.type(e.value)))
+        return ir.Constant(value_type(ty), bits)
+
+    def expr_Var(self, e: N.Var):
+        return self.b.load(self.scope[e.name][0])
+
+    def expr_SharedRef(self, e: N.SharedRef):
+        if e.ty.shape is None:
+            if self.dynamic_shared is None:
+                self.dynamic_shared = self.frame.dynamic_shared(16)
+            return self.dynamic_shared
+        ptr = self.shared.get(e.name)
+        if ptr is None:
+            align = max(16, e.ty.elem.nbytes)
+            ptr = self.frame.shared_array(e.name, storage_type(e.ty.elem), e.ty.count, align)
+            self.shared[e.name] = ptr
+        return ptr
+
+    def address(self, base: N.Expr, index: N.Expr) -> tuple[ir.Value, T.DType]:
+        ptr = self.expr(base)
+        elem = base.ty.elem
+        return self.b.gep(ptr, [self.index64(index)], source_etype=storage_type(elem)), elem
+
+    def index64(self, index: N.Expr) -> ir.Value:
+        v = self.expr(index)
+        if v.type.width < 64:
+            v = (self.b.sext if index.ty.is_signed else self.b.zext)(v, I64)
+        return v
+
+    def guarded(self, ptr: ir.Value, elem: T.DType, access):
+        ok = self.frame.guard(ptr, elem.nbytes, self.loc)
+        if ok is None:
+            return access()
+        go, join = self.b.append_basic_block("access"), self.b.append_basic_block("access.end")
+        pre = self.b.block
+        self.b.cbranch(ok, go, join)
+        self.b.position_at_end(go)
+        value = access()
+        go_end = self.b.block
+        self.b.branch(join)
+        self.b.position_at_end(join)
+        if value is None or isinstance(value, ir.instructions.StoreInstr):
+            return None
+        phi = self.b.phi(value.type)
+        phi.add_incoming(value, go_end)
+        phi.add_incoming(ir.Constant(value.type, None), pre)
+        return phi
+
+    def expr_Load(self, e: N.Load):
+        ptr, elem = self.address(e.ptr, e.index)
+        return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem))), elem)
+
+    def expr_PtrAdd(self, e: N.PtrAdd):
+        return self.b.gep(self.expr(e.ptr), [self.index64(e.index)], source_etype=storage_type(e.ty.elem))
+
+    def expr_IsNull(self, e: N.IsNull):
+        p = self.expr(e.ptr)
+        return self.b.icmp_unsigned("!=" if e.negate else "==", p, ir.Constant(p.type, None))
+
+    def expr_Cast(self, e: N.Cast):
+        v = self.expr(e.operand)
+        if isinstance(e.ty, T.PtrType):  # shared array used as a pointer: same address
+            return v
+        return C.convert(self.b, v, e.operand.ty, e.ty)
+
+    def expr_Bitcast(self, e: N.Bitcast):
+        return self.b.bitcast(self.expr(e.operand), value_type(e.ty))
+
+    def expr_BinOp(self, e: N.BinOp):
+        return self.arith(e.op, self.expr(e.lhs), self.expr(e.rhs), e.ty)
+
+    def arith(self, op: str, a: ir.Value, b: ir.Value, ty: T.DType) -> ir.Value:
+        bld = self.b
+        if ty.is_float:
+            if ty.is_storage_float:
+                return C.from_f32(bld, self.arith(op, C.to_f32(bld, a, ty), C.to_f32(bld, b, ty), T.f32), ty)
+            if op == "floordiv":
+                return self.call_intrinsic("floor", [bld.fdiv(a, b)])
+            if op in ("minimum", "maximum"):
+                return self.call_intrinsic(op, [a, b])
+            return getattr(bld, _FLOAT_OPS[op])(a, b)
+        if op in _INT_OPS:
+            return getattr(bld, _INT_OPS[op])(a, b)
+        if op in ("minimum", "maximum"):
+            cmp = bld.icmp_signed if ty.is_signed else bld.icmp_unsigned
+            return bld.select(cmp("<" if op == "minimum" else ">", a, b), a, b)
+        if op in ("shl", "shr"):
+            amount = bld.and_(b, ir.Constant(b.type, ty.bits - 1))  # no poison for large shifts
+            if op == "shl":
+                return bld.shl(a, amount)
+            return (bld.ashr if ty.is_signed else bld.lshr)(a, amount)
+        if op in ("floordiv", "mod"):
+            return self.int_division(op, a, b, ty)
+        raise self.error(f"operator {op} is not defined for {ty!r}")
+
+    def int_division(self, op, a, b, ty: T.DType):
+        """C division with no trap: x // 0 is all ones, x % 0 is x, MIN // -1 wraps to MIN."""
+        bld = self.b
+        t = a.type
+        zero = bld.icmp_unsigned("==", b, ir.Constant(t, 0))
+        bad = zero
+        if ty.is_signed:
+            lo = ir.Constant(t, -(1 << (ty.bits - 1)))
+            ovf = bld.and_(bld.icmp_signed("==", a, lo), bld.icmp_signed("==", b, ir.Constant(t, -1)))
+            bad = bld.or_(zero, ovf)
+        safe = bld.select(bad, ir.Constant(t, 1), b)
+        if op == "floordiv":
+            q = (bld.sdiv if ty.is_signed else bld.udiv)(a, safe)
+            return bld.select(zero, ir.Constant(t, -1 & ((1 << ty.bits) - 1)), q)
+        r = (bld.srem if ty.is_signed else bld.urem)(a, safe)
+        return bld.select(zero, a, r)
+
+    def expr_UnaryOp(self, e: N.UnaryOp):
+        v = self.expr(e.operand)
+        ty = e.ty
+        if e.op == "not":
+            return self.b.xor(v, ir.Constant(I1, 1))
+        if e.op == "invert":
+            return self.b.xor(v, ir.Constant(v.type, -1))
+        if ty.is_int:
+            return self.b.sub(ir.Constant(v.type, 0), v)
+        if ty in (T.bf16, T.f8e4m3):  # flip the sign bit: exact, NaN-preserving
+            return self.b.xor(v, ir.Constant(v.type, 1 << (ty.bits - 1)))
+        return self.b.fneg(v)
+
+    def expr_Compare(self, e: N.Compare):
+        a, b, ty = self.expr(e.lhs), self.expr(e.rhs), e.lhs.ty
+        if ty.is_float:
+            if ty.is_storage_float:
+                a, b = C.to_f32(self.b, a, ty), C.to_f32(self.b, b, ty)
+            if e.op == "ne":
+                return self.b.fcmp_unordered("!=", a, b)
+            return self.b.fcmp_ordered(_ICMP[e.op], a, b)
+        cmp = self.b.icmp_signed if ty.is_signed else self.b.icmp_unsigned
+        return cmp(_ICMP[e.op], a, b)
+
+    def lazy_select(self, cond: ir.Value, then, other, name: str) -> ir.Value:
+        """``then()`` or ``other()`` evaluated only on the path taken; a phi joins them."""
+        t_bb, o_bb, join = (self.b.append_basic_block(f"{name}.{n}") for n in ("then", "else", "end"))
+        self.b.cbranch(cond, t_bb, o_bb)
+        values = []
+        for bb, fn in ((t_bb, then), (o_bb, other)):
+            self.b.position_at_end(bb)
+            values.append((fn(), self.b.block))
+            self.b.branch(join)
+        self.b.position_at_end(join)
+        phi = self.b.phi(values[0][0].type)
+        for v, bb in values:
+            phi.add_incoming(v, bb)
+        return phi
+
+    def expr_Logical(self, e: N.Logical):
+        a = self.expr(e.lhs)
+        if e.op == "and":
+            return self.lazy_select(a, lambda: self.expr(e.rhs), lambda: ir.Constant(I1, 0), "and")
+        return self.lazy_select(a, lambda: ir.Constant(I1, 1), lambda: self.expr(e.rhs), "or")
+
+    def expr_IfExp(self, e: N.IfExp):
+        return self.lazy_select(self.expr(e.cond), lambda: self.expr(e.then), lambda: self.expr(e.other), "ifexp")
+
+    def expr_Call(self, e: N.Call):
+        return self.inline_call(e)
+
+    # ------------------------------------------------------------------ intrinsics
+    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        suffix = {F32: "f32", F64: "f64"}[args[0].type] if args[0].type in (F32, F64) else str(args[0].type)
+        full = f"llvm.{_FLOAT_INTRINSICS.get(name, name)}.{suffix}"
+        fn = self.b.module.globals.get(full)
+        if fn is None:
+            fn = ir.Function(self.b.module, ir.FunctionType(args[0].type, [a.type for a in args]), full)
+        return self.b.call(fn, args)
+
+    def expr_Intrinsic(self, e: N.Intrinsic):
+        return getattr(self, "intr_" + e.name)(e)
+
+    def _dim(method):  # noqa: N805
+        return lambda self, e: getattr(self.frame, method)(e.attrs["axis"])
+
+    intr_thread_idx, intr_block_idx = _dim("thread_idx"), _dim("block_idx")
+    intr_block_dim, intr_grid_dim = _dim("block_dim"), _dim("grid_dim")
+
+    def intr_lane_id(self, e):
+        return self.frame.lane_id()
+
+    def intr_barrier(self, e):
+        self.frame.barrier(e.loc)
+
+    def intr_fence(self, e):
+        self.frame.fence(e.attrs["scope"])
+
+    def float_op(self, e: N.Intrinsic, fn) -> ir.Value:
+        """Apply ``fn`` to the operands computed in f32/f64 and round back to the storage type."""
+        ty = e.args[0].ty
+        args = [self.expr(a) for a in e.args]
+        if ty.is_storage_float:
+            return C.from_f32(self.b, fn([C.to_f32(self.b, a, ty) for a in args]), ty)
+        return fn(args)
+
+    def _fp(name):  # noqa: N805
+        return lambda self, e: self.float_op(e, lambda args: self.call_intrinsic(name, args))
+
+    intr_sqrt, intr_floor, intr_ceil, intr_trunc, intr_rint = map(_fp, ("sqrt", "floor", "ceil", "trunc", "rint"))
+    intr_copysign, intr_fma, intr_fmin, intr_fmax = map(_fp, ("copysign", "fma", "fmin", "fmax"))
+
+    def intr_abs(self, e):
+        ty = e.ty
+        if ty.is_int:
+            v = self.expr(e.args[0])
+            neg = self.b.icmp_signed("<", v, ir.Constant(v.type, 0))
+            return self.b.select(neg, self.b.sub(ir.Constant(v.type, 0), v), v)
+        if ty in (T.bf16, T.f8e4m3):
+            return self.b.and_(self.expr(e.args[0]), ir.Constant(value_type(ty), (1 << (ty.bits - 1)) - 1))
+        return self.float_op(e, lambda args: self.call_intrinsic("abs", args))
+
+    def _minmax(op):  # noqa: N805
+        def handler(self, e):
+            if e.ty.is_float:
+                return self.float_op(e, lambda args: self.call_intrinsic(op, args))
+            return self.arith(op, self.expr(e.args[0]), self.expr(e.args[1]), e.ty)
+        return handler
+
+    intr_minimum, intr_maximum = _minmax("minimum"), _minmax("maximum")
+
+    def intr_isnan(self, e):
+        ty = e.args[0].ty
+        v = self.expr(e.args[0])
+        v = C.to_f32(self.b, v, ty) if ty.is_storage_float else v
+        return self.b.fcmp_unordered("uno", v, v)
+
+    def intr_isinf(self, e):
+        ty = e.args[0].ty
+        v = self.expr(e.args[0])
+        v = C.to_f32(self.b, v, ty) if ty.is_storage_float else v
+        return self.b.fcmp_ordered("==", self.call_intrinsic("abs", [v]), ir.Constant(v.type, math.inf))
+
+    def intr_atomic(self, e: N.Intrinsic):
+        op, space, elem = e.attrs["op"], e.attrs["space"], e.ty
+        self.target.check(f"atomic.{op}.{space}", elem, e.loc)
+        ptr, _ = self.address(e.args[0], e.args[1])
+        vals = [self.expr(a) for a in e.args[2:]]
+        if op == "cas":
+            if elem.is_float:
+                ity = ir.IntType(elem.bits)
+                old = self.frame.cmpxchg(ptr, self.b.bitcast(vals[0], ity), self.b.bitcast(vals[1], ity), space)
+                return self.b.bitcast(old, value_type(elem))
+            return self.frame.cmpxchg(ptr, vals[0], vals[1], space)
+        llop = _ATOMIC_OPS[op][2 if elem.is_float else (0 if elem.is_signed else 1)]
+        return self.frame.atomic_rmw(llop, ptr, vals[0], space)
+
+    # --- wave operations: split into 32-bit pieces, one shuffle each
+    def to_words(self, v: ir.Value, ty: T.DType) -> list[ir.Value]:
+        bits = 1 if ty.is_bool else ty.bits
+        raw = self.b.bitcast(v, ir.IntType(bits)) if not isinstance(v.type, ir.IntType) else v
+        if bits <= 32:
+            return [self.b.zext(raw, I32) if bits < 32 else raw]
+        return [self.b.trunc(raw, I32), self.b.trunc(self.b.lshr(raw, ir.Constant(I64, 32)), I32)]
+
+    def from_words(self, words: list[ir.Value], ty: T.DType) -> ir.Value:
+        bits = 1 if ty.is_bool else ty.bits
+        if bits > 32:
+            raw = self.b.or_(self.b.zext(words[0], I64), self.b.shl(self.b.zext(words[1], I64), ir.Constant(I64, 32)))
+        else:
+            raw = self.b.trunc(words[0], ir.IntType(bits)) if bits < 32 else words[0]
+        vt = value_type(ty)
+        return raw if raw.type == vt else self.b.bitcast(raw, vt)
+
+    def shuffle(self, kind: str, v: ir.Value, ty: T.DType, lane: ir.Value, loc) -> ir.Value:
+        words = [self.frame.shuffle(kind, w, lane, loc) for w in self.to_words(v, ty)]
+        return self.from_words(words, ty)
+
+    def intr_shuffle(self, e: N.Intrinsic):
+        v, lane = self.expr(e.args[0]), self.expr(e.args[1])
+        return self.shuffle(e.attrs["kind"], v, e.ty, lane, e.loc)
+
+    def intr_ballot(self, e: N.Intrinsic):
+        mask = self.frame.ballot(self.expr(e.args[0]), e.loc)
+        kind = e.attrs["kind"]
+        if kind == "ballot":
+            return mask
+        if kind == "any":
+            return self.b.icmp_unsigned("!=", mask, ir.Constant(I64, 0))
+        return self.b.icmp_unsigned("==", mask, self.frame.ballot(ir.Constant(I1, 1), e.loc))
+
+    def intr_wave_reduce(self, e: N.Intrinsic):
+        ty, kind = e.ty, e.attrs["kind"]
+        op = {"sum": "add", "min": "minimum", "max": "maximum"}[kind]
+        v = self.expr(e.args[0])
+        offset = self.target.wave_size // 2
+        while offset >= 1:
+            other = self.shuffle("xor", v, ty, ir.Constant(I32, offset), e.loc)
+            v = self.arith_or_minmax(op, v, other, ty)
+            offset //= 2
+        return v
+
+    def arith_or_minmax(self, op, a, b, ty):
+        if op in ("minimum", "maximum") and ty.is_storage_float:
+            return C.from_f32(self.b, self.call_intrinsic(op, [C.to_f32(self.b, a, ty), C.to_f32(self.b, b, ty)]), ty)
+        return self.arith(op, a, b, ty)

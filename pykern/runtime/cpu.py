@@ -1,0 +1,97 @@
+"""The host runtime: device memory is host memory, kernels are JIT'd objects called over the grid.
+
+Blocks are split into contiguous ranges and run on a thread pool; the drivers are plain C-ABI
+functions called through ctypes, which releases the GIL, so blocks run in parallel on the cores.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from .. import config
+from ..errors import LaunchError
+from ..targets.cpu import CpuTarget
+from .base import Device
+
+_DRIVER = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+class _Launch(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_int32 * 3), ("block", ctypes.c_int32 * 3), ("dyn_shared", ctypes.c_int32),
+                ("err_code", ctypes.c_int32), ("err_site", ctypes.c_int32), ("pad", ctypes.c_int32)]
+
+
+class CpuModule:
+    """A JIT'd module: one MCJIT engine owning the object code of all its kernels."""
+
+    def __init__(self, target: CpuTarget, obj: bytes):
+        empty = llvm.parse_assembly("")
+        empty.triple = target.triple
+        self.engine = llvm.create_mcjit_compiler(empty, target.target_machine)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        self.engine.finalize_object()
+
+
+class CpuDevice(Device):
+    kind = "cpu"
+
+    def __init__(self, index: int = 0, wave_size: int | None = None, check_bounds: bool | None = None,
+                 threads: int | None = None):
+        super().__init__(index)
+        self._target = CpuTarget(wave_size=wave_size or config.wave_size())
+        self.check_bounds = config.check_bounds() if check_bounds is None else check_bounds
+        self.threads = threads or os.cpu_count() or 1
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pykern-cpu") if self.threads > 1 else None
+
+    def __repr__(self) -> str:
+        return f"cpu(wave_size={self._target.wave_size})"
+
+    @property
+    def target(self) -> CpuTarget:
+        return self._target
+
+    def alloc(self, nbytes: int):
+        buf = np.empty(nbytes + 64, np.uint8)
+        addr = buf.ctypes.data
+        return addr + (-addr % 64), buf
+
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None:
+        ctypes.memmove(dst, src.ctypes.data, src.nbytes)
+
+    def copy_to_host(self, dst: np.ndarray, src: int) -> None:
+        ctypes.memmove(dst.ctypes.data, src, dst.nbytes)
+
+    def load_artifact(self, artifact: bytes, kernels) -> CpuModule:
+        return CpuModule(self._target, artifact)
+
+    def get_function(self, handle: CpuModule, name: str):
+        return (handle, _DRIVER(handle.engine.get_function_address(name)))
+
+    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig) -> None:
+        _, driver = func
+        launch = _Launch((ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block), shared_mem, 0, 0, 0)
+        argbuf = (ctypes.c_char * max(1, len(args))).from_buffer(args) if len(args) else None
+        nblocks = grid[0] * grid[1] * grid[2]
+        nthreads = block[0] * block[1] * block[2]
+        chunks = self._split(nblocks, nthreads)
+        if len(chunks) == 1 or self._pool is None:
+            statuses = [driver(argbuf, ctypes.byref(launch), b0, b1) for b0, b1 in chunks]
+        else:
+            futures = [self._pool.submit(driver, argbuf, ctypes.byref(launch), b0, b1) for b0, b1 in chunks]
+            statuses = [f.result() for f in futures]
+        if any(statuses):
+            what = {1: "a barrier (syncthreads) was reached by only some threads of a block",
+                    2: "a wave operation was reached by only some lanes of a wave"}.get(launch.err_code, "error")
+            raise LaunchError(f"kernel {sig.name}: {what} (line {launch.err_site})")
+
+    def _split(self, nblocks: int, nthreads: int) -> list[tuple[int, int]]:
+        # small launches run inline: a pool hop costs more than the work
+        if nblocks * nthreads < 1 << 14 or self.threads == 1:
+            return [(0, nblocks)]
+        n = min(self.threads, nblocks)
+        step = -(-nblocks // n)
+        return [(b, min(b + step, nblocks)) for b in range(0, nblocks, step)]

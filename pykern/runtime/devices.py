@@ -1,0 +1,54 @@
+"""``pykern.device(spec)``: one Device object per spec, created on first use."""
+from __future__ import annotations
+
+import threading
+
+from ..errors import DeviceError
+
+_devices: dict[tuple, object] = {}
+_lock = threading.Lock()
+
+
+def device(spec: str | None = None, **options):
+    """``"cpu"``, ``"hip"``, ``"hip:N"``, ``"cuda"``, ``"cuda:N"``; ``None`` picks the first GPU, else the CPU.
+
+    CPU options: ``wave_size`` (32 or 64), ``check_bounds``, ``threads``.
+    """
+    if spec is None:
+        for kind in ("hip", "cuda"):
+            if _available(kind):
+                return device(kind)
+        return device("cpu", **options)
+    kind, _, idx = spec.partition(":")
+    if kind not in ("cpu", "hip", "cuda") or (idx and not idx.isdigit()):
+        raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'hip', 'hip:N', 'cuda' or 'cuda:N'")
+    key = (kind, int(idx or 0), tuple(sorted(options.items())))
+    with _lock:
+        dev = _devices.get(key)
+        if dev is None:
+            dev = _devices[key] = _create(kind, int(idx or 0), options)
+    return dev
+
+
+def _create(kind: str, index: int, options: dict):
+    if kind == "cpu":
+        from .cpu import CpuDevice
+        return CpuDevice(index, **options)
+    if options:
+        raise DeviceError(f"{kind} devices take no options, got {sorted(options)}")
+    if kind == "hip":
+        from .hip import HipDevice
+        return HipDevice(index)
+    from .cuda import CudaDevice
+    return CudaDevice(index)
+
+
+def _available(kind: str) -> bool:
+    try:
+        if kind == "hip":
+            from .hip import hip_available
+            return hip_available()
+        from .cuda import cuda_available
+        return cuda_available()
+    except Exception:  # a broken driver stack means "not available", never a crash at import
+        return False

@@ -1,0 +1,183 @@
+"""Launching: argument checking and packing, shared by every device.
+
+A ``Function`` is built once per (device, kernel) by ``Device.get_or_load_func``. It precomputes a
+``struct.Struct`` laid out at the kernel's argument offsets and one converter per parameter, so a
+launch is one pass over the arguments and one ``pack``. Converters check everything a kernel cannot:
+argument count, kinds, array dtypes and devices, integer ranges — and name the parameter.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..ir import types as T
+
+_FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
+        (False, 1): "b", (False, 2): "h", (False, 4): "i", (False, 8): "q"}
+
+
+def _dim3(v, what: str, kernel: str) -> tuple[int, int, int]:
+    t = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
+    if not 1 <= len(t) <= 3 or not all(isinstance(x, (int, np.integer)) for x in t):
+        raise LaunchError(f"kernel {kernel}: {what} must be an int or a tuple of up to 3 ints, got {v!r}")
+    t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
+    if any(x < 1 for x in t):
+        raise LaunchError(f"kernel {kernel}: every {what} dimension must be at least 1, got {t}")
+    return t  # type: ignore[return-value]
+
+
+class Function:
+    """A kernel loaded on a device, launchable as ``fn[grid, block](*args)`` or ``fn.launch(...)``."""
+
+    def __init__(self, device, instance, sig, handle):
+        self.device, self.instance, self.sig, self.handle = device, instance, sig, handle
+        self.name = sig.name
+        typed = instance.typed(device.target)
+        self.param_types = [ty for _, ty in typed.params]
+        self.param_names = [n for n, _ in typed.params]
+        fmt, pos = "<", 0
+        for (_, size, align, _), off, ty in zip(sig.params, sig.offsets, self.param_types):
+            fmt += "x" * (off - pos) + _format(ty)
+            pos = off + size
+        self._struct = struct.Struct(fmt)
+        self._convert: list[Callable[[Any], Any]] = [self._converter(n, t) for n, t in zip(self.param_names, self.param_types)]
+
+    def __repr__(self) -> str:
+        return f"<pykern function {self.name} on {self.device}>"
+
+    def __getitem__(self, config) -> Callable:
+        grid, block, stream, shared = _unpack_config(config, self.name)
+        return lambda *args: self.launch(grid, block, *args, shared_mem=shared, stream=stream)
+
+    def pack(self, args) -> bytearray:
+        if len(args) != len(self._convert):
+            raise LaunchError(f"kernel {self.name} takes {len(self._convert)} arguments "
+                              f"({', '.join(self.param_names)}), got {len(args)}")
+        return bytearray(self._struct.pack(*[c(a) for c, a in zip(self._convert, args)]))
+
+    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
+        grid, block = _dim3(grid, "grid", self.name), _dim3(block, "block", self.name)
+        nthreads = block[0] * block[1] * block[2]
+        if nthreads > self.sig.max_block_size:
+            raise LaunchError(f"kernel {self.name}: a block of {nthreads} threads exceeds its maximum "
+                              f"block size {self.sig.max_block_size}")
+        if not isinstance(shared_mem, int) or shared_mem < 0:
+            raise LaunchError(f"kernel {self.name}: shared_mem must be a non-negative int of bytes, got {shared_mem!r}")
+        buf = self.pack(args)
+        try:
+            self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig)
+        except LaunchError as exc:
+            src = self.instance.kdef.source
+            raise LaunchError(f"{exc} in {src.file}") from None
+
+    # ---- converters
+    def _converter(self, name: str, ty: T.Type) -> Callable[[Any], Any]:
+        if isinstance(ty, T.PtrType):
+            return lambda v: self._pointer(name, ty, v)
+        return _scalar_converter(self.name, name, ty)
+
+    def _pointer(self, name: str, ty: T.PtrType, v) -> int:
+        from .base import DeviceArray
+        if v is None:
+            return 0
+        if isinstance(v, DeviceArray):
+            if v.device is not self.device:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {v.device}, the kernel runs on {self.device}")
+            if v.dtype is not ty.elem:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' expects an array of {ty.elem!r}, got {v.dtype!r}")
+            return v.ptr
+        if isinstance(v, np.ndarray):
+            if self.device.kind != "cpu":
+                raise LaunchError(f"kernel {self.name}: argument '{name}' is a host NumPy array; "
+                                  f"copy it with device.to_device() first")
+            if v.dtype != ty.elem.np:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got a {v.dtype} array")
+            if not v.flags.c_contiguous:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' must be C-contiguous")
+            return v.ctypes.data
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            if not 0 <= int(v) < 1 << 64:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' address {v} is out of range")
+            return int(v)
+        iface = getattr(v, "__cuda_array_interface__", None)
+        if iface is not None and self.device.kind in ("cuda", "hip"):
+            if np.dtype(iface["typestr"]) != ty.elem.np and not (ty.elem is T.bf16 and iface["typestr"] == "<V2"):
+                raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got {iface['typestr']}")
+            return int(iface["data"][0])
+        raise LaunchError(f"kernel {self.name}: argument '{name}' expects a pointer to {ty.elem!r} "
+                          f"(a device array, None or an address), got {type(v).__name__}")
+
+
+def _format(ty: T.Type) -> str:
+    if isinstance(ty, T.PtrType):
+        return "Q"
+    if ty.is_bool:
+        return "?"
+    if ty in (T.f32, T.f64):
+        return "f" if ty is T.f32 else "d"
+    return _FMT[(not ty.is_signed, ty.nbytes)]  # ints, and f16/bf16/f8 as their bits
+
+
+def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], Any]:
+    def bad(v, why=""):
+        return LaunchError(f"kernel {kernel}: argument '{name}' expects {ty!r}, got {type(v).__name__} {v!r}{why}")
+
+    if ty.is_bool:
+        def conv(v):
+            if isinstance(v, (bool, np.bool_)):
+                return bool(v)
+            raise bad(v)
+    elif ty.is_int:
+        lo, hi = ty.int_range
+
+        def conv(v):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise bad(v)
+            if not lo <= int(v) <= hi:
+                raise bad(v, f" (out of range {lo}..{hi})")
+            return int(v)
+    elif ty in (T.f32, T.f64):
+        def conv(v):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise bad(v)
+            return float(v)
+    else:  # f16 / bf16 / f8: round on the host exactly as a cast would (ml_dtypes), pass the bits
+        view = f"u{ty.nbytes}"
+
+        def conv(v):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise bad(v)
+            return int(np.asarray(v, dtype=np.float32).astype(ty.np).view(view))
+    return conv
+
+
+def _unpack_config(config, kernel: str):
+    if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+        raise LaunchError(f"kernel {kernel}: launch as kernel[grid, block] or kernel[grid, block, stream, shared_mem]")
+    grid, block, stream, shared = (tuple(config) + (None, 0))[:4]
+    return grid, block, stream, shared
+
+
+class LaunchConfig:
+    """``instance[grid, block, ...]``: launches on the device the arguments live on (or the default)."""
+
+    def __init__(self, instance, config):
+        self.instance = instance
+        self.grid, self.block, self.stream, self.shared = _unpack_config(config, instance.name)
+
+    def __call__(self, *args):
+        launch_instance(self.instance, self.grid, self.block, args, self.shared, self.stream, None)
+
+
+def launch_instance(instance, grid, block, args, shared_mem, stream, device):
+    from . import devices
+    from .base import DeviceArray
+    if device is None:
+        device = next((a.device for a in args if isinstance(a, DeviceArray)), None)
+        if device is None:
+            device = devices.device("cpu") if any(isinstance(a, np.ndarray) for a in args) else devices.device()
+    fn = device.get_or_load_func(instance.name, instance.module)
+    fn.launch(grid, block, *args, shared_mem=shared_mem, stream=stream)

@@ -1,0 +1,521 @@
+"""The host CPU target: kernels run through llvmlite's JIT with GPU semantics.
+
+Each kernel becomes a *thread function* (the body, one GPU thread) and a *grid driver*
+``i32 K(ptr args, ptr launch, i64 b0, i64 b1)`` that runs blocks ``[b0, b1)``; the runtime splits
+the grid over host cores by calling drivers concurrently on disjoint ranges.
+
+* Kernels without barriers or wave operations: the driver loops over a block's threads and calls
+  the (inlined) body; LLVM vectorises what it can.
+* Kernels with them: every thread is an LLVM coroutine (``presplitcoroutine``), each barrier or wave
+  exchange a ``coro.suspend``. ``pykern.schedule`` (``_SCHEDULER`` below) resumes a wave once all its
+  lanes wait at a wave operation and the block once all threads wait at the same barrier; anything
+  else is divergence and ends the launch with an error naming the source line.
+
+Shared memory is a per-block buffer the driver allocates; wave operations exchange values through a
+per-block word buffer; the emulated wave width (32 or 64) is a compile-time constant of the target.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..ir.nodes import Loc
+from ..lower.llvm_ext import TOKEN, TOKEN_NONE, alloca, fn_attr, intrinsic
+from .base import I1, I8, I32, I64, KernelFrame, KernelSignature, Target, init_llvm
+
+PTR = ir.PointerType()
+# struct layouts shared by the frame, the driver and the scheduler (field numbers below)
+BLOCK = ir.LiteralStructType([ir.ArrayType(I32, 3)] * 3 + [I32, PTR, PTR, PTR, PTR])
+B_BID, B_BDIM, B_GDIM, B_NTHREADS, B_SHARED, B_WAVEBUF, B_CTXS, B_LAUNCH = range(8)
+THREAD = ir.LiteralStructType([ir.ArrayType(I32, 3), I32, I32, I32, PTR, PTR])
+T_TID, T_LINEAR, T_KIND, T_SITE, T_BLOCK, T_HANDLE = range(6)
+THREAD_SIZE = 40
+LAUNCH = ir.LiteralStructType([ir.ArrayType(I32, 3), ir.ArrayType(I32, 3), I32, I32, I32, I32])
+L_GRID, L_BLOCK, L_DYN_SHARED, L_ERR_CODE, L_ERR_SITE, L_PAD = range(6)
+WAIT_BARRIER, WAIT_WAVE, WAIT_DONE = 1, 2, 3
+ERR_BARRIER, ERR_WAVE = 1, 2
+
+_SCHEDULER = r"""
+declare void @llvm.coro.resume(ptr)
+
+; Resume whatever may run next. Returns 1 (resumed some), 0 (block finished), -1 (error, written to
+; launch->err). A wave runs on once all its live lanes wait at a wave operation of the same line; the
+; block runs on once every thread waits at the same barrier.
+define linkonce_odr i32 @pykern.schedule(ptr %ctxs, i32 %n, i32 %ws, ptr %launch) {
+entry:
+  br label %wave.loop
+wave.loop:
+  %w0 = phi i32 [ 0, %entry ], [ %w0.next, %wave.next ]
+  %progress = phi i1 [ false, %entry ], [ %progress.next, %wave.next ]
+  %more.w = icmp ult i32 %w0, %n
+  br i1 %more.w, label %wave.body, label %wave.done
+wave.body:
+  %wend.0 = add i32 %w0, %ws
+  %wend.c = icmp ult i32 %wend.0, %n
+  %wend = select i1 %wend.c, i32 %wend.0, i32 %n
+  br label %scan
+scan:
+  %t = phi i32 [ %w0, %wave.body ], [ %t.next, %scan ]
+  %nwave = phi i32 [ 0, %wave.body ], [ %nwave.n2, %scan ]
+  %nlive = phi i32 [ 0, %wave.body ], [ %nlive.next, %scan ]
+  %site = phi i32 [ -1, %wave.body ], [ %site.next, %scan ]
+  %bad = phi i1 [ false, %wave.body ], [ %bad.next, %scan ]
+  %pk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %t, i32 2
+  %k = load i32, ptr %pk
+  %ps = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %t, i32 3
+  %s = load i32, ptr %ps
+  %isw = icmp eq i32 %k, 2
+  %isl = icmp ne i32 %k, 3
+  %nwave.inc = zext i1 %isw to i32
+  %nwave.n2 = add i32 %nwave, %nwave.inc
+  %nlive.inc = zext i1 %isl to i32
+  %nlive.next = add i32 %nlive, %nlive.inc
+  %first = icmp eq i32 %site, -1
+  %differs = icmp ne i32 %site, %s
+  %mismatch0 = and i1 %isw, %differs
+  %notfirst = xor i1 %first, true
+  %mismatch = and i1 %mismatch0, %notfirst
+  %bad.next = or i1 %bad, %mismatch
+  %take = and i1 %isw, %first
+  %site.next = select i1 %take, i32 %s, i32 %site
+  %t.next = add i32 %t, 1
+  %scan.more = icmp ult i32 %t.next, %wend
+  br i1 %scan.more, label %scan, label %scan.end
+scan.end:
+  %nw = phi i32 [ %nwave.n2, %scan ]
+  %any = icmp ne i32 %nw, 0
+  br i1 %any, label %wave.check, label %wave.next
+wave.check:
+  %partial = icmp ne i32 %nw, %nlive.next
+  %err = or i1 %partial, %bad.next
+  br i1 %err, label %fail.wave, label %wave.resume
+wave.resume:
+  %r = phi i32 [ %w0, %wave.check ], [ %r.next, %wave.resume.next ]
+  %rk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %r, i32 2
+  store i32 0, ptr %rk
+  %rh = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %r, i32 5
+  %h = load ptr, ptr %rh
+  call void @llvm.coro.resume(ptr %h)
+  br label %wave.resume.next
+wave.resume.next:
+  %r.next = add i32 %r, 1
+  %r.more = icmp ult i32 %r.next, %wend
+  br i1 %r.more, label %wave.resume, label %wave.next
+wave.next:
+  %progress.next = phi i1 [ %progress, %scan.end ], [ true, %wave.resume.next ]
+  %w0.next = phi i32 [ %wend, %scan.end ], [ %wend, %wave.resume.next ]
+  br label %wave.loop
+wave.done:
+  br i1 %progress, label %ret.more, label %bar.scan
+bar.scan:
+  %u = phi i32 [ 0, %wave.done ], [ %u.next, %bar.scan ]
+  %ndone = phi i32 [ 0, %wave.done ], [ %ndone.next, %bar.scan ]
+  %bsite = phi i32 [ -1, %wave.done ], [ %bsite.next, %bar.scan ]
+  %bbad = phi i1 [ false, %wave.done ], [ %bbad.next, %bar.scan ]
+  %uk.p = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %u, i32 2
+  %uk = load i32, ptr %uk.p
+  %us.p = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %u, i32 3
+  %us = load i32, ptr %us.p
+  %udone = icmp eq i32 %uk, 3
+  %udone.i = zext i1 %udone to i32
+  %ndone.next = add i32 %ndone, %udone.i
+  %ubar = icmp eq i32 %uk, 1
+  %bfirst = icmp eq i32 %bsite, -1
+  %bdiff = icmp ne i32 %bsite, %us
+  %bnotfirst = xor i1 %bfirst, true
+  %bmis0 = and i1 %ubar, %bdiff
+  %bmis = and i1 %bmis0, %bnotfirst
+  %bbad.next = or i1 %bbad, %bmis
+  %btake = and i1 %ubar, %bfirst
+  %bsite.next = select i1 %btake, i32 %us, i32 %bsite
+  %u.next = add i32 %u, 1
+  %u.more = icmp ult i32 %u.next, %n
+  br i1 %u.more, label %bar.scan, label %bar.end
+bar.end:
+  %alldone = icmp eq i32 %ndone.next, %n
+  br i1 %alldone, label %ret.done, label %bar.check
+bar.check:
+  %somedone = icmp ne i32 %ndone.next, 0
+  %berr = or i1 %somedone, %bbad.next
+  br i1 %berr, label %fail.bar, label %bar.resume
+bar.resume:
+  %v = phi i32 [ 0, %bar.check ], [ %v.next, %bar.resume ]
+  %vk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %v, i32 2
+  store i32 0, ptr %vk
+  %vh.p = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %v, i32 5
+  %vh = load ptr, ptr %vh.p
+  call void @llvm.coro.resume(ptr %vh)
+  %v.next = add i32 %v, 1
+  %v.more = icmp ult i32 %v.next, %n
+  br i1 %v.more, label %bar.resume, label %ret.more
+fail.wave:
+  %fw.c = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 3
+  store i32 2, ptr %fw.c
+  %fw.s = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 4
+  store i32 %site.next, ptr %fw.s
+  ret i32 -1
+fail.bar:
+  %fb.c = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 3
+  store i32 1, ptr %fb.c
+  %fb.s = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 4
+  store i32 %bsite.next, ptr %fb.s
+  ret i32 -1
+ret.more:
+  ret i32 1
+ret.done:
+  ret i32 0
+}
+"""
+
+
+class CpuTarget(Target):
+    name = "cpu"
+    binary_ext = ".o"
+
+    def __init__(self, arch: str = "host", wave_size: int = 64):
+        if wave_size not in (32, 64):
+            raise ValueError(f"the CPU target emulates waves of 32 or 64 lanes, not {wave_size}")
+        super().__init__(arch)
+        self.wave_size = wave_size
+        init_llvm()
+        self.triple = llvm.get_process_triple()
+
+    def cache_key(self) -> str:
+        return f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{llvm.get_host_cpu_features().flatten()}"
+
+    def _make_target_machine(self):
+        target = llvm.Target.from_triple(self.triple)
+        return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                            features=llvm.get_host_cpu_features().flatten(),
+                                            opt=3, codemodel="jitdefault", jit=True)
+
+    def begin_kernel(self, module, sig, param_types, uses_sync):
+        return CpuFrame(self, module, sig, param_types, uses_sync)
+
+    def finalize(self, module: ir.Module, kernels: list[KernelSignature]) -> bytes:
+        ref = self.optimize(module)
+        return self.target_machine.emit_object(ref)
+
+    def optimize(self, module: ir.Module, level: int = 3) -> llvm.ModuleRef:
+        init_llvm()
+        ref = llvm.parse_assembly(str(module))
+        if "pykern.schedule" in module.globals:
+            sched = llvm.parse_assembly(_SCHEDULER)
+            sched.triple, sched.data_layout = ref.triple, ref.data_layout
+            ref.link_in(sched)
+        ref.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=level)
+        pb = llvm.create_pass_builder(self.target_machine, pto)
+        pb.getModulePassManager().run(ref, pb)
+        return ref
+
+
+class CpuFrame(KernelFrame):
+    """One kernel on the host: a thread function plus, at ``finish``, its grid driver."""
+
+    def __init__(self, target: CpuTarget, module: ir.Module, sig: KernelSignature, param_types, uses_sync: bool):
+        self.target, self.module, self.sig, self.param_types = target, module, sig, param_types
+        self.coro = uses_sync
+        ret = PTR if uses_sync else ir.VoidType()
+        self.fn = ir.Function(module, ir.FunctionType(ret, [PTR] + list(param_types)), f"{sig.name}.thread")
+        self.fn.linkage = "internal"
+        fn_attr(self.fn, "presplitcoroutine" if uses_sync else "alwaysinline")
+        self.thr = self.fn.args[0]
+        self.args = list(self.fn.args[1:])
+        entry = self.fn.append_basic_block("entry")
+        self.entry_builder = ir.IRBuilder(entry)
+        body = self.fn.append_basic_block("body")
+        self.builder = ir.IRBuilder(body)
+        self.static_shared = 0
+        self.shared_offsets: dict[str, int] = {}
+        if uses_sync:
+            self._begin_coroutine()
+        self.entry_term = self.entry_builder.branch(body)
+        self.entry_builder.position_before(self.entry_term)
+
+    # ---- plumbing
+    def _field(self, base, struct, *idx):
+        return self.builder.gep(base, [ir.Constant(I32, 0)] + [ir.Constant(I32, i) for i in idx], source_etype=struct)
+
+    def _block(self):
+        return self.builder.load(self._field(self.thr, THREAD, T_BLOCK), typ=PTR)
+
+    def _block_i32(self, field, axis):
+        return self.builder.load(self._field(self._block(), BLOCK, field, axis), typ=I32)
+
+    def _begin_coroutine(self):
+        m, b = self.module, self.entry_builder
+        null = ir.Constant(PTR, None)
+        cid = b.call(intrinsic(m, "llvm.coro.id", TOKEN, [I32, PTR, PTR, PTR]), [ir.Constant(I32, 0), null, null, null])
+        size = b.call(intrinsic(m, "llvm.coro.size.i64", I64, []), [])
+        mem = b.call(intrinsic(m, "malloc", PTR, [I64]), [size])
+        self.handle = b.call(intrinsic(m, "llvm.coro.begin", PTR, [TOKEN, PTR]), [cid, mem])
+        self.coro_id = cid
+        fb = ir.IRBuilder(self.fn.append_basic_block("coro.final"))
+        self.final_block = fb.block
+        self.cleanup = self.fn.append_basic_block("coro.cleanup")
+        self.suspend_ret = self.fn.append_basic_block("coro.ret")
+        trap = self.fn.append_basic_block("coro.trap")
+        s = fb.call(intrinsic(m, "llvm.coro.suspend", I8, [TOKEN, I1]), [TOKEN_NONE, ir.Constant(I1, 1)])
+        sw = fb.switch(s, self.suspend_ret)
+        sw.add_case(ir.Constant(I8, 0), trap)
+        sw.add_case(ir.Constant(I8, 1), self.cleanup)
+        ir.IRBuilder(trap).unreachable()
+        cb = ir.IRBuilder(self.cleanup)
+        freed = cb.call(intrinsic(m, "llvm.coro.free", PTR, [TOKEN, PTR]), [cid, self.handle])
+        cb.call(intrinsic(m, "free", ir.VoidType(), [PTR]), [freed])
+        cb.branch(self.suspend_ret)
+        rb = ir.IRBuilder(self.suspend_ret)
+        rb.call(intrinsic(m, "llvm.coro.end", ir.VoidType(), [PTR, I1, TOKEN]), [self.handle, ir.Constant(I1, 0), TOKEN_NONE])
+        rb.ret(self.handle)
+
+    def suspend(self, kind: int, loc: Loc | None) -> None:
+        b = self.builder
+        b.store(ir.Constant(I32, kind), self._field(self.thr, THREAD, T_KIND))
+        b.store(ir.Constant(I32, loc.line if loc else 0), self._field(self.thr, THREAD, T_SITE))
+        s = b.call(intrinsic(self.module, "llvm.coro.suspend", I8, [TOKEN, I1]), [TOKEN_NONE, ir.Constant(I1, 0)])
+        go = self.fn.append_basic_block("resume")
+        sw = b.switch(s, self.suspend_ret)
+        sw.add_case(ir.Constant(I8, 0), go)
+        sw.add_case(ir.Constant(I8, 1), self.cleanup)
+        b.position_at_end(go)
+
+    # ---- ids
+    def thread_idx(self, axis):
+        return self.builder.load(self._field(self.thr, THREAD, T_TID, axis), typ=I32)
+
+    def block_idx(self, axis):
+        return self._block_i32(B_BID, axis)
+
+    def block_dim(self, axis):
+        return self._block_i32(B_BDIM, axis)
+
+    def grid_dim(self, axis):
+        return self._block_i32(B_GDIM, axis)
+
+    def _linear(self):
+        return self.builder.load(self._field(self.thr, THREAD, T_LINEAR), typ=I32)
+
+    def lane_id(self):
+        return self.builder.urem(self._linear(), ir.Constant(I32, self.target.wave_size))
+
+    # ---- synchronisation
+    def barrier(self, loc):
+        self.suspend(WAIT_BARRIER, loc)
+
+    def fence(self, scope):
+        self.builder.fence("seq_cst")
+
+    def _wave_slot(self, index):
+        buf = self.builder.load(self._field(self._block(), BLOCK, B_WAVEBUF), typ=PTR)
+        return self.builder.gep(buf, [index], source_etype=I32)
+
+    def shuffle(self, kind, value, arg, loc):
+        b, ws = self.builder, self.target.wave_size
+        lin = self._linear()
+        b.store(value, self._wave_slot(lin))
+        self.suspend(WAIT_WAVE, loc)
+        lin = self._linear()
+        lane = b.urem(lin, ir.Constant(I32, ws))
+        base = b.sub(lin, lane)
+        src = {"idx": lambda: b.urem(arg, ir.Constant(I32, ws)), "xor": lambda: b.xor(lane, arg),
+               "up": lambda: b.sub(lane, arg), "down": lambda: b.add(lane, arg)}[kind]()
+        inside = b.icmp_unsigned("<", src, ir.Constant(I32, ws))
+        if kind == "up":
+            inside = b.icmp_unsigned("<=", arg, lane)
+        n = b.load(self._field(self._block(), BLOCK, B_NTHREADS), typ=I32)
+        src_lin = b.add(base, b.select(inside, src, ir.Constant(I32, 0)))
+        valid = b.and_(inside, b.icmp_unsigned("<", src_lin, n))
+        got = b.load(self._wave_slot(b.select(valid, src_lin, lin)), typ=I32)
+        result = b.select(valid, got, value)
+        self.suspend(WAIT_WAVE, loc)
+        return result
+
+    def ballot(self, pred, loc):
+        b, ws = self.builder, self.target.wave_size
+        b.store(b.zext(pred, I32), self._wave_slot(self._linear()))
+        self.suspend(WAIT_WAVE, loc)
+        lin = self._linear()
+        base = b.sub(lin, b.urem(lin, ir.Constant(I32, ws)))
+        n = b.load(self._field(self._block(), BLOCK, B_NTHREADS), typ=I32)
+        mask = ir.Constant(I64, 0)
+        for j in range(ws):  # unrolled: ws loads and ors, no loop state across blocks
+            idx = b.add(base, ir.Constant(I32, j))
+            ok = b.icmp_unsigned("<", idx, n)
+            bit = b.load(self._wave_slot(b.select(ok, idx, lin)), typ=I32)
+            bit = b.and_(b.zext(b.and_(ok, b.icmp_unsigned("!=", bit, ir.Constant(I32, 0))), I64), ir.Constant(I64, 1))
+            mask = b.or_(mask, b.shl(bit, ir.Constant(I64, j)))
+        self.suspend(WAIT_WAVE, loc)
+        return mask
+
+    # ---- memory
+    def shared_array(self, name, elem, count, align):
+        off = (self.static_shared + align - 1) // align * align
+        self.static_shared = off + count * _size(elem)
+        base = self.builder.load(self._field(self._block(), BLOCK, B_SHARED), typ=PTR)
+        return self.builder.gep(base, [ir.Constant(I64, off)], source_etype=I8)
+
+    def dynamic_shared(self, align):
+        base = self.builder.load(self._field(self._block(), BLOCK, B_SHARED), typ=PTR)
+        # placed after the static arrays; their total is only known at finish(), so read it from a global
+        g = self.module.globals.get(f"{self.sig.name}.static_shared")
+        if g is None:
+            g = ir.GlobalVariable(self.module, I64, f"{self.sig.name}.static_shared")
+            g.linkage = "internal"
+            g.global_constant = True
+        return self.builder.gep(base, [self.builder.load(g)], source_etype=I8)
+
+    def ret(self):
+        if self.coro:
+            self.builder.store(ir.Constant(I32, WAIT_DONE), self._field(self.thr, THREAD, T_KIND))
+            self.builder.branch(self.final_block)
+        else:
+            self.builder.ret_void()
+
+    # ---- the grid driver
+    def finish(self):
+        total_static = (self.static_shared + 15) // 16 * 16
+        g = self.module.globals.get(f"{self.sig.name}.static_shared")
+        if g is not None:
+            g.initializer = ir.Constant(I64, total_static)
+        DriverBuilder(self, total_static).build()
+
+
+def _size(ty: ir.Type) -> int:
+    if isinstance(ty, ir.IntType):
+        return max(1, ty.width // 8)
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}[type(ty)]
+
+
+class DriverBuilder:
+    """Builds ``i32 K(ptr args, ptr launch, i64 b0, i64 b1)`` for one kernel."""
+
+    def __init__(self, frame: CpuFrame, static_shared: int):
+        self.f, self.static_shared = frame, static_shared
+        m = frame.module
+        self.fn = ir.Function(m, ir.FunctionType(I32, [PTR, PTR, I64, I64]), frame.sig.name)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.malloc = intrinsic(m, "malloc", PTR, [I64])
+        self.free = intrinsic(m, "free", ir.VoidType(), [PTR])
+
+    def field(self, base, struct, *idx):
+        return self.b.gep(base, [ir.Constant(I32, 0)] + [ir.Constant(I32, i) for i in idx], source_etype=struct)
+
+    def loop(self, start, stop, body, name):
+        """for i in [start, stop): body(i) -- i of start's type."""
+        b = self.b
+        pre = b.block
+        head, loop, done = (self.fn.append_basic_block(f"{name}.{n}") for n in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(start.type)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_unsigned("<", i, stop), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        nxt = b.add(i, ir.Constant(start.type, 1))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def build(self):
+        f, b = self.f, self.b
+        args_buf, launch, b0, b1 = self.fn.args
+        grid = [b.load(self.field(launch, LAUNCH, L_GRID, i), typ=I32) for i in range(3)]
+        bdim = [b.load(self.field(launch, LAUNCH, L_BLOCK, i), typ=I32) for i in range(3)]
+        nthreads = b.mul(b.mul(bdim[0], bdim[1]), bdim[2])
+        dyn = b.zext(b.load(self.field(launch, LAUNCH, L_DYN_SHARED), typ=I32), I64)
+        shared = b.call(self.malloc, [b.add(dyn, ir.Constant(I64, self.static_shared + 16))])
+        wavebuf = b.call(self.malloc, [b.mul(b.zext(nthreads, I64), ir.Constant(I64, 4))])
+        block = alloca(b, BLOCK, 0)
+        for i in range(3):
+            b.store(bdim[i], self.field(block, BLOCK, B_BDIM, i))
+            b.store(grid[i], self.field(block, BLOCK, B_GDIM, i))
+        for idx, v in ((B_NTHREADS, nthreads), (B_SHARED, shared), (B_WAVEBUF, wavebuf), (B_LAUNCH, launch)):
+            b.store(v, self.field(block, BLOCK, idx))
+        args = [b.load(b.gep(args_buf, [ir.Constant(I64, off)], source_etype=I8), typ=ty)
+                for off, ty in zip(f.sig.offsets, f.param_types)]
+        status = alloca(b, I32, 0)
+        b.store(ir.Constant(I32, 0), status)
+        gxy = b.mul(grid[0], grid[1])
+
+        def per_block(blin):
+            lin = b.trunc(blin, I32)
+            bid = [b.urem(lin, grid[0]), b.urem(b.udiv(lin, grid[0]), grid[1]), b.udiv(lin, gxy)]
+            for i in range(3):
+                b.store(bid[i], self.field(block, BLOCK, B_BID, i))
+            with b.if_then(b.icmp_signed("==", b.load(status), ir.Constant(I32, 0))):  # stop after an error
+                (self.coroutine_block if f.coro else self.simple_block)(block, bdim, nthreads, args, status, launch)
+
+        if f.coro:
+            ctxs = b.call(self.malloc, [b.mul(b.zext(nthreads, I64), ir.Constant(I64, THREAD_SIZE))])
+            b.store(ctxs, self.field(block, BLOCK, B_CTXS))
+        self.loop(b0, b1, per_block, "blocks")
+        if f.coro:
+            b.call(self.free, [ctxs])
+        b.call(self.free, [shared])
+        b.call(self.free, [wavebuf])
+        b.ret(b.load(status))
+
+    def simple_block(self, block, bdim, nthreads, args, status, launch):
+        b = self.b
+        thr = self.thread_alloca
+        b.store(block, self.field(thr, THREAD, T_BLOCK))
+
+        def z(tz):
+            b.store(tz, self.field(thr, THREAD, T_TID, 2))
+            self.loop(ir.Constant(I32, 0), bdim[1], lambda ty: y(tz, ty), "ty")
+
+        def y(tz, ty):
+            b.store(ty, self.field(thr, THREAD, T_TID, 1))
+            self.loop(ir.Constant(I32, 0), bdim[0], lambda tx: x(tz, ty, tx), "tx")
+
+        def x(tz, ty, tx):
+            b.store(tx, self.field(thr, THREAD, T_TID, 0))
+            lin = b.add(b.mul(b.add(b.mul(tz, bdim[1]), ty), bdim[0]), tx)
+            b.store(lin, self.field(thr, THREAD, T_LINEAR))
+            b.call(self.f.fn, [thr] + args)
+
+        self.loop(ir.Constant(I32, 0), bdim[2], z, "tz")
+
+    @property
+    def thread_alloca(self):
+        if not hasattr(self, "_thr"):
+            with self.b.goto_entry_block():
+                self._thr = alloca(self.b, THREAD, 0)
+        return self._thr
+
+    def coroutine_block(self, block, bdim, nthreads, args, status, launch):
+        b = self.b
+        ctxs = b.load(self.field(block, BLOCK, B_CTXS), typ=PTR)
+        bxy = b.mul(bdim[0], bdim[1])
+
+        def start(t):
+            c = b.gep(ctxs, [t], source_etype=THREAD)
+            tid = [b.urem(t, bdim[0]), b.urem(b.udiv(t, bdim[0]), bdim[1]), b.udiv(t, bxy)]
+            for i in range(3):
+                b.store(tid[i], self.field(c, THREAD, T_TID, i))
+            b.store(t, self.field(c, THREAD, T_LINEAR))
+            b.store(ir.Constant(I32, 0), self.field(c, THREAD, T_KIND))
+            b.store(block, self.field(c, THREAD, T_BLOCK))
+            h = b.call(self.f.fn, [c] + args)
+            b.store(h, self.field(c, THREAD, T_HANDLE))
+
+        self.loop(ir.Constant(I32, 0), nthreads, start, "start")
+        sched = ir.Function(self.f.module, ir.FunctionType(I32, [PTR, I32, I32, PTR]), "pykern.schedule") \
+            if "pykern.schedule" not in self.f.module.globals else self.f.module.globals["pykern.schedule"]
+        head, done = self.fn.append_basic_block("sched"), self.fn.append_basic_block("sched.done")
+        b.branch(head)
+        b.position_at_end(head)
+        r = b.call(sched, [ctxs, nthreads, ir.Constant(I32, self.f.target.wave_size), launch])
+        b.cbranch(b.icmp_signed("==", r, ir.Constant(I32, 1)), head, done)
+        b.position_at_end(done)
+        destroy = intrinsic(self.f.module, "llvm.coro.destroy", ir.VoidType(), [PTR])
+
+        def kill(t):
+            c = b.gep(ctxs, [t], source_etype=THREAD)
+            b.call(destroy, [b.load(self.field(c, THREAD, T_HANDLE), typ=PTR)])
+
+        self.loop(ir.Constant(I32, 0), nthreads, kill, "destroy")
+        with b.if_then(b.icmp_signed("<", r, ir.Constant(I32, 0))):
+            b.store(ir.Constant(I32, -1), status)  # the caller reads launch->err
