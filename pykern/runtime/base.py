@@ -26,15 +26,44 @@ class DeviceArray:
     free it when collected; views (``offset_view``) keep their parent alive.
     """
 
-    def __init__(self, device: "Device", ptr: int, shape: tuple[int, ...], dtype: DType, owner: Any = None):
+    def __init__(self, device: "Device", ptr: int, shape: tuple[int, ...], dtype: DType, owner: Any = None,
+                 strides: tuple[int, ...] | None = None):
         self.device, self.ptr, self.shape, self.dtype = device, ptr, tuple(shape), dtype
         self._owner = owner
+        #: strides in elements (candle's layout); zero strides broadcast
+        self.strides = tuple(strides) if strides is not None else _contiguous_strides(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == _contiguous_strides(self.shape)
+
+    def as_strided(self, shape, strides, offset: int = 0) -> "DeviceArray":
+        """A view of this array's memory with element ``strides``, starting ``offset`` elements in."""
+        return DeviceArray(self.device, self.ptr + offset * self.dtype.nbytes, tuple(shape), self.dtype,
+                           owner=self, strides=tuple(strides))
+
+    def transpose(self, a: int = -2, b: int = -1) -> "DeviceArray":
+        shape, strides = list(self.shape), list(self.strides)
+        shape[a], shape[b], strides[a], strides[b] = shape[b], shape[a], strides[b], strides[a]
+        return self.as_strided(shape, strides)
+
+    def broadcast_to(self, shape) -> "DeviceArray":
+        shape = tuple(shape)
+        pad = len(shape) - self.ndim
+        src_shape, src_strides = (1,) * pad + self.shape, (0,) * pad + self.strides
+        strides = tuple(0 if s == 1 and n != 1 else st for s, n, st in zip(src_shape, shape, src_strides))
+        return self.as_strided(shape, strides)
 
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
     nbytes = property(lambda self: self.size * self.dtype.nbytes)
     ndim = property(lambda self: len(self.shape))
 
     def to_host(self) -> np.ndarray:
+        if not self.is_contiguous:  # copy the span the view covers, then view it on the host
+            span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) if self.size else 0
+            flat = DeviceArray(self.device, self.ptr, (span,), self.dtype, owner=self).to_host()
+            item = self.dtype.nbytes
+            return np.lib.stride_tricks.as_strided(flat, self.shape, [s * item for s in self.strides]).copy()
         out = np.empty(self.shape, self.dtype.np)
         if out.nbytes:
             self.device.copy_to_host(out, self.ptr)
@@ -51,6 +80,8 @@ class DeviceArray:
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         if int(np.prod(shape, dtype=np.int64)) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {shape}")
+        if not self.is_contiguous:
+            raise ValueError("reshape needs a contiguous array")
         return DeviceArray(self.device, self.ptr, shape, self.dtype, owner=self)
 
     def offset_view(self, start: int, shape: tuple[int, ...]) -> "DeviceArray":
@@ -161,6 +192,14 @@ class Device(ABC):
                 fn = Function(self, instance, sigs[name], self.get_function(handle, name))
                 self._funcs[key] = fn
         return fn
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
 
 
 def _as_dtype(dtype) -> DType:

@@ -1,0 +1,62 @@
+"""What every family shares: candle's ``info`` layout on the device, and launch shapes on the host.
+
+``info`` is candle's flat array: ``dims[num_dims]`` followed by one ``strides[num_dims]`` block per
+operand (element strides; zero strides broadcast). A null ``info`` means every operand is contiguous.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pykern as pk
+from pykern import ConstPtr, usize
+from pykern.runtime.base import DeviceArray
+
+#: candle's elementwise launch: 1024 threads, one element per thread
+BLOCK = 1024
+
+
+@pk.func
+def strided_index(idx: usize, num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usize]) -> usize:
+    """The memory offset of logical element ``idx`` (candle's ``get_strided_index``)."""
+    offset: usize = 0
+    rest = idx
+    d = num_dims
+    while d > 0:
+        d -= 1
+        offset += (rest % dims[d]) * strides[d]
+        rest //= dims[d]
+    return offset
+
+
+@pk.func
+def is_contiguous(num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usize]) -> bool:
+    """Row-major contiguity (dims of size 1 may carry any stride)."""
+    acc: usize = 1
+    d = num_dims
+    while d > 0:
+        d -= 1
+        if dims[d] != 1 and strides[d] != acc:
+            return False
+        acc *= dims[d]
+    return True
+
+
+def launch_1d(numel: int, block: int = BLOCK) -> tuple[int, int]:
+    """candle's shape: ``ceil(numel / block)`` blocks of ``block`` threads (at least one block)."""
+    return max(1, -(-numel // block)), block
+
+
+def info_array(device, shape: tuple[int, ...], *strides: tuple[int, ...]) -> DeviceArray | None:
+    """The ``info`` buffer for ``shape`` and each operand's strides; None when all are contiguous."""
+    contiguous = DeviceArray(device, 0, shape, pk.f32).strides
+    if all(tuple(s) == contiguous for s in strides):
+        return None
+    flat = np.array(list(shape) + [x for s in strides for x in s], dtype=np.uint64)
+    return device.to_device(flat)
+
+
+def as_device_array(x, device=None) -> DeviceArray:
+    """Accept a device array, or a NumPy array copied to ``device`` (the CPU by default)."""
+    if isinstance(x, DeviceArray):
+        return x
+    return (device or pk.device("cpu")).to_device(np.asarray(x))
