@@ -120,7 +120,9 @@ class Typer(ast.NodeVisitor):
             if arg_types is not None:  # device function: bind type variables from the call
                 self._bind_typevars(a.annotation, arg_types[i], a)
             ty = self.resolve_type(a.annotation)
-            if arg_types is not None and ty != arg_types[i]:
+            if arg_types is not None and ty != arg_types[i] and not (
+                    isinstance(ty, T.PtrType) and ty.const and isinstance(arg_types[i], T.PtrType)
+                    and arg_types[i].elem == ty.elem):
                 raise self.error(a, f"argument '{a.arg}' expects {ty!r}, got {arg_types[i]!r}")
             params.append((a.arg, ty))
             self.locals[a.arg] = ty
@@ -254,6 +256,8 @@ class Typer(ast.NodeVisitor):
         ta, tb = a.ty, b.ty
         if ta == tb and isinstance(ta, T.DType):
             return ta
+        if isinstance(ta, T.PtrType) and isinstance(tb, T.PtrType) and (ta.elem, ta.space) == (tb.elem, tb.space):
+            return T.PtrType(ta.elem, ta.space, ta.const or tb.const)  # Ptr meets ConstPtr: read-only
         if isinstance(ta, T.DType) and isinstance(tb, T.DType):
             if ta.is_float and tb.is_float:
                 ra, rb = _FLOAT_RANK[ta], _FLOAT_RANK[tb]
@@ -273,6 +277,9 @@ class Typer(ast.NodeVisitor):
             return self.const(e.value, ty, node)
         if e.ty == ty:
             return e
+        if isinstance(e.ty, T.PtrType) and isinstance(ty, T.PtrType) and ty.const and \
+                (e.ty.elem, e.ty.space) == (ty.elem, ty.space):
+            return N.Cast(ty, e, loc=self.loc(node))
         if isinstance(e.ty, T.DType) and isinstance(ty, T.DType):
             try:
                 if self.promote(e, N.Const(ty, 0), node, "") == ty:
