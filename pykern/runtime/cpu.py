@@ -22,7 +22,8 @@ _DRIVER = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, cty
 
 class _Launch(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_int32 * 3), ("block", ctypes.c_int32 * 3), ("dyn_shared", ctypes.c_int32),
-                ("err_code", ctypes.c_int32), ("err_site", ctypes.c_int32), ("pad", ctypes.c_int32)]
+                ("err_code", ctypes.c_int32), ("err_site", ctypes.c_int32), ("pad", ctypes.c_int32),
+                ("ranges", ctypes.c_void_p), ("nranges", ctypes.c_int64)]
 
 
 class CpuModule:
@@ -42,8 +43,8 @@ class CpuDevice(Device):
     def __init__(self, index: int = 0, wave_size: int | None = None, check_bounds: bool | None = None,
                  threads: int | None = None):
         super().__init__(index)
-        self._target = CpuTarget(wave_size=wave_size or config.wave_size())
         self.check_bounds = config.check_bounds() if check_bounds is None else check_bounds
+        self._target = CpuTarget(wave_size=wave_size or config.wave_size(), check_bounds=self.check_bounds)
         self.threads = threads or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pykern-cpu") if self.threads > 1 else None
 
@@ -71,9 +72,12 @@ class CpuDevice(Device):
     def get_function(self, handle: CpuModule, name: str):
         return (handle, _DRIVER(handle.engine.get_function_address(name)))
 
-    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig) -> None:
+    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, ranges=()) -> None:
+        """``ranges``: the (start, end) byte ranges of the argument buffers, for bounds-checked mode."""
         _, driver = func
-        launch = _Launch((ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block), shared_mem, 0, 0, 0)
+        flat = (ctypes.c_int64 * max(1, 2 * len(ranges)))(*[v for r in ranges for v in r])
+        launch = _Launch((ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block), shared_mem, 0, 0, 0,
+                         ctypes.cast(flat, ctypes.c_void_p), len(ranges))
         argbuf = (ctypes.c_char * max(1, len(args))).from_buffer(args) if len(args) else None
         nblocks = grid[0] * grid[1] * grid[2]
         nthreads = block[0] * block[1] * block[2]
@@ -83,9 +87,10 @@ class CpuDevice(Device):
         else:
             futures = [self._pool.submit(driver, argbuf, ctypes.byref(launch), b0, b1) for b0, b1 in chunks]
             statuses = [f.result() for f in futures]
-        if any(statuses):
+        if any(statuses) or launch.err_code:
             what = {1: "a barrier (syncthreads) was reached by only some threads of a block",
-                    2: "a wave operation was reached by only some lanes of a wave"}.get(launch.err_code, "error")
+                    2: "a wave operation was reached by only some lanes of a wave",
+                    3: "out-of-bounds memory access"}.get(launch.err_code, "error")
             raise LaunchError(f"kernel {sig.name}: {what} (line {launch.err_site})")
 
     def _split(self, nblocks: int, nthreads: int) -> list[tuple[int, int]]:

@@ -67,8 +67,9 @@ class Function:
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise LaunchError(f"kernel {self.name}: shared_mem must be a non-negative int of bytes, got {shared_mem!r}")
         buf = self.pack(args)
+        extra = {"ranges": _extents(args)} if getattr(self.device, "check_bounds", False) else {}
         try:
-            self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig)
+            self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig, **extra)
         except LaunchError as exc:
             src = self.instance.kdef.source
             raise LaunchError(f"{exc} in {src.file}") from None
@@ -109,6 +110,23 @@ class Function:
             return int(iface["data"][0])
         raise LaunchError(f"kernel {self.name}: argument '{name}' expects a pointer to {ty.elem!r} "
                           f"(a device array, None or an address), got {type(v).__name__}")
+
+
+def _extents(args) -> list[tuple[int, int]]:
+    """Byte ranges of the array arguments (bounds-checked mode accepts accesses only inside them)."""
+    from .base import DeviceArray
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out.append((a.ctypes.data, a.ctypes.data + a.nbytes))
+        elif isinstance(a, DeviceArray):
+            span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) if a.size else 0
+            root = a
+            while isinstance(root._owner, DeviceArray):
+                root = root._owner
+            lo = min(a.ptr, root.ptr)
+            out.append((lo, max(a.ptr + span * a.dtype.nbytes, root.ptr + root.nbytes)))
+    return out
 
 
 def _format(ty: T.Type) -> str:

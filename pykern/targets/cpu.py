@@ -25,15 +25,68 @@ from .base import I1, I8, I32, I64, KernelFrame, KernelSignature, Target, init_l
 
 PTR = ir.PointerType()
 # struct layouts shared by the frame, the driver and the scheduler (field numbers below)
-BLOCK = ir.LiteralStructType([ir.ArrayType(I32, 3)] * 3 + [I32, PTR, PTR, PTR, PTR])
-B_BID, B_BDIM, B_GDIM, B_NTHREADS, B_SHARED, B_WAVEBUF, B_CTXS, B_LAUNCH = range(8)
+BLOCK = ir.LiteralStructType([ir.ArrayType(I32, 3)] * 3 + [I32, PTR, PTR, PTR, PTR, I64])
+B_BID, B_BDIM, B_GDIM, B_NTHREADS, B_SHARED, B_WAVEBUF, B_CTXS, B_LAUNCH, B_SHARED_BYTES = range(9)
 THREAD = ir.LiteralStructType([ir.ArrayType(I32, 3), I32, I32, I32, PTR, PTR])
 T_TID, T_LINEAR, T_KIND, T_SITE, T_BLOCK, T_HANDLE = range(6)
 THREAD_SIZE = 40
-LAUNCH = ir.LiteralStructType([ir.ArrayType(I32, 3), ir.ArrayType(I32, 3), I32, I32, I32, I32])
-L_GRID, L_BLOCK, L_DYN_SHARED, L_ERR_CODE, L_ERR_SITE, L_PAD = range(6)
+LAUNCH = ir.LiteralStructType([ir.ArrayType(I32, 3), ir.ArrayType(I32, 3), I32, I32, I32, I32, PTR, I64])
+L_GRID, L_BLOCK, L_DYN_SHARED, L_ERR_CODE, L_ERR_SITE, L_PAD, L_RANGES, L_NRANGES = range(8)
 WAIT_BARRIER, WAIT_WAVE, WAIT_DONE = 1, 2, 3
-ERR_BARRIER, ERR_WAVE = 1, 2
+ERR_BARRIER, ERR_WAVE, ERR_BOUNDS = 1, 2, 3
+
+# Bounds-checked mode: is [addr, addr+size) inside the block's shared memory or one of the launch's
+# argument buffers (launch->ranges: nranges pairs of [lo, hi))? If not, record the line and refuse.
+_CHECKER = r"""
+define linkonce_odr i1 @pykern.check(ptr %block, ptr %addr, i64 %size, i32 %line) {
+entry:
+  %a = ptrtoint ptr %addr to i64
+  %e = add i64 %a, %size
+  %sp = getelementptr {[3 x i32], [3 x i32], [3 x i32], i32, ptr, ptr, ptr, ptr, i64}, ptr %block, i32 0, i32 4
+  %s0 = load ptr, ptr %sp
+  %s = ptrtoint ptr %s0 to i64
+  %sbp = getelementptr {[3 x i32], [3 x i32], [3 x i32], i32, ptr, ptr, ptr, ptr, i64}, ptr %block, i32 0, i32 8
+  %sb = load i64, ptr %sbp
+  %send = add i64 %s, %sb
+  %in0 = icmp uge i64 %a, %s
+  %in1 = icmp ule i64 %e, %send
+  %insh = and i1 %in0, %in1
+  br i1 %insh, label %ok, label %scan.pre
+scan.pre:
+  %lp = getelementptr {[3 x i32], [3 x i32], [3 x i32], i32, ptr, ptr, ptr, ptr, i64}, ptr %block, i32 0, i32 7
+  %launch = load ptr, ptr %lp
+  %rp = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32, ptr, i64}, ptr %launch, i32 0, i32 6
+  %ranges = load ptr, ptr %rp
+  %np = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32, ptr, i64}, ptr %launch, i32 0, i32 7
+  %n = load i64, ptr %np
+  br label %scan
+scan:
+  %i = phi i64 [ 0, %scan.pre ], [ %i.next, %next ]
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %test, label %fail
+test:
+  %i2 = shl i64 %i, 1
+  %lop = getelementptr i64, ptr %ranges, i64 %i2
+  %lo = load i64, ptr %lop
+  %hip = getelementptr i64, ptr %lop, i64 1
+  %hi = load i64, ptr %hip
+  %r0 = icmp uge i64 %a, %lo
+  %r1 = icmp ule i64 %e, %hi
+  %r = and i1 %r0, %r1
+  br i1 %r, label %ok, label %next
+next:
+  %i.next = add i64 %i, 1
+  br label %scan
+fail:
+  %cp = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32, ptr, i64}, ptr %launch, i32 0, i32 3
+  store i32 3, ptr %cp
+  %lnp = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32, ptr, i64}, ptr %launch, i32 0, i32 4
+  store i32 %line, ptr %lnp
+  ret i1 false
+ok:
+  ret i1 true
+}
+"""
 
 _SCHEDULER = r"""
 declare void @llvm.coro.resume(ptr)
@@ -172,16 +225,18 @@ class CpuTarget(Target):
     name = "cpu"
     binary_ext = ".o"
 
-    def __init__(self, arch: str = "host", wave_size: int = 64):
+    def __init__(self, arch: str = "host", wave_size: int = 64, check_bounds: bool = False):
         if wave_size not in (32, 64):
             raise ValueError(f"the CPU target emulates waves of 32 or 64 lanes, not {wave_size}")
         super().__init__(arch)
         self.wave_size = wave_size
+        self.check_bounds = check_bounds
         init_llvm()
         self.triple = llvm.get_process_triple()
 
     def cache_key(self) -> str:
-        return f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{llvm.get_host_cpu_features().flatten()}"
+        return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:"
+                f"{llvm.get_host_cpu_features().flatten()}")
 
     def _make_target_machine(self):
         target = llvm.Target.from_triple(self.triple)
@@ -199,10 +254,11 @@ class CpuTarget(Target):
     def optimize(self, module: ir.Module, level: int = 3) -> llvm.ModuleRef:
         init_llvm()
         ref = llvm.parse_assembly(str(module))
-        if "pykern.schedule" in module.globals:
-            sched = llvm.parse_assembly(_SCHEDULER)
-            sched.triple, sched.data_layout = ref.triple, ref.data_layout
-            ref.link_in(sched)
+        for name, text in (("pykern.schedule", _SCHEDULER), ("pykern.check", _CHECKER)):
+            if name in module.globals:  # runtime support, linked only where a kernel uses it
+                support = llvm.parse_assembly(text)
+                support.triple, support.data_layout = ref.triple, ref.data_layout
+                ref.link_in(support)
         ref.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=level)
         pb = llvm.create_pass_builder(self.target_machine, pto)
@@ -365,6 +421,14 @@ class CpuFrame(KernelFrame):
             g.global_constant = True
         return self.builder.gep(base, [self.builder.load(g)], source_etype=I8)
 
+    def guard(self, address, nbytes, loc):
+        if not self.target.check_bounds:
+            return None
+        check = self.module.globals.get("pykern.check") or ir.Function(
+            self.module, ir.FunctionType(I1, [PTR, PTR, I64, I32]), "pykern.check")
+        return self.builder.call(check, [self._block(), address, ir.Constant(I64, nbytes),
+                                         ir.Constant(I32, loc.line if loc else 0)])
+
     def ret(self):
         if self.coro:
             self.builder.store(ir.Constant(I32, WAIT_DONE), self._field(self.thr, THREAD, T_KIND))
@@ -431,7 +495,9 @@ class DriverBuilder:
         for i in range(3):
             b.store(bdim[i], self.field(block, BLOCK, B_BDIM, i))
             b.store(grid[i], self.field(block, BLOCK, B_GDIM, i))
-        for idx, v in ((B_NTHREADS, nthreads), (B_SHARED, shared), (B_WAVEBUF, wavebuf), (B_LAUNCH, launch)):
+        shared_bytes = b.add(dyn, ir.Constant(I64, self.static_shared))
+        for idx, v in ((B_NTHREADS, nthreads), (B_SHARED, shared), (B_WAVEBUF, wavebuf), (B_LAUNCH, launch),
+                       (B_SHARED_BYTES, shared_bytes)):
             b.store(v, self.field(block, BLOCK, idx))
         args = [b.load(b.gep(args_buf, [ir.Constant(I64, off)], source_etype=I8), typ=ty)
                 for off, ty in zip(f.sig.offsets, f.param_types)]
