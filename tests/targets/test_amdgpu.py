@@ -431,3 +431,53 @@ def test_shuffle_source_lane_semantics(kind, width):
     for lane in range(width):
         for arg in [*range(2 * width + 2), 0x7FFFFFFF, 0xFFFFFFFF]:
             assert src(lane, arg) == expect(lane, arg), (lane, arg)
+
+
+# ---- real pykern kernels through the front end and shared lowering -----------------------------------
+# (module level: the front end resolves names in the kernel's module globals)
+import pykern as pk  # noqa: E402
+from pykern import Ptr, f16, f32, u32, usize  # noqa: E402
+from pykern.compiler import compile_kernels  # noqa: E402
+
+
+@pk.kernel
+def scale(n: usize, a: f32, x: Ptr[f32]):
+    for i in pk.grid_stride(n):
+        x[i] = a * x[i]
+
+
+@pk.kernel(max_block_size=256)
+def tile_sum(n: usize, x: Ptr[f32], out: Ptr[f32], count: Ptr[u32]):
+    tile = pk.shared.array(256, f32)
+    t = pk.thread_idx.x
+    i = pk.global_id()
+    v = f32(0)
+    if i < n:
+        v = x[i]
+    tile[t] = v
+    pk.syncthreads()
+    s = tile[t ^ 1]
+    s += pk.wave.shuffle_down(s, 1)
+    pk.atomic.add(out, 0, s)
+    pk.atomic.add(count, 0, u32(1))
+
+
+@pk.kernel
+def half_atomic(x: Ptr[f16]):
+    pk.atomic.add(x, 0, f16(1))
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+def test_pykern_kernels_build_for_every_arch(arch):
+    t = AmdgpuTarget(arch)
+    hsaco, sigs = compile_kernels([scale.instance(), tile_sum.instance()], t, "e2e")
+    co = CodeObject(hsaco)
+    for sig in sigs:
+        k = co.kernels[sig.name]
+        assert [(a.offset, a.size) for a in k.explicit_args] == [(o, p[1]) for o, p in zip(sig.offsets, sig.params)]
+    ks = co.kernels[sigs[0].name]
+    assert (ks.scratch, ks.spills) == (0, 0)
+    kt = co.kernels[sigs[1].name]
+    assert (kt.lds, kt.max_flat_workgroup_size, kt.wavefront_size) == (1024, 256, ARCHS[arch].wave_size)
+    with pytest.raises(CompileError, match="f16"):  # the front end refuses before target.check runs
+        compile_kernels([half_atomic.instance()], t, "bad")
