@@ -1,0 +1,271 @@
+"""The CUDA runtime: pykern's PTX on NVIDIA GPUs through the driver API (``cuda-bindings``).
+
+The driver API rather than the runtime API because PTX goes straight to ``cuModuleLoadData``
+(the driver JIT-compiles it for the GPU it finds and keeps the result in its compute cache), and
+the primary context is the one PyTorch and CuPy use, so device pointers pass between them.
+``cuda-bindings`` is the optional extra ``pykern[cuda]`` and is imported on first use.
+
+Launch cost is the point of ``CudaFunction``: everything that does not change between launches
+(the parameter buffer, the array of pointers into it that ``cuLaunchKernel`` wants) is built
+once per function, so a launch is one memcpy of the packed arguments and one driver call.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import DeviceError, LaunchError
+from ..targets.nvptx import NvptxTarget, arch_for_capability
+from .base import Device
+
+
+@functools.cache
+def _driver():
+    from cuda.bindings import driver
+    _check(driver, driver.cuInit(0), "cuInit")
+    return driver
+
+
+def _check(drv, result, what: str):
+    """Unwrap a ``(CUresult, *values)`` tuple, raising DeviceError with the CUDA error name."""
+    err = result[0]
+    if err != drv.CUresult.CUDA_SUCCESS:  # compare, don't test truth: older bindings use plain Enums
+        raise DeviceError(f"{what} failed: {_error_name(drv, err)}")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def _error_name(drv, err) -> str:
+    r = drv.cuGetErrorName(err)
+    return r[1].decode() if not r[0] and r[1] else f"CUresult {int(err)}"
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """True when cuda-bindings imports, a driver is installed and it reports a device."""
+    try:
+        drv = _driver()
+        return _check(drv, drv.cuDeviceGetCount(), "cuDeviceGetCount") > 0
+    except Exception:  # no package, no libcuda, no device: all mean "not available"
+        return False
+
+
+_tls = threading.local()  # the context this thread last made current
+
+
+def param_pointer_array(base: int, offsets) -> ctypes.Array:
+    """The ``void*[]`` that ``cuLaunchKernel``'s kernelParams takes: one pointer to each parameter,
+    each ``base`` + its offset in the packed buffer (``KernelSignature.offsets``)."""
+    return (ctypes.c_void_p * max(len(offsets), 1))(*(base + o for o in offsets))
+
+
+class CudaFunction:
+    """A kernel ready to launch: its CUfunction and a fixed parameter buffer with its pointer array.
+
+    Launches copy the packed arguments into ``buffer`` under ``lock`` (the driver copies the
+    parameters out during ``cuLaunchKernel``, so reusing one buffer is safe once the call returns).
+    """
+
+    __slots__ = ("handle", "name", "sig", "nbytes", "buffer", "view", "pointers", "params", "lock", "module")
+
+    def __init__(self, handle, name: str, sig, module):
+        self.handle, self.name, self.module = handle, name, module  # module: keeps it loaded
+        self.lock = threading.Lock()
+        self.prepare(sig)
+
+    def prepare(self, sig) -> None:
+        """Build the parameter buffer for ``sig`` (None: not known yet; the first launch brings it)."""
+        self.sig = sig
+        self.nbytes = sig.kernarg_size if sig is not None else 0
+        self.buffer = (ctypes.c_char * max(self.nbytes, 1))()
+        self.view = memoryview(self.buffer).cast("B")[: self.nbytes]
+        self.pointers = param_pointer_array(ctypes.addressof(self.buffer), sig.offsets if sig else ())
+        self.params = ctypes.addressof(self.pointers) if sig is not None and sig.params else 0
+
+    def __repr__(self) -> str:
+        return f"<CudaFunction {self.name}>"
+
+
+class CudaModule:
+    """A loaded PTX module; unloaded when the last function handle from it is gone."""
+
+    def __init__(self, device: "CudaDevice", handle, sigs: dict):
+        self.device, self.handle, self.sigs = device, handle, sigs
+
+    def __del__(self):
+        try:
+            self.device._current()
+            self.device._drv.cuModuleUnload(self.handle)
+        except Exception:  # interpreter shutdown: the driver may already be gone
+            pass
+
+
+class _Allocation:
+    """Owner of one cuMemAlloc block; frees it when collected."""
+
+    __slots__ = ("device", "ptr")
+
+    def __init__(self, device: "CudaDevice", ptr):
+        self.device, self.ptr = device, ptr
+
+    def __del__(self):
+        try:
+            self.device._current()
+            self.device._drv.cuMemFree(self.ptr)
+        except Exception:
+            pass
+
+
+class CudaStream:
+    """An explicit stream (blocking, so it stays ordered with the default stream's copies)."""
+
+    def __init__(self, device: "CudaDevice"):
+        self.device = device
+        device._current()
+        self.handle = _check(device._drv, device._drv.cuStreamCreate(0), "cuStreamCreate")
+
+    def synchronize(self) -> None:
+        self.device._current()
+        _check(self.device._drv, self.device._drv.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+    def __cuda_stream__(self):
+        return (0, int(self.handle))
+
+    def __del__(self):
+        try:
+            self.device._current()
+            self.device._drv.cuStreamDestroy(self.handle)
+        except Exception:
+            pass
+
+
+def _stream_handle(stream):
+    """None (the legacy default stream) or a raw handle, from pykern's, cuda.core's (the
+    ``__cuda_stream__`` protocol), PyTorch's (``cuda_stream``) or CuPy's (``ptr``) stream objects."""
+    if stream is None or isinstance(stream, int):
+        return stream
+    if isinstance(stream, CudaStream):
+        return stream.handle
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)  # a CUstream
+
+
+class CudaDevice(Device):
+    kind = "cuda"
+
+    def __init__(self, index: int = 0, arch: str | None = None):
+        super().__init__(index)
+        self._drv = drv = _driver()
+        self._ok, self._launch = drv.CUresult.CUDA_SUCCESS, drv.cuLaunchKernel
+        self._dev = _check(drv, drv.cuDeviceGet(index), f"cuDeviceGet({index})")
+        # The primary context is retained for the life of the process: arrays may be freed by the
+        # collector long after anyone holds this device object.
+        self._ctx = _check(drv, drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
+        self._current()
+        attr = drv.CUdevice_attribute
+        get = lambda a: _check(drv, drv.cuDeviceGetAttribute(a, self._dev), "cuDeviceGetAttribute")
+        self.compute_capability = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                                   get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.name = _check(drv, drv.cuDeviceGetName(256, self._dev), "cuDeviceGetName").split(b"\0")[0].decode()
+        self.arch = arch or arch_for_capability(*self.compute_capability)
+        if self.arch is None:
+            raise DeviceError(f"{self.name} (compute capability {'.'.join(map(str, self.compute_capability))}) "
+                              "is older than sm_80, the oldest arch pykern targets")
+        self._target = NvptxTarget(self.arch)
+
+    def __repr__(self) -> str:
+        return f"cuda:{self.index}"
+
+    @property
+    def target(self) -> NvptxTarget:
+        return self._target
+
+    def _current(self) -> None:
+        """Make this device's context current on the calling thread (a no-op when it already is)."""
+        if getattr(_tls, "ctx", None) is not self._ctx:
+            _check(self._drv, self._drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+            _tls.ctx = self._ctx
+
+    # ---- memory ---------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> tuple[int, Any]:
+        self._current()
+        ptr = _check(self._drv, self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")
+        return int(ptr), _Allocation(self, ptr)
+
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None:
+        self._current()
+        _check(self._drv, self._drv.cuMemcpyHtoD(dst, src.ctypes.data, src.nbytes), "cuMemcpyHtoD")
+
+    def copy_to_host(self, dst: np.ndarray, src: int) -> None:
+        self._current()
+        _check(self._drv, self._drv.cuMemcpyDtoH(dst.ctypes.data, src, dst.nbytes), "cuMemcpyDtoH")
+
+    def stream(self) -> CudaStream:
+        return CudaStream(self)
+
+    def synchronize(self) -> None:
+        self._current()
+        _check(self._drv, self._drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    # ---- modules and launches ---------------------------------------------------------------------
+    def load_artifact(self, artifact: bytes, kernels: list) -> CudaModule:
+        self._current()
+        image = artifact if artifact.endswith(b"\0") else artifact + b"\0"  # PTX must be NUL-terminated
+        err, handle = self._drv.cuModuleLoadData(image)
+        if err != self._ok:
+            raise DeviceError(f"cuModuleLoadData failed: {_error_name(self._drv, err)}{self._jit_log(image)}")
+        return CudaModule(self, handle, {k.name: k for k in kernels})
+
+    def _jit_log(self, image: bytes) -> str:
+        """The driver JIT's error log for a PTX image it refused (only on the failure path)."""
+        drv, log = self._drv, bytearray(16384)
+        try:
+            opts = [drv.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, drv.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
+            drv.cuModuleLoadDataEx(image, 2, opts, [log, len(log)])
+        except Exception:
+            return ""
+        text = log.split(b"\0")[0].decode(errors="replace").strip()
+        return f"\n{text}" if text else ""
+
+    def get_function(self, handle: CudaModule, name: str) -> CudaFunction:
+        self._current()
+        fn = _check(self._drv, self._drv.cuModuleGetFunction(handle.handle, name.encode()),
+                    f"cuModuleGetFunction({name})")
+        return CudaFunction(fn, name, handle.sigs.get(name), handle)
+
+    def launch_packed(self, func: CudaFunction, grid, block, shared_mem: int, stream, args, sig) -> None:
+        if getattr(_tls, "ctx", None) is not self._ctx:
+            self._current()
+        if func.sig is None:
+            func.prepare(sig)
+        n = func.nbytes
+        if len(args) != n:
+            if len(args) < n:
+                raise LaunchError(f"{func.name}: {len(args)} bytes of arguments, the kernel takes {n}")
+            args = memoryview(args)[:n]
+        handle = None if stream is None else _stream_handle(stream)
+        with func.lock:
+            func.view[:] = args
+            err = self._launch(func.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                               shared_mem, handle, func.params, 0)[0]
+        if err != self._ok:
+            raise DeviceError(f"cuLaunchKernel({func.name}, grid={tuple(grid)}, block={tuple(block)}, "
+                              f"shared={shared_mem}) failed: {_error_name(self._drv, err)}")
+
+
+@functools.cache
+def cuda_device(index: int = 0) -> CudaDevice:
+    """The one CudaDevice per GPU index, so its loaded modules (ModuleStore slots) are shared."""
+    return CudaDevice(index)
+
+
+__all__ = ["CudaDevice", "CudaFunction", "CudaStream", "cuda_available", "cuda_device",
+           "param_pointer_array"]

@@ -1,0 +1,237 @@
+"""The NVPTX target: pykern kernels as PTX text that the CUDA driver JIT-compiles at load time.
+
+PTX is the artifact rather than a cubin because the driver compiles it for whatever GPU it finds
+(PTX for sm_90 runs on sm_100/sm_120 too), and because it needs no NVIDIA tool on the compiling
+machine. ``ptxas_check`` runs NVIDIA's assembler where one is installed, so CI can reject PTX the
+driver would refuse. Facts this file relies on are in ``shared/spec/lowering_notes.md`` §8.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..errors import CompileError
+from ..lower.llvm_ext import intrinsic
+from .base import I1, I32, I64, KernelFrame, KernelSignature, Target
+
+#: Supported architectures and the oldest compute capability each one covers. LLVM picks the PTX
+#: ISA version (7.0 for sm_80 … 7.8 for sm_89/sm_90), which every CUDA 12+ driver loads.
+ARCHS = {"sm_80": (8, 0), "sm_86": (8, 6), "sm_89": (8, 9), "sm_90": (9, 0)}
+DEFAULT_ARCH = "sm_90"
+
+
+def arch_for_capability(major: int, minor: int) -> str | None:
+    """The newest supported arch a device of compute capability ``major.minor`` can run.
+
+    PTX is forward compatible, so sm_90a, sm_100 or sm_120 devices get sm_90 and sm_87 gets sm_86;
+    devices older than sm_80 get None (their PTX lacks what the lowering emits, e.g. bf16).
+    """
+    fits = [a for a, cc in ARCHS.items() if cc <= (major, minor)]
+    return max(fits, key=ARCHS.__getitem__) if fits else None
+
+
+#: pykern shuffle kind -> (PTX shfl mode, the ``c`` operand). c packs the segment mask (bits 12:8,
+#: 0 = one 32-lane segment) and the clamp lane (bits 4:0): 31 for idx/bfly/down, 0 for up, which
+#: makes an out-of-range source lane return the caller's own value, as CUDA's __shfl_*_sync do.
+_SHFL = {"idx": ("idx", 31), "xor": ("bfly", 31), "down": ("down", 31), "up": ("up", 0)}
+_FULL_MASK = ir.Constant(I32, -1)
+_ATOMIC_OPS = ("add", "sub", "min", "max", "exchange", "xchg", "cas")
+
+
+class NvptxTarget(Target):
+    name = "cuda"
+    triple = "nvptx64-nvidia-cuda"
+    wave_size = 32
+    global_as, shared_as = 1, 3
+    #: The NVPTX datalayout has no ``A`` entry, so allocas live in the generic space 0; the
+    #: backend's NVPTXLowerAlloca pass moves them to .local itself.
+    private_as = 0
+    binary_ext = ".ptx"
+
+    def __init__(self, arch: str = DEFAULT_ARCH):
+        if arch not in ARCHS:
+            raise CompileError(f"unknown CUDA arch {arch!r}; supported: {', '.join(ARCHS)}")
+        super().__init__(arch)
+
+    def _make_target_machine(self) -> llvm.TargetMachine:
+        return llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.arch, opt=3)
+
+    def check(self, feature: str, dtype, loc) -> None:
+        """Atomics: every op on 8- to 64-bit integers and on f16/f32/f64 compiles (LLVM turns what
+        PTX lacks, 8/16-bit ints and float min/max/sub, into CAS loops on the enclosing 32-bit word,
+        ptxas accepts them for sm_80..sm_90). bf16 and fp8 live in integer registers in the
+        lowering, so only exchange and CAS exist for them; bool has none."""
+        parts = feature.split(".")
+        if parts[0] != "atomic":
+            return
+        if len(parts) != 3 or parts[1] not in _ATOMIC_OPS or parts[2] not in ("global", "shared"):
+            raise CompileError(f"unknown atomic feature {feature!r}", loc)
+        op, space = parts[1], parts[2]
+        kind, bits = getattr(dtype, "kind", None), getattr(dtype, "bits", 0)
+        if kind not in ("int", "uint", "float") or bits not in (8, 16, 32, 64):
+            raise self.unsupported(f"atomic {op} on {dtype!r} in {space} memory", loc)
+        if kind == "float" and dtype.name not in ("f16", "f32", "f64") and op not in ("exchange", "xchg", "cas"):
+            raise self.unsupported(f"atomic {op} on {dtype!r} in {space} memory (only exchange and cas "
+                                   "exist for it)", loc)
+
+    def begin_kernel(self, module: ir.Module, sig: KernelSignature, param_types: list[ir.Type],
+                     uses_sync: bool) -> "NvptxFrame":
+        # Pointer parameters must be global (AS1): PTX passes them as .u64 in the param space and
+        # loads through them become ld.global, not generic loads with an address-space test.
+        params = [ir.PointerType(addrspace=self.global_as) if isinstance(t, ir.PointerType) else t
+                  for t in param_types]
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), sig.name)
+        fn.calling_convention = "ptx_kernel"
+        # llvmlite only knows enum attributes; a string attribute goes into the set unvalidated.
+        set.add(fn.attributes, f'"nvvm.maxntid"="{int(sig.max_block_size)}"')
+        for arg, (pname, *_rest) in zip(fn.args, sig.params):
+            arg.name = pname
+        return NvptxFrame(self, module, fn)
+
+    def finalize(self, module: ir.Module, kernels: list[KernelSignature]) -> bytes:
+        ptx = self.target_machine.emit_assembly(self.optimize(module, 3))
+        for k in kernels:
+            if f".entry {k.name}(" not in ptx:
+                raise CompileError(f"kernel {k.name} missing from the PTX for {self.arch}")
+        return ptx.encode()
+
+
+class NvptxFrame(KernelFrame):
+    """One kernel under construction: intrinsics for ids, barriers, cross-lane ops and shared memory."""
+
+    def __init__(self, target: NvptxTarget, module: ir.Module, fn: ir.Function):
+        self.target, self.module, self.function = target, module, fn
+        self.args = list(fn.args)
+        self._shared: dict[str, ir.GlobalVariable] = {}
+        entry, body = fn.append_basic_block("entry"), fn.append_basic_block("body")
+        self.entry_builder = ir.IRBuilder(entry)
+        self.entry_builder.position_before(self.entry_builder.branch(body))  # allocas go above the br
+        self.builder = ir.IRBuilder(body)
+
+    def _call(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        fn = intrinsic(self.module, name, ret, [a.type for a in args])
+        return self.builder.call(fn, args)
+
+    def _sreg(self, reg: str, axis: int | None = None) -> ir.Value:
+        suffix = "" if axis is None else "." + "xyz"[axis]
+        return self._call(f"llvm.nvvm.read.ptx.sreg.{reg}{suffix}", I32, [])
+
+    def thread_idx(self, axis: int) -> ir.Value:
+        return self._sreg("tid", axis)
+
+    def block_idx(self, axis: int) -> ir.Value:
+        return self._sreg("ctaid", axis)
+
+    def block_dim(self, axis: int) -> ir.Value:
+        return self._sreg("ntid", axis)
+
+    def grid_dim(self, axis: int) -> ir.Value:
+        return self._sreg("nctaid", axis)
+
+    def lane_id(self) -> ir.Value:
+        return self._sreg("laneid")
+
+    def barrier(self, loc) -> None:
+        """``barrier.sync 0`` (not ``bar.sync``, the ``.aligned`` form).
+
+        ``.aligned`` promises ptxas that every thread of a warp executes the *same* barrier
+        instruction; under sm_70+ independent thread scheduling that does not hold when the
+        lowering's structured control flow lets a warp reach a uniform barrier from different
+        branches (a barrier in a loop with a divergent ``continue``, after a divergent early exit),
+        and then the result is undefined. The non-aligned form only needs every thread of the block
+        to arrive; the barrier orders shared and global memory within the block either way, and
+        the intrinsic has no memory attributes, so LLVM keeps loads and stores on their side of it.
+        """
+        self._call("llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
+
+    def fence(self, scope: str) -> None:
+        """seq_cst like CUDA's __threadfence_block/__threadfence/__threadfence_system
+        (fence.sc.cta / .gpu / .sys)."""
+        llvm_scope = {"block": "block", "device": "device", "system": None}[scope]
+        self.builder.fence("seq_cst", llvm_scope)
+
+    def shuffle(self, kind: str, value: ir.Value, arg: ir.Value, loc) -> ir.Value:
+        mode, clamp = _SHFL[kind]
+        suffix = "f32" if isinstance(value.type, ir.FloatType) else "i32"
+        return self._call(f"llvm.nvvm.shfl.sync.{mode}.{suffix}", value.type,
+                          [_FULL_MASK, value, arg, ir.Constant(I32, clamp)])
+
+    def ballot(self, pred: ir.Value, loc) -> ir.Value:
+        if pred.type != I1:
+            pred = self.builder.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0))
+        mask = self._call("llvm.nvvm.vote.ballot.sync", I32, [_FULL_MASK, pred])
+        return self.builder.zext(mask, I64)
+
+    def sync_scope(self, space: str) -> str | None:
+        # Shared memory is visible to one block only, so block scope is enough there; global
+        # atomics must be coherent across the whole GPU.
+        return "block" if space == "shared" else "device"
+
+    def cmpxchg(self, ptr: ir.Value, expected: ir.Value, new: ir.Value, space: str) -> ir.Value:
+        """cmpxchg takes only integers: floats go through an integer of the same width."""
+        if not isinstance(expected.type, (ir.HalfType, ir.FloatType, ir.DoubleType)):
+            return super().cmpxchg(ptr, expected, new, space)
+        ity = ir.IntType({ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(expected.type)])
+        b = self.builder
+        old = super().cmpxchg(ptr, b.bitcast(expected, ity), b.bitcast(new, ity), space)
+        return b.bitcast(old, expected.type)
+
+    def shared_array(self, name: str, elem: ir.Type, count: int, align: int) -> ir.Value:
+        """A static ``.shared`` array, one per name per kernel, as an opaque ``ptr addrspace(3)``
+        (GEPs take ``source_etype``), like every pointer the frames hand out. Its initialiser is
+        undef: an initialised shared variable is a fatal LLVM error."""
+        gv = self._shared.get(name)
+        if gv is None:
+            ty = ir.ArrayType(elem, count)
+            gv = ir.GlobalVariable(self.module, ty, self.module.get_unique_name(f"{self.function.name}.{name}"),
+                                   addrspace=self.target.shared_as)
+            gv.linkage, gv.initializer, gv.align = "internal", ir.Constant(ty, ir.Undefined), align
+            gv.type = ir.PointerType(addrspace=self.target.shared_as)
+            self._shared[name] = gv
+        return gv
+
+    def dynamic_shared(self, align: int) -> ir.Value:
+        """The block's dynamic shared memory (``.extern .shared``, sized at launch); one symbol per
+        module, shared by its kernels, like CUDA's ``extern __shared__``."""
+        gv = self.module.globals.get("pk_dynamic_shared")
+        if gv is None:
+            gv = ir.GlobalVariable(self.module, ir.ArrayType(ir.IntType(8), 0), "pk_dynamic_shared",
+                                   addrspace=self.target.shared_as)
+            gv.linkage, gv.align = "external", 16
+            gv.type = ir.PointerType(addrspace=self.target.shared_as)
+        gv.align = max(gv.align, align)
+        return gv
+
+    def ret(self) -> None:
+        self.builder.ret_void()
+
+
+def ptxas_path() -> str | None:
+    return shutil.which("ptxas")
+
+
+def ptxas_check(ptx: bytes | str, arch: str = DEFAULT_ARCH) -> str:
+    """Assemble ``ptx`` with NVIDIA's ptxas for ``arch``; returns ptxas's ``-v`` report.
+
+    Raises CompileError carrying ptxas's messages when it rejects the PTX, and RuntimeError when
+    ptxas is not installed (callers decide whether that is a skip or a failure).
+    """
+    exe = ptxas_path()
+    if exe is None:
+        raise RuntimeError("ptxas is not on PATH")
+    if isinstance(ptx, str):
+        ptx = ptx.encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "wb") as f:
+            f.write(ptx)
+        r = subprocess.run([exe, f"-arch={arch}", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
+                           capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(f"ptxas rejected the PTX for {arch}:\n{r.stderr.strip()}")
+    return r.stderr + r.stdout
