@@ -741,9 +741,8 @@ class Typer(ast.NodeVisitor):
         if isinstance(base.ty, T.PtrType) and base.ty.const:
             raise self.error(args[0], "atomic on a ConstPtr: the data is read-only")
         elem = base.ty.elem
-        ok = {T.i32, T.u32, T.i64, T.u64, T.f32, T.f64}
-        if elem not in ok:
-            raise self.error(args[0], f"atomics exist for i32, u32, i64, u64, f32 and f64, not {elem!r}")
+        if elem.is_bool:
+            raise self.error(args[0], "atomics on bool are not supported; use u32")
         idx = self.index_expr(self.visit(args[1]), args[1])
         vals = [self.coerce(self.visit(a), elem, a) for a in args[2:]]
         space = "shared" if isinstance(base.ty, T.SharedArrayType) or base.ty.space == "shared" else "global"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ..ir import types as T
 from ..ir.nodes import Loc
 from ..lower.llvm_ext import TOKEN, TOKEN_NONE, alloca, fn_attr, intrinsic
 from .base import I1, I8, I32, I64, KernelFrame, KernelSignature, Target, init_llvm
@@ -243,6 +244,12 @@ class CpuTarget(Target):
         return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                             features=llvm.get_host_cpu_features().flatten(),
                                             opt=3, codemodel="jitdefault", jit=True)
+
+    def check(self, feature, dtype, loc):
+        # bf16 and fp8 live in integer registers: an integer atomic add on their bits would be wrong
+        op = feature.split(".")[1] if feature.startswith("atomic.") else None
+        if op not in (None, "exchange", "cas") and dtype.is_storage_float and dtype is not T.f16:
+            raise self.unsupported(f"atomic {op} on {dtype!r}", loc)
 
     def begin_kernel(self, module, sig, param_types, uses_sync):
         return CpuFrame(self, module, sig, param_types, uses_sync)
