@@ -19,6 +19,9 @@ _FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
         (False, 1): "b", (False, 2): "h", (False, 4): "i", (False, 8): "q"}
 
 
+_GRID_CACHE: dict = {n: (n, 1, 1) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
+
+
 def _dim3(v, what: str, kernel: str) -> tuple[int, int, int]:
     t = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
     if not 1 <= len(t) <= 3 or not all(isinstance(x, (int, np.integer)) for x in t):
@@ -43,6 +46,9 @@ class Function:
             fmt += "x" * (off - pos) + _format(ty)
             pos = off + size
         self._struct = struct.Struct(fmt)
+        self._buf = bytearray(self._struct.size)
+        self._nargs = len(self.param_types)
+        self._check_bounds = getattr(device, "check_bounds", False)
         self._convert: list[Callable[[Any], Any]] = [self._converter(n, t) for n, t in zip(self.param_names, self.param_types)]
 
     def __repr__(self) -> str:
@@ -53,32 +59,45 @@ class Function:
         return lambda *args: self.launch(grid, block, *args, shared_mem=shared, stream=stream)
 
     def pack(self, args) -> bytearray:
-        if len(args) != len(self._convert):
-            raise LaunchError(f"kernel {self.name} takes {len(self._convert)} arguments "
+        if len(args) != self._nargs:
+            raise LaunchError(f"kernel {self.name} takes {self._nargs} arguments "
                               f"({', '.join(self.param_names)}), got {len(args)}")
-        return bytearray(self._struct.pack(*[c(a) for c, a in zip(self._convert, args)]))
+        buf = self._buf
+        self._struct.pack_into(buf, 0, *[c(a) for c, a in zip(self._convert, args)])
+        return buf
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
-        grid, block = _dim3(grid, "grid", self.name), _dim3(block, "block", self.name)
-        nthreads = block[0] * block[1] * block[2]
-        if nthreads > self.sig.max_block_size:
-            raise LaunchError(f"kernel {self.name}: a block of {nthreads} threads exceeds its maximum "
-                              f"block size {self.sig.max_block_size}")
-        if not isinstance(shared_mem, int) or shared_mem < 0:
+        # hot path: one dim check, one pass of converters, one pack_into a buffer owned by the function
+        grid = _GRID_CACHE.get(grid) or _dim3(grid, "grid", self.name)
+        block = _GRID_CACHE.get(block) or _dim3(block, "block", self.name)
+        if block[0] * block[1] * block[2] > self.sig.max_block_size:
+            raise LaunchError(f"kernel {self.name}: a block of {block[0] * block[1] * block[2]} threads exceeds "
+                              f"its maximum block size {self.sig.max_block_size}")
+        if shared_mem.__class__ is not int or shared_mem < 0:
             raise LaunchError(f"kernel {self.name}: shared_mem must be a non-negative int of bytes, got {shared_mem!r}")
         buf = self.pack(args)
-        extra = {"ranges": _extents(args)} if getattr(self.device, "check_bounds", False) else {}
         try:
-            self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig, **extra)
+            if self._check_bounds:
+                self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig,
+                                          ranges=_extents(args))
+            else:
+                self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig)
         except LaunchError as exc:
             src = self.instance.kdef.source
             raise LaunchError(f"{exc} in {src.file}") from None
 
     # ---- converters
     def _converter(self, name: str, ty: T.Type) -> Callable[[Any], Any]:
-        if isinstance(ty, T.PtrType):
-            return lambda v: self._pointer(name, ty, v)
-        return _scalar_converter(self.name, name, ty)
+        if not isinstance(ty, T.PtrType):
+            return _scalar_converter(self.name, name, ty)
+        from .base import DeviceArray
+        device, elem, slow = self.device, ty.elem, self._pointer
+
+        def conv(v):
+            if v.__class__ is DeviceArray and v.device is device and v.dtype is elem:
+                return v.ptr  # the common case, checked first
+            return slow(name, ty, v)
+        return conv
 
     def _pointer(self, name: str, ty: T.PtrType, v) -> int:
         from .base import DeviceArray
@@ -144,7 +163,7 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
         return LaunchError(f"kernel {kernel}: argument '{name}' expects {ty!r}, got {type(v).__name__} {v!r}{why}")
 
     if ty.is_bool:
-        def conv(v):
+        def conv(v):  # noqa: F811 - one converter per kind
             if isinstance(v, (bool, np.bool_)):
                 return bool(v)
             raise bad(v)
@@ -152,6 +171,8 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
         lo, hi = ty.int_range
 
         def conv(v):
+            if v.__class__ is int and lo <= v <= hi:
+                return v
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise bad(v)
             if not lo <= int(v) <= hi:
@@ -159,6 +180,8 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
             return int(v)
     elif ty in (T.f32, T.f64):
         def conv(v):
+            if v.__class__ is float:
+                return v
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise bad(v)
             return float(v)
