@@ -1,0 +1,228 @@
+"""pykern's stdlib kernels against PyTorch on the same GPU, same buffers, same process.
+
+Run on the GPU machine:  python benchmarks/gpu.py [--size-log2 28] [--quick]
+
+Kernels are launched the way a Rust candle backend launches them (candle's ABI and launch shapes:
+elementwise grid = ceil(numel/1024) x 1024 threads, one element per thread; ``fast_*`` one block per
+row with next_power_of_two(min(1024, cols)) threads; softmax blocks of (1, 32, 1); rmsnorm and
+layernorm with 1024 threads). Times are CUDA-event medians of >= 20 runs after warm-up; the working
+sets (2^28 elements) are far larger than L2, so no flush is needed. Bandwidth counts the bytes a
+kernel must move (read + write once); the device's copy bandwidth is measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def timed(torch, fn, reps: int = 20) -> float:
+    """Median seconds of ``fn`` over ``reps`` runs (CUDA events on the current stream)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(out)
+
+
+class Bench:
+    def __init__(self, torch, dev, n: int):
+        self.torch, self.dev, self.n = torch, dev, n
+        self.rows: list[tuple] = []
+        x = torch.empty(n, dtype=torch.float32, device="cuda")
+        y = torch.empty_like(x)
+        self.copy_bw = 2 * x.nbytes / timed(torch, lambda: y.copy_(x))
+        print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s  (n = {n:,})")
+        print(f"{'case':34} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+
+    def fn(self, module, name):
+        return self.dev.get_or_load_func(name, module)
+
+    def case(self, label: str, nbytes: int, ours, theirs) -> None:
+        t_ours, t_theirs = timed(self.torch, ours), timed(self.torch, theirs)
+        bw = nbytes / t_ours
+        ratio = t_theirs / t_ours  # > 1: pykern faster
+        self.rows.append((label, t_ours, t_theirs, ratio))
+        print(f"{label:34} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
+              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
+
+
+def elementwise(b: Bench) -> None:
+    import stdlib_kernels as sk
+    torch, n = b.torch, b.n
+    grid, block = (n + 1023) // 1024, 1024
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        x = torch.randn(n, device="cuda").to(tdt)
+        y = torch.randn(n, device="cuda").to(tdt)
+        out = torch.empty_like(x)
+        nb = x.element_size() * n
+        px, py, po = x.data_ptr(), y.data_ptr(), out.data_ptr()
+        unary = {"exp": torch.exp, "gelu": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+                 "gelu_erf": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}
+        for op, ref in unary.items():
+            name = f"u{op}_{tag}"
+            if name in sk.UNARY:
+                f = b.fn(sk.UNARY, name)
+                b.case(f"unary {op} {tag}", 2 * nb, lambda f=f: f[grid, block](n, 1, None, px, po),
+                       lambda ref=ref: ref(x))
+        for op, ref in (("add", torch.add), ("mul", torch.mul)):
+            name = f"b{op}_{tag}"
+            if name in sk.BINARY:
+                f = b.fn(sk.BINARY, name)
+                b.case(f"binary {op} {tag}", 3 * nb, lambda f=f: f[grid, block](n, 1, None, px, py, po),
+                       lambda ref=ref: torch.add(x, y, out=out) if ref is torch.add else torch.mul(x, y, out=out))
+        if f"affine_{tag}" in sk.AFFINE:
+            f = b.fn(sk.AFFINE, f"affine_{tag}")
+            b.case(f"affine {tag}", 2 * nb, lambda f=f: f[grid, block](n, 1, None, px, po, 1.5, 0.5),
+                   lambda: torch.add(x * 1.5, 0.5))
+        cond = (torch.rand(n, device="cuda") > 0.5).to(torch.uint8)
+        if f"where_u8_{tag}" in sk.TERNARY:
+            f = b.fn(sk.TERNARY, f"where_u8_{tag}")
+            b.case(f"where u8 {tag}", 3 * nb + n, lambda f=f: f[grid, block](n, 1, None, cond.data_ptr(), px, py, po),
+                   lambda: torch.where(cond.bool(), x, y))
+        if f"fill_{tag}" in sk.FILL:
+            f = b.fn(sk.FILL, f"fill_{tag}")
+            b.case(f"fill {tag}", nb, lambda f=f: f[grid, block](po, 1.0, n), lambda: out.fill_(1.0))
+        rows = 1 << 14
+        cols = n // rows
+        if f"copy2d_{tag}" in sk.FILL:
+            f = b.fn(sk.FILL, f"copy2d_{tag}")
+            half = cols // 2
+            src2, dst2 = x.view(rows, cols), out.view(rows, cols)
+            b.case(f"copy2d {tag} (half rows)", nb, lambda f=f: f[(rows * half + 1023) // 1024, 1024](
+                px, po, rows, half, cols, cols, 0, 0), lambda: dst2[:, :half].copy_(src2[:, :half]))
+        if f"ucopy_{tag}" in sk.UNARY:  # transposed copy: strided input through info
+            f = b.fn(sk.UNARY, f"ucopy_{tag}")
+            side = 1 << 14
+            src = x[: side * side].view(side, side)
+            info = b.dev.to_device(np.array([side, side, 1, side], dtype=np.uint64))
+            b.case(f"transposed copy {tag}", 2 * side * side * x.element_size(),
+                   lambda f=f: f[(side * side + 1023) // 1024, 1024](side * side, 2, info, px, po),
+                   lambda: src.t().contiguous())
+    xf = torch.randn(n, device="cuda")
+    xb = torch.empty(n, dtype=torch.bfloat16, device="cuda")
+    for src, dst, name, ref in ((xf, xb, "cast_f32_bf16", lambda: xf.to(torch.bfloat16)),
+                                (xb, xf, "cast_bf16_f32", lambda: xb.to(torch.float32))):
+        if name in sk.CAST:
+            f = b.fn(sk.CAST, name)
+            nbytes = n * (src.element_size() + dst.element_size())
+            b.case(name, nbytes, lambda f=f, s=src, d=dst: f[grid, block](n, 1, None, s.data_ptr(), d.data_ptr()), ref)
+
+
+def reductions(b: Bench) -> None:
+    import stdlib_kernels as sk
+    torch, n = b.torch, b.n
+    for cols in (1024, 4096, 16384):
+        rows = n // cols
+        for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+            x = torch.randn(rows, cols, device="cuda").to(tdt)
+            out = torch.empty_like(x)
+            nb = x.nbytes
+            threads = min(1024, 1 << (cols - 1).bit_length())
+            red = torch.empty(rows, device="cuda", dtype=tdt)
+            if cols == 4096 and tag == "f32":
+                idx = torch.empty(rows, device="cuda", dtype=torch.uint32)
+                info = b.dev.to_device(np.array([rows, cols, cols, 1], dtype=np.uint64))
+                for op, ref, o in (("fast_sum", lambda: x.sum(-1), red), ("fast_max", lambda: x.amax(-1), red),
+                                   ("fast_argmax", lambda: x.argmax(-1), idx)):
+                    if f"{op}_{tag}" in sk.REDUCE:
+                        f = b.fn(sk.REDUCE, f"{op}_{tag}")
+                        b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[rows, threads](
+                            n, 2, info, x.data_ptr(), o.data_ptr()), ref)
+            if f"softmax_{tag}" in sk.REDUCE:
+                f = b.fn(sk.REDUCE, f"softmax_{tag}")
+                b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, 32, 1)](
+                    x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
+            alpha = torch.ones(cols, device="cuda", dtype=tdt)
+            beta = torch.zeros(cols, device="cuda", dtype=tdt)
+            if f"rmsnorm_{tag}" in sk.REDUCE:
+                f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
+                b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[rows, 1024](
+                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, 1024, 1e-5),
+                    lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
+            if f"layernorm_{tag}" in sk.REDUCE:
+                f = b.fn(sk.REDUCE, f"layernorm_{tag}")
+                b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[rows, 1024](
+                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, 1024, 1e-5),
+                    lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))
+
+
+def overheads(b: Bench) -> None:
+    """Host launch overhead (six arguments) and compile times."""
+    import os
+    import tempfile
+
+    import pykern as pk
+    import stdlib_kernels as sk
+    from pykern import ConstPtr, Ptr, f32, usize
+    from pykern.compiler import build_module
+
+    @pk.kernel
+    def six(n: usize, a: f32, x: ConstPtr[f32], y: Ptr[f32], z: Ptr[f32], m: usize):
+        i = pk.global_id()
+        if i < n:
+            y[i] = a * x[i] + z[i]
+
+    x = b.dev.zeros(1024, pk.f32)
+    fn = b.dev.get_or_load_func("six", six._only_instance().module)
+    for _ in range(200):
+        fn.launch(1, 32, 0, 1.0, x, x, x, 0)
+    b.dev.synchronize()
+    reps = 2000
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn.launch(1, 32, 0, 1.0, x, x, x, 0)
+    host = (time.perf_counter() - t) / reps
+    b.dev.synchronize()
+    print(f"host launch overhead, 6 arguments: {host * 1e6:.2f} us")
+    os.environ["PYKERN_CACHE"] = "0"
+
+    @pk.kernel
+    def simple(n: usize, x: ConstPtr[f32], y: Ptr[f32]):
+        for i in pk.grid_stride(n):
+            y[i] = x[i] * 2.0
+
+    t = time.perf_counter()
+    build_module(simple._only_instance().module, b.dev.target)
+    print(f"cold compile of a simple kernel ({b.dev.target.arch} PTX): {(time.perf_counter() - t) * 1e3:.1f} ms")
+    for m in sk.MODULES:
+        if len(m):
+            t = time.perf_counter()
+            build_module(m, b.dev.target)
+            print(f"compile module {m.name:9} ({len(m):3} kernels): {time.perf_counter() - t:6.2f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--size-log2", type=int, default=28)
+    ap.add_argument("--only", choices=["elementwise", "reduce", "overheads"])
+    args = ap.parse_args()
+    import torch
+
+    import pykern as pk
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/gpu.py needs a CUDA GPU")
+    torch.cuda.init()
+    dev = pk.device("cuda")
+    b = Bench(torch, dev, 1 << args.size_log2)
+    parts = {"elementwise": elementwise, "reduce": reductions, "overheads": overheads}
+    for name, part in parts.items():
+        if args.only in (None, name):
+            part(b)
+    if b.rows:
+        geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
+        print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
+
+
+if __name__ == "__main__":
+    main()
