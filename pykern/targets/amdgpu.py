@@ -33,8 +33,8 @@ _AXES = "xyz"
 #: the LLVM module-flag value of each code object version
 _COV_FLAG = {4: 400, 5: 500, 6: 600}
 #: atomic operations pykern's front end may ask for, by operand class
-_INT_ATOMICS = frozenset({"add", "sub", "min", "max", "xchg", "cas", "and", "or", "xor"})
-_FLOAT_ATOMICS = frozenset({"add", "sub", "min", "max", "xchg", "cas"})
+_INT_ATOMICS = frozenset({"add", "sub", "min", "max", "xchg", "exchange", "cas", "and", "or", "xor"})
+_FLOAT_ATOMICS = frozenset({"add", "sub", "min", "max", "xchg", "exchange", "cas"})
 
 
 class _KernelAttributes(FunctionAttributes):
