@@ -1,0 +1,144 @@
+"""Content-addressed on-disk cache of compiled artifacts.
+
+Layout: ``<cache_dir>/v1/<key[:2]>/<key>.bin``. Bumping ``NAMESPACE`` orphans old entries
+instead of misreading them when the entry format or the compiler's output changes.
+
+Each entry is a header (magic, payload length, sha256 of payload) followed by the payload,
+so a truncated or bit-flipped file, from a crash or a full disk, is detected on read,
+deleted and reported as a miss: the caller recompiles instead of loading garbage.
+
+Writes go to a temp file in the entry's directory, are fsynced, then ``os.replace``d into
+place: readers see either no entry or a whole one, and two processes writing the same key
+both succeed (the last rename wins; both wrote the same content anyway).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from . import config
+
+log = logging.getLogger("pykern.cache")
+
+NAMESPACE = "v1"
+MAGIC = b"PYKC"
+_HEADER = struct.Struct("<4sQ32s")  # magic, payload length, sha256(payload)
+_HEX = frozenset("0123456789abcdef")
+
+
+def key(*parts: str | bytes | int) -> str:
+    """sha256 over the parts; each is type-tagged and length-prefixed so ("ab","c") != ("a","bc")."""
+    h = hashlib.sha256(NAMESPACE.encode())
+    for part in parts:
+        if isinstance(part, str):
+            tag, data = b"s", part.encode()
+        elif isinstance(part, (bytes, bytearray, memoryview)):
+            tag, data = b"b", bytes(part)
+        elif isinstance(part, int):
+            tag, data = b"i", str(part).encode()
+        else:
+            raise TypeError(f"cache key parts must be str, bytes or int, not {type(part).__name__}")
+        h.update(tag + struct.pack("<Q", len(data)) + data)
+    return h.hexdigest()
+
+
+def _root() -> Path:
+    return config.cache_dir() / NAMESPACE
+
+
+def _path(k: str) -> Path:
+    if len(k) != 64 or not _HEX.issuperset(k):
+        raise ValueError(f"not a cache key: {k!r}")
+    return _root() / k[:2] / f"{k}.bin"
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def get(k: str) -> bytes | None:
+    """The payload stored under ``k``, or None (missing, disabled, or found damaged and removed)."""
+    if not config.cache_enabled():
+        return None
+    path = _path(k)
+    try:
+        blob = path.read_bytes()
+    except OSError:  # usually FileNotFoundError; an unreadable cache is a miss, not a failure
+        log.debug("miss %s", k)
+        return None
+    n = _HEADER.size
+    if len(blob) >= n:
+        magic, length, digest = _HEADER.unpack_from(blob)
+        payload = blob[n:]
+        if magic == MAGIC and length == len(payload) and hashlib.sha256(payload).digest() == digest:
+            log.debug("hit %s (%d bytes)", k, length)
+            return payload
+    log.warning("discarding damaged cache entry %s", path)
+    _discard(path)
+    return None
+
+
+def put(k: str, data: bytes) -> None:
+    """Store ``data`` under ``k`` atomically; a no-op when the cache is disabled.
+
+    Best effort: an unwritable cache (read-only home, full disk) logs a warning rather than
+    failing the compile that produced ``data``.
+    """
+    if not config.cache_enabled():
+        return
+    path = _path(k)
+    data = bytes(data)
+    header = _HEADER.pack(MAGIC, len(data), hashlib.sha256(data).digest())
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(header)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        log.warning("could not write cache entry %s: %s", path, e)
+        return
+    finally:
+        if tmp is not None:  # failed or interrupted: leave no stray temp file
+            _discard(Path(tmp))
+    log.debug("put %s (%d bytes)", k, len(data))
+
+
+def _files() -> Iterator[Path]:
+    root = _root()
+    if root.is_dir():
+        yield from root.glob("??/*.bin")
+
+
+def entries() -> list[str]:
+    """Keys of every entry on disk (sorted), without validating them."""
+    return sorted(p.stem for p in _files())
+
+
+def stats() -> tuple[int, int]:
+    """(number of entries, bytes they take on disk, headers included)."""
+    count = total = 0
+    for p in _files():
+        with contextlib.suppress(FileNotFoundError):  # another process may clear concurrently
+            total += p.stat().st_size
+            count += 1
+    return count, total
+
+
+def clear() -> None:
+    """Remove every entry of this namespace (other namespaces and unrelated files are left alone)."""
+    shutil.rmtree(_root(), ignore_errors=True)
+    log.debug("cleared %s", _root())
