@@ -1,0 +1,85 @@
+"""FILL: ``fill_{dt}(buf, value, numel)``, ``copy2d_{dt}(src, dst, d1, d2, src_s, dst_s)`` (u32 sizes,
+64-bit indexing inside) and ``const_set_{dt}(numel, num_dims, info, value, out)`` (strided destination)."""
+from __future__ import annotations
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
+
+from . import FILL, kernel_name
+from ._common import as_device_array, info_array, is_contiguous, launch_1d, strided_index
+from ._host import from_f64
+
+T = pk.TypeVar("T")
+DTYPES = (u8, u32, i64, f32, f64, f16, bf16, f8e4m3)
+EXTRA = (i16, i32)  # candle-core requests const_set/copy2d for these; candle-kernels lacks them
+
+
+@pk.kernel
+def fill_kernel(buf: Ptr[T], value: T, numel: usize, *, T):
+    for i in pk.grid_stride(numel):
+        buf[i] = value
+
+
+@pk.kernel
+def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, dst_s: u32, *, T):
+    cols = usize(d2)
+    for i in pk.grid_stride(usize(d1) * cols):
+        r = i // cols
+        c = i - r * cols
+        dst[r * usize(dst_s) + c] = src[r * usize(src_s) + c]
+
+
+@pk.kernel
+def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
+    if info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = value
+    else:
+        for i in pk.grid_stride(numel):
+            out[strided_index(i, num_dims, info, info + num_dims)] = value
+
+
+for _t in DTYPES + EXTRA:
+    if _t in DTYPES:
+        FILL.add(fill_kernel.instance(kernel_name("fill", _t), T=_t))
+    FILL.add(copy2d_kernel.instance(kernel_name("copy2d", _t), T=_t),
+             const_set_kernel.instance(kernel_name("const_set", _t), T=_t))
+
+
+def fill(x, value):
+    """Set every element of ``x`` (any layout, e.g. a strided view) to ``value``; returns ``x``.
+
+    Launches ``const_set`` as candle does for ``ones``/``full`` (``fill_*`` only covers contiguous buffers)."""
+    return const_set(x, value)
+
+
+def const_set(x, value):
+    """candle's ``const_set``: ``value`` (converted as ``T::from_f64``) into every element of ``x``; returns ``x``."""
+    x = as_device_array(x)
+    if x.size:
+        info = info_array(x.device, x.shape, x.strides)
+        x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[launch_1d(x.size)](
+            x.size, x.ndim, info, from_f64(value, x.dtype), x)
+    return x
+
+
+def fill_buffer(x, value):
+    """The ``fill_{dt}`` kernel on a contiguous array (candle exports it but never launches it)."""
+    x = as_device_array(x)
+    if not x.is_contiguous:
+        raise ValueError("fill_buffer needs a contiguous array; use fill() for views")
+    if x.size:
+        x.device.get_or_load_func(kernel_name("fill", x.dtype), FILL)[launch_1d(x.size)](x, from_f64(value, x.dtype), x.size)
+    return x
+
+
+def copy2d(src, dst, d1: int, d2: int, src_s: int, dst_s: int, src_o: int = 0, dst_o: int = 0):
+    """``dst[dst_o + r*dst_s + c] = src[src_o + r*src_s + c]`` for ``r < d1, c < d2`` (candle's copy2d)."""
+    src, dst = as_device_array(src), as_device_array(dst)
+    if src.dtype is not dst.dtype:
+        raise ValueError(f"copy2d: dtypes differ ({src.dtype}, {dst.dtype})")
+    if d1 == 0 or d2 == 0:
+        return dst
+    fn = dst.device.get_or_load_func(kernel_name("copy2d", dst.dtype), FILL)
+    fn[launch_1d(d1 * d2)](src.as_strided((1,), (1,), src_o), dst.as_strided((1,), (1,), dst_o), d1, d2, src_s, dst_s)
+    return dst

@@ -1,0 +1,152 @@
+"""UNARY: ``ucopy`` and candle's 23 float ops (``uelu``/``upowf`` take a parameter before the pointers).
+
+``inp is None`` means in place on ``out``; a null ``info`` means contiguous. f16/bf16/f8 are computed
+in f32 (``W``) and rounded once; f32/f64 are computed in their own type.
+"""
+from __future__ import annotations
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
+
+from . import UNARY, kernel_name
+from ._common import as_device_array, is_contiguous, strided_index
+from ._host import compute_type, map1
+
+try:
+    from pykern import math as pkm
+except ImportError:  # the math library has not landed: ops needing it are left out
+    pkm = None
+
+T, W = pk.TypeVar("T"), pk.TypeVar("W")
+SQRT_2_OVER_PI = 0.7978845608028654   # candle: M_2_SQRTPI * M_SQRT1_2
+FRAC_1_SQRT_2 = 0.7071067811865476
+
+
+@pk.kernel
+def unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], *, T, W, op):
+    src = out if inp is None else inp
+    if inp is None or info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(src[i])))
+    else:
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(src[strided_index(i, num_dims, info, info + num_dims)])))
+
+
+@pk.kernel
+def unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp: ConstPtr[T], out: Ptr[T],
+            *, T, W, op):
+    p = W(param)
+    src = out if inp is None else inp
+    if inp is None or info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(src[i]), p))
+    else:
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(src[strided_index(i, num_dims, info, info + num_dims)]), p))
+
+
+@pk.func
+def copy(x: T) -> T: return x
+@pk.func
+def neg(x: T) -> T: return -x
+@pk.func
+def recip(x: T) -> T: return 1 / x
+@pk.func
+def sqr(x: T) -> T: return x * x
+@pk.func
+def sqrt(x: T) -> T: return pk.sqrt(x)
+@pk.func
+def abs_(x: T) -> T: return pk.fabs(x)
+@pk.func
+def ceil(x: T) -> T: return pk.ceil(x)
+@pk.func
+def floor(x: T) -> T: return pk.floor(x)
+@pk.func
+def relu(x: T) -> T: return pk.fmax(x, 0)          # NaN -> 0 (Rust's max), every dtype
+@pk.func
+def sign(x: T) -> T: return T(x > 0) - T(x < 0)   # NaN, +-0 -> 0
+
+
+@pk.func
+def round_(x: T) -> T:  # halves away from zero (roundf); x - trunc(x) is exact
+    t = pk.trunc(x)
+    if pk.fabs(x - t) >= 0.5:
+        t += pk.copysign(1, x)
+    return t
+
+
+@pk.func
+def exp(x: T) -> T: return pkm.exp(x)
+@pk.func
+def log(x: T) -> T: return pkm.log(x)
+@pk.func
+def sin(x: T) -> T: return pkm.sin(x)
+@pk.func
+def cos(x: T) -> T: return pkm.cos(x)
+@pk.func
+def tanh(x: T) -> T: return pkm.tanh(x)
+@pk.func
+def erf(x: T) -> T: return pkm.erf(x)
+@pk.func
+def normcdf(x: T) -> T: return 0.5 * pkm.erfc(-x * FRAC_1_SQRT_2)
+@pk.func
+def gelu(x: T) -> T: return 0.5 * x * (1 + pkm.tanh(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x)))
+@pk.func
+def gelu_erf(x: T) -> T: return (pkm.erf(x * FRAC_1_SQRT_2) + 1) * 0.5 * x
+@pk.func
+def silu(x: T) -> T: return x / (1 + pkm.exp(-x))
+@pk.func
+def sigmoid(x: T) -> T: return 1 / (1 + pkm.exp(-x))
+@pk.func
+def elu(x: T, alpha: T) -> T: return x if pk.copysign(1, x) > 0 else (pkm.exp(x) - 1) * alpha
+@pk.func
+def powf(x: T, e: T) -> T: return pkm.pow(x, e)
+
+
+PRIMITIVE = {"neg": neg, "recip": recip, "sqr": sqr, "sqrt": sqrt, "abs": abs_, "ceil": ceil, "floor": floor,
+             "round": round_, "relu": relu, "sign": sign}
+MATH = {"exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "normcdf": normcdf, "gelu": gelu,
+        "gelu_erf": gelu_erf, "silu": silu, "sigmoid": sigmoid}
+OPS = PRIMITIVE | (MATH if pkm is not None else {})
+PARAM_OPS = {"elu": elu, "powf": powf} if pkm is not None else {}
+FLOATS = (f32, f64, f16, bf16, f8e4m3)
+COPY_DTYPES = (f32, f64, u8, u32, i64, f16, bf16, f8e4m3, i16, i32)  # i16/i32: requested by candle, absent there
+
+
+def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core asks for "f8e4m3"
+    return ("fp8_e4m3", "f8e4m3") if t is f8e4m3 else (t,)
+
+
+for _t in COPY_DTYPES:
+    for _tag in (_t.tag, "f8e4m3") if _t is f8e4m3 else (_t,):
+        UNARY.add(unary.instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy))
+for _name, _op in OPS.items():
+    for _t in FLOATS:
+        for _tag in _tags(_t):
+            UNARY.add(unary.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t), op=_op))
+for _name, _op in PARAM_OPS.items():
+    for _t in FLOATS:
+        for _tag in _tags(_t):
+            UNARY.add(unary_p.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t), op=_op))
+
+
+# ---- host wrappers: unary.exp(x), unary.elu(x, alpha), unary.copy(x) ... --------------------------------
+def _kernel_for(op: str, dtype) -> str:
+    return kernel_name(op, dtype.tag if op == "ucopy" or dtype is not f8e4m3 else "fp8_e4m3")
+
+
+def _wrapper(op: str, param: bool):
+    def run(x, *args, out=None):
+        x = as_device_array(x)
+        if len(args) != param:
+            raise TypeError(f"{op}() takes {'x and one parameter' if param else 'x'}")
+        return map1(UNARY, _kernel_for("u" + op if op != "copy" else "ucopy", x.dtype), x, out, args)
+    run.__name__ = run.__qualname__ = op
+    run.__doc__ = f"candle's ``u{op}`` on a device array (strided inputs allowed); ``out=x`` runs in place."
+    return run
+
+
+for _name in ["copy", *OPS, *PARAM_OPS]:
+    globals()[_name] = _wrapper(_name, _name in PARAM_OPS)
+__all__ = ["copy", *OPS, *PARAM_OPS]

@@ -1,0 +1,82 @@
+"""FILL: fill (contiguous buffer), const_set (any destination layout), copy2d (row blocks)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pykern import bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32
+from stdlib_kernels import FILL, fill
+from _elementwise import abi_mismatches, assert_bits, random, round_to
+
+ALL = fill.DTYPES + fill.EXTRA
+VALUES = [1.5, -0.0, float("nan"), float("inf"), 3e38, -7.0]
+
+
+def host_value(v, dtype):
+    """candle's T::from_f64: ints truncate and saturate, floats round (f8 saturating)."""
+    if dtype.is_int:
+        from stdlib_kernels._host import from_f64
+        return dtype.np.type(from_f64(v, dtype))
+    return round_to(np.float64(v), dtype)[()]
+
+
+def test_abi():
+    assert abi_mismatches(FILL) == []
+    assert all(f"{k}_{t}" in FILL for k in ("const_set", "copy2d") for t in ("i16", "i32"))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_const_set_layouts(device, dtype):
+    for v in VALUES if dtype.is_float else [7, -1.9, 1e30, float("nan")]:
+        base = random(dtype, (9, 131))
+        x = device.to_device(base)
+        fill.fill(x, v)
+        assert_bits(x.to_host(), np.full(base.shape, host_value(v, dtype)), f"{dtype} {v}")
+    # a strided destination: only the viewed elements change
+    base = random(dtype, (2000,))
+    x = device.to_device(base)
+    fill.const_set(x.as_strided((5, 97), (150, 1), offset=13), 3)
+    want = base.copy()
+    np.lib.stride_tricks.as_strided(want[13:], (5, 97), (150 * want.itemsize, want.itemsize))[...] = 3
+    assert_bits(x.to_host(), want, f"{dtype} strided")
+    t = device.to_device(random(dtype, (37, 29)))
+    fill.fill(t.transpose(), 5)
+    assert_bits(t.to_host(), np.full((37, 29), 5, dtype.np))
+    empty = device.to_device(random(dtype, (0, 3)))
+    assert fill.fill(empty, 1) is empty
+
+
+@pytest.mark.parametrize("dtype", fill.DTYPES, ids=str)
+def test_fill_kernel(device, dtype):
+    x = device.to_device(random(dtype, (4097,)))
+    fill.fill_buffer(x, 2)
+    assert_bits(x.to_host(), np.full((4097,), 2, dtype.np))
+    fn = device.get_or_load_func(f"fill_{dtype.tag}", FILL)
+    fn[3, 5](x, fill.from_f64(9, dtype), 0)  # numel 0 writes nothing
+    fn[3, 5](x, fill.from_f64(4, dtype), 4000)  # 15 threads cover 4000 elements
+    assert_bits(x.to_host(), np.array([4] * 4000 + [2] * 97, dtype.np))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_copy2d(device, dtype):
+    src_h, dst_h = random(dtype, (50, 70)), random(dtype, (40, 90))
+    src, dst = device.to_device(src_h), device.to_device(dst_h)
+    d1, d2, so, do = 31, 53, 75, 101  # rows, cols, start offsets
+    fill.copy2d(src, dst, d1, d2, 70, 90, so, do)
+    want = dst_h.copy().reshape(-1)
+    s = src_h.reshape(-1)
+    for r in range(d1):
+        want[do + r * 90: do + r * 90 + d2] = s[so + r * 70: so + r * 70 + d2]
+    assert_bits(dst.to_host().reshape(-1), want, str(dtype))
+    fill.copy2d(src, dst, 0, 5, 70, 90)  # empty: no launch
+    fill.copy2d(src, dst, 5, 0, 70, 90)
+    assert_bits(dst.to_host().reshape(-1), want)
+
+
+def test_copy2d_launch_shapes(device):
+    src_h = random(f32, (33, 40))
+    fn = device.get_or_load_func("copy2d_f32", FILL)
+    for grid, block in ((1, 1), (2, 33), (5, 1024)):
+        dst = device.zeros((33, 40), f32)
+        fn[grid, block](device.to_device(src_h), dst, 33, 40, 40, 40)
+        assert_bits(dst.to_host(), src_h)
