@@ -1,0 +1,703 @@
+"""REDUCE: candle's ``reduce`` module — ``fast_*`` reductions, the atomic ``sum``, softmax, rmsnorm,
+layernorm and the three rotary-embedding layouts (64 kernels, candle's names and parameter sizes).
+
+Every cross-lane step is written once against ``pk.wave_size`` (32 or 64): a guarded xor butterfly
+inside each wave (a partner lane outside the block is ignored, so any block size works, including
+blocks smaller than a wave), then the per-wave results through shared memory. Semantics follow
+candle's CPU backend where its CUDA kernels differ:
+
+* min/max/argmin/argmax: candle-cpu's fold ``if f(val, s) { val = s }`` starting from the first
+  element: the lowest index wins ties, NaNs are skipped, except that a NaN first element is the
+  result (index 0). f16/bf16 behave like f32 (CUDA propagates NaN for halves, skips it for floats).
+* f16/bf16 sums, softmax, rmsnorm and layernorm accumulate in f32; f64 rmsnorm/layernorm in f64
+  (candle's CUDA kernels use f32 there); softmax/rmsnorm/layernorm for halves compute in f32 and
+  round once (candle-cpu rounds after every half operation).
+* argmin/argmax return the index along the last reordered dim (candle's ``idx % dims[last]``); the
+  wrappers accept one dim, as candle-cpu does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, i32, i64, u8, u16, u32, usize
+
+from . import REDUCE, kernel_name
+from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, strided_index
+
+T = pk.TypeVar("T")
+V = pk.TypeVar("V")
+
+FAST_DTYPES = (f32, f64, u32, i64, u8, f16, bf16)
+SUM_DTYPES = (f32, f64, u32, f16, bf16)
+NN_DTYPES = (f32, f64, f16, bf16)
+#: the most waves a block of 1024 threads has (at the narrowest wave width, 32)
+MAX_WAVES = 32
+#: compile-time op codes of ``fast_reduce``
+SUM, MIN, MAX, ARGMIN, ARGMAX = range(5)
+INF = float("inf")
+
+
+def _acc(t):
+    """What ``t`` is computed in: f32 for the half types, else itself."""
+    return f32 if t in (f16, bf16) else t
+
+
+def _identity(t, op):
+    if op == SUM:
+        return 0 if t.is_int else 0.0
+    lo, hi = (float("-inf"), float("inf")) if t.is_float else t.int_range
+    return hi if op in (MIN, ARGMIN) else lo
+
+
+# ---------------------------------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------------------------------
+@pk.func
+def exp_(x: V) -> V:
+    """e**x for f32/f64 (Cody-Waite reduction by ln 2, Taylor polynomial, two-step 2**k scaling).
+    A private stand-in until ``pykern.math`` exists."""
+    if V is f64:
+        if x > 709.782712893384:
+            return INF  # (NaN fails every comparison and goes through the polynomial)
+        if x < -745.2:
+            return 0.0
+        kf = pk.rint(x * 1.4426950408889634)
+        r = x - kf * 6.93147180369123816490e-01 - kf * 1.90821492927058770002e-10
+        p: V = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        p = p * r + 1.0
+        k = pk.i64(kf)
+        k1 = k // 2
+        k2 = k - k1
+        return p * pk.bitcast((k1 + 1023) << 52, f64) * pk.bitcast((k2 + 1023) << 52, f64)
+    else:
+        if x > 88.72283:
+            return INF
+        if x < -103.98:
+            return 0.0
+        kf = pk.rint(x * 1.4426950408889634)
+        r = x - kf * 0.693145751953125 - kf * 1.428606820309417e-06
+        p: V = 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        p = p * r + 1.0
+        k = pk.i32(kf)
+        k1 = k // 2
+        k2 = k - k1
+        return p * pk.bitcast((k1 + 127) << 23, f32) * pk.bitcast((k2 + 127) << 23, f32)
+
+
+@pk.func
+def wave_sum_n(v: V, lane: u32, count: u32) -> V:
+    """Sum over the first ``count`` lanes of the wave, exact on lane 0 (every lane of a full wave).
+    Partners at or past ``count`` (outside the block) are ignored. All lanes must call it."""
+    off: u32 = pk.wave_size // 2
+    while off > 0:
+        o = pk.wave.shuffle_xor(v, off)
+        if (lane ^ off) < count:
+            v = v + o
+        off = off // 2
+    return v
+
+
+@pk.func
+def better_min(b: V, bi: u32, a: V, ai: u32) -> bool:
+    """Is (b, bi) preferred to (a, ai) for min: smaller, or a NaN a, or equal with a lower index."""
+    return b < a or (a != a and b == b) or (b == a and bi < ai)
+
+
+@pk.func
+def better_max(b: V, bi: u32, a: V, ai: u32) -> bool:
+    return b > a or (a != a and b == b) or (b == a and bi < ai)
+
+
+# ---------------------------------------------------------------------------------------------------
+# fast_* : one block per output, reduced dims last in info
+# ---------------------------------------------------------------------------------------------------
+@pk.kernel
+def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, info: ConstPtr[usize],
+                src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, ident):
+    sv = pk.shared.array(MAX_WAVES, A)
+    si = pk.shared.array(MAX_WAVES, u32)
+    touch_v = sv[0]  # noqa: F841  (workaround: first use at function level, see the tests' notes)
+    touch_i = si[0]  # noqa: F841
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    nw = (nt + pk.wave_size - 1) // pk.wave_size
+    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
+    start = pk.u64(pk.block_idx.x) * el_to_sum_per_block
+    stop = min(start + el_to_sum_per_block, src_numel)
+    contig = info is None or is_contiguous(num_dims, info, info + num_dims)
+    i = start + t
+    if K == 0:
+        acc: A = ident
+        while i < stop:
+            off = i if contig else strided_index(i, num_dims, info, info + num_dims)
+            acc += A(src[off])
+            i += nt
+        acc = wave_sum_n(acc, lane, in_wave)
+        if nw > 1:
+            if lane == 0:
+                sv[wid] = acc
+            pk.syncthreads()
+            if t == 0:
+                for w in range(pk.u32(1), nw):
+                    acc += sv[w]
+        if t == 0:
+            dst[pk.block_idx.x] = O(acc)
+    else:
+        want_min = K == 1 or K == 3
+        best: A = ident
+        bi: u32 = 0xFFFFFFFF
+        while i < stop:
+            off = i if contig else strided_index(i, num_dims, info, info + num_dims)
+            x = A(src[off])
+            xi = pk.u32(i - start)
+            if (want_min and better_min(x, xi, best, bi)) or (not want_min and better_max(x, xi, best, bi)):
+                best = x
+                bi = xi
+            i += nt
+        sh: u32 = pk.wave_size // 2
+        while sh > 0:
+            o = pk.wave.shuffle_xor(best, sh)
+            oi = pk.wave.shuffle_xor(bi, sh)
+            if (lane ^ sh) < in_wave:
+                if (want_min and better_min(o, oi, best, bi)) or (not want_min and better_max(o, oi, best, bi)):
+                    best = o
+                    bi = oi
+            sh = sh // 2
+        if nw > 1:
+            if lane == 0:
+                sv[wid] = best
+                si[wid] = bi
+            pk.syncthreads()
+        if t == 0:
+            for w in range(pk.u32(1), nw):  # waves in index order: ties keep the lower index anyway
+                wv = sv[w]
+                wi = si[w]
+                if (want_min and better_min(wv, wi, best, bi)) or (not want_min and better_max(wv, wi, best, bi)):
+                    best = wv
+                    bi = wi
+            if start < stop:
+                f0 = A(src[start if contig else strided_index(start, num_dims, info, info + num_dims)])
+                if f0 != f0:  # candle-cpu: a NaN first element is never replaced
+                    best = f0
+                    bi = 0
+            if K >= 3:
+                last: u32 = 1
+                if info is not None and num_dims > 0:
+                    last = pk.u32(info[num_dims - 1])
+                dst[pk.block_idx.x] = O(bi % last if last != 0 else bi)
+            else:
+                dst[pk.block_idx.x] = O(best)
+
+
+for _t in FAST_DTYPES:
+    for _op, _name in ((SUM, "fast_sum"), (MIN, "fast_min"), (MAX, "fast_max"), (ARGMIN, "fast_argmin"),
+                       (ARGMAX, "fast_argmax")):
+        REDUCE.add(fast_reduce.instance(kernel_name(_name, _t), T=_t, O=u32 if _op >= ARGMIN else _t,
+                                        A=_acc(_t), K=_op, ident=_identity(_acc(_t) if _op != SUM else _t, _op)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# sum_dt: atomic sum into a pre-zeroed out (not launched by candle)
+# ---------------------------------------------------------------------------------------------------
+@pk.kernel
+def sum_atomic(numel: usize, num_dims: usize, num_sum_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T],
+               out: Ptr[O], *, T, O):
+    dims = info
+    strides = info + num_dims
+    sum_lens = info + 2 * num_dims
+    sum_strides = info + 2 * num_dims + num_sum_dims
+    contig = is_contiguous(num_dims, dims, strides)
+    for i in pk.grid_stride(numel):
+        dst_index = i
+        for nd in range(pk.u64(0), num_sum_dims):
+            stride = sum_strides[nd]
+            pre = dst_index // stride
+            post = dst_index % stride
+            dst_index = (pre // sum_lens[nd]) * stride + post
+        x = inp[i if contig else strided_index(i, num_dims, dims, strides)]
+        if T is f16 or T is bf16:
+            # no 16-bit atomics: a CAS loop on the aligned 32-bit word holding the element
+            word = dst_index // 2
+            shift = pk.u32((dst_index % 2) * 16)
+            old = out[word]
+            done = False
+            while not done:
+                cur = T(f32(pk.bitcast(pk.u16(old >> shift), T)) + f32(x))
+                new = (old & ~(pk.u32(0xFFFF) << shift)) | (pk.u32(pk.bitcast(cur, u16)) << shift)
+                seen = pk.atomic.cas(out, word, old, new)
+                done = seen == old
+                old = seen
+        else:
+            pk.atomic.add(out, dst_index, x)
+
+
+for _t in SUM_DTYPES:
+    REDUCE.add(sum_atomic.instance(kernel_name("sum", _t), T=_t, O=u32 if _t in (f16, bf16) else _t))
+
+
+# ---------------------------------------------------------------------------------------------------
+# softmax over the last dim: row = block_idx.x * block_dim.x + thread_idx.x, lanes along y
+# ---------------------------------------------------------------------------------------------------
+@pk.kernel
+def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
+    """candle launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    sm = pk.shared.array(MAX_WAVES, A)
+    touch = sm[0]  # noqa: F841
+    t = pk.thread_idx.y
+    nt = pk.block_dim.y
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    nw = (nt + pk.wave_size - 1) // pk.wave_size
+    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
+    row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.x) + pk.u64(pk.thread_idx.x)
+    n = pk.u64(n_cols)
+    x = src + row * n
+    y = dst + row * n
+    # pass 1: the row max (NaN-skipping, as f32::max; a NaN anywhere still gives NaN below)
+    m: A = -INF
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        v = A(x[c])
+        if v > m:
+            m = v
+    off: u32 = pk.wave_size // 2
+    while off > 0:
+        o = pk.wave.shuffle_xor(m, off)
+        if (lane ^ off) < in_wave and o > m:
+            m = o
+        off = off // 2
+    m = pk.wave.shuffle(m, 0)
+    if nw > 1:
+        if lane == 0:
+            sm[wid] = m
+        pk.syncthreads()
+        m = sm[0]
+        for w in range(pk.u32(1), nw):
+            if sm[w] > m:
+                m = sm[w]
+        pk.syncthreads()
+    # pass 2: the sum of exp(x - max)
+    s: A = 0.0
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        s += exp_(A(x[c]) - m)
+    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
+    if nw > 1:
+        if lane == 0:
+            sm[wid] = s
+        pk.syncthreads()
+        s = sm[0]
+        for w in range(pk.u32(1), nw):
+            s += sm[w]
+    # pass 3: normalise
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        y[c] = T(exp_(A(x[c]) - m) / s)
+
+
+for _t in NN_DTYPES:
+    REDUCE.add(softmax_kernel.instance(kernel_name("softmax", _t), T=_t, A=_acc(_t)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
+# ---------------------------------------------------------------------------------------------------
+@pk.kernel
+def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
+                   *, T, A):
+    """Threads stride the row by block_dim.x (candle passes block_size == block_dim.x: 32 or 1024)."""
+    sm = pk.shared.array(MAX_WAVES, A)
+    touch = sm[0]  # noqa: F841
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    nw = (nt + pk.wave_size - 1) // pk.wave_size
+    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
+    row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)
+    n = pk.u64(n_cols)
+    x = src + row * n
+    y = dst + row * n
+    s: A = 0.0
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        v = A(x[c])
+        s += v * v
+    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
+    if nw > 1:
+        if lane == 0:
+            sm[wid] = s
+        pk.syncthreads()
+        s = sm[0]
+        for w in range(pk.u32(1), nw):
+            s += sm[w]
+    m = pk.sqrt(s / A(n_cols) + A(eps))
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        a: A = 1.0
+        if alpha is not None:
+            a = A(alpha[c])
+        y[c] = T(A(x[c]) / m * a)
+
+
+@pk.kernel
+def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
+                     block_size: i32, eps: f32, *, T, A):
+    """Two passes (mean, then the mean squared deviation): the biased variance, without the
+    cancellation of candle's one-pass E[x^2] - mean^2."""
+    sm = pk.shared.array(MAX_WAVES, A)
+    touch = sm[0]  # noqa: F841
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    nw = (nt + pk.wave_size - 1) // pk.wave_size
+    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
+    row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)
+    n = pk.u64(n_cols)
+    x = src + row * n
+    y = dst + row * n
+    s: A = 0.0
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        s += A(x[c])
+    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
+    if nw > 1:
+        if lane == 0:
+            sm[wid] = s
+        pk.syncthreads()
+        s = sm[0]
+        for w in range(pk.u32(1), nw):
+            s += sm[w]
+        pk.syncthreads()  # sm is reused below
+    mean = s / A(n_cols)
+    q: A = 0.0
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        d = A(x[c]) - mean
+        q += d * d
+    q = pk.wave.shuffle(wave_sum_n(q, lane, in_wave), 0)
+    if nw > 1:
+        if lane == 0:
+            sm[wid] = q
+        pk.syncthreads()
+        q = sm[0]
+        for w in range(pk.u32(1), nw):
+            q += sm[w]
+    std = pk.sqrt(q / A(n_cols) + A(eps))
+    for c in range(pk.u64(t), n, pk.u64(nt)):
+        a: A = 1.0
+        b: A = 0.0
+        if alpha is not None:
+            a = A(alpha[c])
+        if beta is not None:
+            b = A(beta[c])
+        y[c] = T((A(x[c]) - mean) / std * a + b)
+
+
+for _t in NN_DTYPES:
+    REDUCE.add(rmsnorm_kernel.instance(kernel_name("rmsnorm", _t), T=_t, A=_acc(_t)))
+    REDUCE.add(layernorm_kernel.instance(kernel_name("layernorm", _t), T=_t, A=_acc(_t)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# rotary embeddings: one thread per rotated pair (1D/1024 over el/2); computed in f32 for halves
+# ---------------------------------------------------------------------------------------------------
+@pk.func
+def cs_batch(p: usize, stride_b: u32, half_plane: usize) -> usize:
+    """The cos/sin offset of pair ``p``'s batch when cos/sin are (b, t, d/2) (stride_b > 0)."""
+    if stride_b > 0:
+        return (2 * p // pk.u64(stride_b)) * half_plane
+    return pk.u64(0)
+
+
+@pk.kernel
+def rope_i_kernel(src: ConstPtr[T], cos: ConstPtr[T], sin: ConstPtr[T], dst: Ptr[T], bh: u32, td: u32,
+                  stride_b: u32, *, T, A):
+    half = pk.u64(td) // 2
+    for p in pk.grid_stride(pk.u64(bh) * half):
+        cs = p % half + cs_batch(p, stride_b, half)
+        c = A(cos[cs])
+        s = A(sin[cs])
+        x0 = A(src[2 * p])
+        x1 = A(src[2 * p + 1])
+        dst[2 * p] = T(x0 * c - x1 * s)
+        dst[2 * p + 1] = T(x0 * s + x1 * c)
+
+
+@pk.kernel
+def rope_kernel(src: ConstPtr[T], cos: ConstPtr[T], sin: ConstPtr[T], dst: Ptr[T], bh: u32, td: u32, d: u32,
+                stride_b: u32, *, T, A):
+    half = pk.u64(td) // 2
+    hd = pk.u64(d) // 2
+    for p in pk.grid_stride(pk.u64(bh) * half):
+        i_bh = p // half
+        r = p % half
+        ti = r // hd
+        j = r % hd
+        i1 = i_bh * pk.u64(td) + ti * pk.u64(d) + j
+        i2 = i1 + hd
+        cs = ti * hd + j + cs_batch(p, stride_b, half)
+        c = A(cos[cs])
+        s = A(sin[cs])
+        x1 = A(src[i1])
+        x2 = A(src[i2])
+        dst[i1] = T(x1 * c - x2 * s)
+        dst[i2] = T(x1 * s + x2 * c)
+
+
+@pk.kernel
+def rope_thd_kernel(src: ConstPtr[T], cos: ConstPtr[T], sin: ConstPtr[T], dst: Ptr[T], b: u32, t: u32, h: u32,
+                    d: u32, stride_b: u32, *, T, A):
+    hd = pk.u64(d) // 2
+    for p in pk.grid_stride(pk.u64(b) * pk.u64(t) * pk.u64(h) * hd):
+        bth = p // hd
+        j = p % hd
+        ti = (bth // pk.u64(h)) % pk.u64(t)
+        i1 = bth * pk.u64(d) + j
+        i2 = i1 + hd
+        cs = ti * hd + j + cs_batch(p, stride_b, pk.u64(t) * hd)
+        c = A(cos[cs])
+        s = A(sin[cs])
+        x1 = A(src[i1])
+        x2 = A(src[i2])
+        dst[i1] = T(x1 * c - x2 * s)
+        dst[i2] = T(x1 * s + x2 * c)
+
+
+for _t in NN_DTYPES:
+    REDUCE.add(rope_i_kernel.instance(kernel_name("rope_i", _t), T=_t, A=_acc(_t)))
+    REDUCE.add(rope_kernel.instance(kernel_name("rope", _t), T=_t, A=_acc(_t)))
+    REDUCE.add(rope_thd_kernel.instance(kernel_name("rope_thd", _t), T=_t, A=_acc(_t)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# host wrappers: info and launch shapes as candle-core (FastReduce) and candle-nn do
+# ---------------------------------------------------------------------------------------------------
+def _norm_dims(dims, ndim: int) -> list[int]:
+    if dims is None:
+        return list(range(ndim))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    out = []
+    for d in dims:
+        d = d + ndim if d < 0 else d
+        if not 0 <= d < ndim:
+            raise ValueError(f"dim {d} out of range for a tensor of rank {ndim}")
+        if d in out:
+            raise ValueError(f"dim {d} given twice")
+        out.append(d)
+    return out
+
+
+def next_power_of_two(v: int) -> int:
+    return 1 if v <= 1 else 1 << (v - 1).bit_length()
+
+
+def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False):
+    """candle-core's ``FastReduce``: info = kept dims then reduced dims (in the given order), one block
+    of ``next_power_of_two(min(1024, E))`` threads per output."""
+    x = as_device_array(x)
+    sum_dims = _norm_dims(dims, x.ndim)
+    if op != "fast_sum" and x.size == 0:
+        raise ValueError(f"{op[5:]} of an empty tensor (candle: EmptyTensor)")
+    kept = [i for i in range(x.ndim) if i not in sum_dims]
+    rdims = [x.shape[i] for i in kept] + [x.shape[i] for i in sum_dims]
+    rstrides = [x.strides[i] for i in kept] + [x.strides[i] for i in sum_dims]
+    dst_el = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    src_el = x.size
+    el = src_el // dst_el if dst_el else 0
+    block = next_power_of_two(min(1024, el))
+    out_dtype = u32 if op in ("fast_argmin", "fast_argmax") else x.dtype
+    shape = tuple(1 if i in sum_dims else n for i, n in enumerate(x.shape)) if keepdim else \
+        tuple(x.shape[i] for i in kept)
+    out = x.device.empty(shape, out_dtype)
+    if dst_el == 0:
+        return out
+    info = x.device.to_device(np.array(rdims + rstrides, dtype=np.uint64)) if x.ndim else None
+    fn = x.device.get_or_load_func(kernel_name(op, x.dtype), REDUCE)
+    fn[(dst_el, 1, 1), (block, 1, 1)](src_el, el, x.ndim, info, x, out)
+    return out
+
+
+def reduce_sum(x, dims=None, keepdim: bool = False):
+    """``Tensor::sum`` over ``dims`` (all by default) through ``fast_sum``; ints wrap."""
+    return fast_reduce_launch("fast_sum", x, dims, keepdim)
+
+
+def reduce_max(x, dims=None, keepdim: bool = False):
+    return fast_reduce_launch("fast_max", x, dims, keepdim)
+
+
+def reduce_min(x, dims=None, keepdim: bool = False):
+    return fast_reduce_launch("fast_min", x, dims, keepdim)
+
+
+def _single(dim) -> int:
+    if not isinstance(dim, int):
+        dims = list(dim)
+        if len(dims) != 1:
+            raise ValueError(f"argmin/argmax reduce over a single dim (candle: OnlySingleDimension), got {dims}")
+        dim = dims[0]
+    return dim
+
+
+def argmax(x, dim, keepdim: bool = False):
+    """The index (u32) of the first maximum along ``dim``."""
+    return fast_reduce_launch("fast_argmax", x, [_single(dim)], keepdim)
+
+
+def argmin(x, dim, keepdim: bool = False):
+    return fast_reduce_launch("fast_argmin", x, [_single(dim)], keepdim)
+
+
+def sum_atomic_launch(x, dims):
+    """``sum_dt`` as its signature describes it (candle never launches it): 1D/1024 over the input,
+    atomics into a zeroed output with the reduced dims of size 1."""
+    x = as_device_array(x)
+    sum_dims = sorted(_norm_dims(dims, x.ndim))
+    contig = [1] * x.ndim
+    for i in range(x.ndim - 2, -1, -1):
+        contig[i] = contig[i + 1] * x.shape[i + 1]
+    info = list(x.shape) + list(x.strides) + [x.shape[d] for d in sum_dims] + [contig[d] for d in sum_dims]
+    out_shape = tuple(1 if i in sum_dims else n for i, n in enumerate(x.shape))
+    out = x.device.zeros(out_shape, x.dtype)
+    if x.size == 0:
+        return out
+    half = x.dtype in (f16, bf16)
+    target = out
+    if half:  # the kernel sees the halves as 32-bit words: pad to a whole word
+        nwords = (out.size + 1) // 2
+        target = x.device.zeros((nwords,), u32)
+    fn = x.device.get_or_load_func(kernel_name("sum", x.dtype), REDUCE)
+    grid, block = launch_1d(x.size)
+    fn[grid, block](x.size, x.ndim, len(sum_dims), x.device.to_device(np.array(info, dtype=np.uint64)), x, target)
+    if half:
+        host = target.to_host().view(x.dtype.np)[:out.size].reshape(out_shape)
+        out.copy_from_host(host)
+    return out
+
+
+def _contiguous(x, what: str):
+    x = as_device_array(x)
+    if not x.is_contiguous:
+        raise ValueError(f"{what} must be contiguous")
+    return x
+
+
+def softmax_last_dim(x, block=(1, 32, 1)):
+    """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1), block (1, 32, 1)."""
+    x = _contiguous(x, "softmax input")
+    out = x.device.empty(x.shape, x.dtype)
+    n_cols = x.shape[-1] if x.ndim else 1
+    rows = x.size // n_cols if n_cols else 0
+    if rows == 0 or n_cols == 0:
+        return out
+    fn = x.device.get_or_load_func(kernel_name("softmax", x.dtype), REDUCE)
+    fn[(rows, 1, 1), block](x, out, n_cols)
+    return out
+
+
+def _norm_launch(name, x, params, eps, block_size=None):
+    x = _contiguous(x, f"{name} input")
+    out = x.device.empty(x.shape, x.dtype)
+    n_cols = x.shape[-1]
+    rows = x.size // n_cols if n_cols else 0
+    if rows == 0:
+        return out
+    if block_size is None:
+        block_size = 32 if n_cols < 1024 else 1024
+    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
+    params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
+    fn[(rows, 1, 1), (block_size, 1, 1)](x, out, *params, n_cols, block_size, float(eps))
+    return out
+
+
+def rms_norm(x, alpha, eps: float, block_size=None):
+    """candle-nn's ``rms_norm``: ``x / sqrt(mean(x^2) + eps) * alpha`` over the last dim (alpha may be
+    None); block_size 32 below 1024 columns, else 1024."""
+    return _norm_launch("rmsnorm", x, [alpha], eps, block_size)
+
+
+def layer_norm(x, alpha, beta, eps: float, block_size=None):
+    """candle-nn's ``layer_norm``: ``(x - mean) / sqrt(var + eps) * alpha + beta`` (biased variance)."""
+    return _norm_launch("layernorm", x, [alpha, beta], eps, block_size)
+
+
+def _rope_common(name, x, cos, sin, plane_dims):
+    x = _contiguous(x, f"{name} input")
+    cos, sin = _contiguous(cos, "cos"), _contiguous(sin, "sin")
+    if cos.dtype is not x.dtype or sin.dtype is not x.dtype:
+        raise ValueError(f"{name}: x, cos and sin must share a dtype")
+    if cos.shape != sin.shape or cos.ndim not in (2, 3):
+        raise ValueError(f"{name}: cos and sin must both be (t, d/2) or (b, t, d/2)")
+    out = x.device.empty(x.shape, x.dtype)
+    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
+    return x, cos, sin, out, fn
+
+
+def _check_cs(name, cos, b, t, d):
+    if cos.shape[-1] != d // 2 or cos.shape[-2] < t or (cos.ndim == 3 and (cos.shape[0] != b or cos.shape[1] != t)):
+        raise ValueError(f"{name}: cos/sin of shape {cos.shape} do not fit (b={b}, t={t}, d={d})")
+
+
+def rope_i(x, cos, sin):
+    """Interleaved rotary embedding of x (b, h, t, d) with cos/sin (t, d/2) or (b, t, d/2)."""
+    x, cos, sin, out, fn = _rope_common("rope_i", x, cos, sin, 4)
+    b, h, t, d = x.shape
+    _check_cs("rope_i", cos, b, t, d)
+    stride_b = h * t * d if cos.ndim == 3 else 0
+    if x.size:
+        grid, block = launch_1d(x.size // 2)
+        fn[grid, block](x, cos, sin, out, b * h, t * d, stride_b)
+    return out
+
+
+def rope(x, cos, sin):
+    """Rotate-half rotary embedding of x (b, h, t, d)."""
+    x, cos, sin, out, fn = _rope_common("rope", x, cos, sin, 4)
+    b, h, t, d = x.shape
+    _check_cs("rope", cos, b, t, d)
+    stride_b = h * t * d if cos.ndim == 3 else 0
+    if x.size:
+        grid, block = launch_1d(x.size // 2)
+        fn[grid, block](x, cos, sin, out, b * h, t * d, d, stride_b)
+    return out
+
+
+def rope_thd(x, cos, sin):
+    """Rotate-half rotary embedding of x (b, t, h, d)."""
+    x, cos, sin, out, fn = _rope_common("rope_thd", x, cos, sin, 4)
+    b, t, h, d = x.shape
+    _check_cs("rope_thd", cos, b, t, d)
+    stride_b = h * t * d if cos.ndim == 3 else 0
+    if x.size:
+        grid, block = launch_1d(x.size // 2)
+        fn[grid, block](x, cos, sin, out, b, t, h, d, stride_b)
+    return out
+
+
+def __getattr__(name: str):
+    """``reduce.sum``, ``reduce.max``, ``reduce.min``: not module globals, so that the kernels' ``min``
+    and ``max`` (looked up in this module's globals first) stay the built-ins."""
+    try:
+        return {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+__all__ = ["reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "softmax_last_dim", "rms_norm", "layer_norm", "rope", "rope_i",
+           "rope_thd", "sum_atomic_launch", "fast_reduce_launch", "next_power_of_two", "BLOCK"]

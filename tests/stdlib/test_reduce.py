@@ -1,0 +1,271 @@
+"""The reduce family against NumPy, at wave widths 32 and 64 (and on a GPU when present).
+
+Float sums are compared with a float64 reference within ``1e-5 * sum(|x|)`` (f32 accumulation);
+integer sums, min/max and argmin/argmax exactly; NaN/inf handling and tie rules against a direct
+transcription of candle-cpu's fold (``if f(val, s) { val = s }`` from the first element).
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pykern as pk
+from stdlib_kernels import REDUCE
+from stdlib_kernels import reduce as R
+
+ABI = pathlib.Path(__file__).resolve().parents[3] / "shared" / "spec" / "candle_abi.json"
+RNG = np.random.default_rng(1234)
+
+
+def dev_array(device, host, transpose=None):
+    """``host`` on ``device``; with ``transpose``, a strided (non-contiguous) view of the same values."""
+    if transpose is None:
+        return device.to_device(np.ascontiguousarray(host))
+    base = device.to_device(np.ascontiguousarray(np.transpose(host, np.argsort(transpose))))
+    inv = np.argsort(transpose)
+    # base holds host transposed by inv; view it back with permuted strides
+    shape = host.shape
+    strides = tuple(base.strides[list(inv).index(i)] for i in range(len(shape)))
+    view = base.as_strided(shape, strides)
+    assert not view.is_contiguous or host.ndim < 2
+    np.testing.assert_array_equal(view.to_host(), host)
+    return view
+
+
+def cpu_fold(x, axis, use_min, index):
+    """candle-cpu ``ReduceIndex::fold_impl`` along one axis."""
+    x = np.moveaxis(x, axis, -1)
+    out_v = np.empty(x.shape[:-1], x.dtype)
+    out_i = np.empty(x.shape[:-1], np.uint32)
+    for idx in np.ndindex(*x.shape[:-1]):
+        row = x[idx]
+        val, acc = row[0], 0
+        for i, s in enumerate(row):
+            if (val > s) if use_min else (val < s):
+                val, acc = s, i
+        out_v[idx], out_i[idx] = val, acc
+    return out_i if index else out_v
+
+
+# ------------------------------------------------------------------------------------------------- ABI
+def test_abi_names_and_param_sizes():
+    spec = json.loads(ABI.read_text())["modules"]["reduce"]
+    assert sorted(REDUCE.names()) == sorted(spec)
+    target = pk.device("cpu").target
+    for inst in REDUCE:
+        sizes = [8 if hasattr(ty, "elem") else ty.nbytes
+                 for _, ty in inst.typed(target).params]
+        assert sizes == spec[inst.name], inst.name
+    assert len(REDUCE) == 64
+
+
+# ------------------------------------------------------------------------------------------------- fast_*
+DIMS = [[2], [0], [1], [0, 2], [2, 0], [1, 2], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("dims", DIMS, ids=lambda d: "-".join(map(str, d)))
+def test_reductions_of_strided_inputs(wave_device, dims):
+    x = RNG.standard_normal((5, 6, 37)).astype(np.float32)
+    xi = RNG.integers(-1000, 1000, (5, 6, 37)).astype(np.int64)
+    for host, exact in ((x, False), (xi, True)):
+        v = dev_array(wave_device, host, transpose=(2, 0, 1))
+        got = R.sum(v, dims).to_host()
+        ref = host.astype(np.float64).sum(axis=tuple(dims))
+        if exact:
+            np.testing.assert_array_equal(got, host.sum(axis=tuple(dims)))
+        else:
+            tol = 1e-5 * np.abs(host.astype(np.float64)).sum(axis=tuple(dims))
+            assert np.all(np.abs(got - ref) <= tol)
+        np.testing.assert_array_equal(R.max(v, dims).to_host(), host.max(axis=tuple(dims)))
+        np.testing.assert_array_equal(R.min(v, dims, keepdim=True).to_host(),
+                                      host.min(axis=tuple(dims), keepdims=True))
+        if len(dims) == 1:
+            np.testing.assert_array_equal(R.argmax(v, dims[0]).to_host(), host.argmax(axis=dims[0]))
+            np.testing.assert_array_equal(R.argmin(v, dims[0]).to_host(), host.argmin(axis=dims[0]))
+
+
+@pytest.mark.parametrize("n", [1, 7, 33, 1000, 4097, 65537])
+def test_row_lengths(wave_device, n):
+    rows = 1 if n > 5000 else 3
+    x = RNG.standard_normal((rows, n)).astype(np.float32)
+    xd = wave_device.to_device(x)
+    got = R.sum(xd, [1]).to_host()
+    assert np.all(np.abs(got - x.astype(np.float64).sum(1)) <= 1e-5 * np.abs(x).astype(np.float64).sum(1))
+    np.testing.assert_array_equal(R.max(xd, [1]).to_host(), x.max(1))
+    np.testing.assert_array_equal(R.argmin(xd, 1).to_host(), x.argmin(1))
+    u = RNG.integers(0, 256, (rows, n)).astype(np.uint8)
+    ud = wave_device.to_device(u)
+    np.testing.assert_array_equal(R.sum(ud, [1]).to_host(), u.sum(1, dtype=np.uint8))  # wraps
+    np.testing.assert_array_equal(R.argmax(ud, 1).to_host(), u.argmax(1))
+    w = RNG.integers(0, 2**32, (rows, n), dtype=np.uint64).astype(np.uint32)
+    wd = wave_device.to_device(w)
+    np.testing.assert_array_equal(R.sum(wd, [1]).to_host(), w.sum(1, dtype=np.uint32))
+    np.testing.assert_array_equal(R.min(wd, [1]).to_host(), w.min(1))
+
+
+def test_candle_block_sizes(wave_device):
+    """The launch candle uses (next_power_of_two(min(1024, E)) threads) and odd ones, same result."""
+    x = RNG.standard_normal((4, 300)).astype(np.float32)
+    xd = wave_device.to_device(x)
+    fn = wave_device.get_or_load_func("fast_argmax_f32", REDUCE)
+    info = wave_device.to_device(np.array([4, 300, 300, 1], np.uint64))
+    for block in (1, 3, 32, 48, 64, 100, 512, 1024):
+        out = wave_device.empty((4,), np.uint32)
+        fn[(4, 1, 1), (block, 1, 1)](x.size, 300, 2, info, xd, out)
+        np.testing.assert_array_equal(out.to_host(), x.argmax(1), err_msg=f"block {block}")
+
+
+NAN, INF = float("nan"), float("inf")
+SPECIAL_ROWS = [
+    [NAN, 1.0, 5.0, -2.0],       # NaN first: candle-cpu keeps it (index 0)
+    [1.0, NAN, 5.0, -2.0],       # NaN later: skipped
+    [INF, -INF, 3.0, INF],       # ties at +inf: first index
+    [-INF, -INF, -INF, -INF],    # all equal
+    [2.0, NAN, NAN, NAN],
+    [0.0, -0.0, 0.0, -0.0],      # signed zeros compare equal: first wins
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_nan_inf_and_ties(wave_device, dtype):
+    x = np.array(SPECIAL_ROWS, dtype=np.float64)
+    x = np.concatenate([x, np.full((1, 4), 7.0)]).astype(dtype)
+    xd = wave_device.to_device(x)
+    for op, use_min, index in ((R.max, False, False), (R.min, True, False)):
+        got = op(xd, [1]).to_host().astype(np.float64)
+        ref = cpu_fold(x, 1, use_min, False).astype(np.float64)
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+    np.testing.assert_array_equal(R.argmax(xd, 1).to_host(), cpu_fold(x, 1, False, True))
+    np.testing.assert_array_equal(R.argmin(xd, 1).to_host(), cpu_fold(x, 1, True, True))
+    # ties in a long row across threads and waves: the lowest index wins
+    long = np.zeros((2, 3000), dtype)
+    long[0, [70, 1500, 2999]] = 1
+    long[1, :] = 3
+    ld = wave_device.to_device(long)
+    np.testing.assert_array_equal(R.argmax(ld, 1).to_host(), [70, 0])
+    np.testing.assert_array_equal(R.argmin(ld, 1).to_host(), [0, 0])
+    np.testing.assert_array_equal(R.argmin(wave_device.to_device(np.ascontiguousarray(long.T)), 0).to_host(), [0, 0])
+
+
+def test_half_sums_accumulate_in_f32(wave_device):
+    """3000 ones stall at 2048 in f16 arithmetic and 300 at 256 in bf16: both sum in f32."""
+    for dtype, n in ((np.float16, 3000), (ml_dtypes.bfloat16, 300)):
+        x = np.ones((2, n), dtype)
+        got = R.sum(wave_device.to_device(x), [1]).to_host()
+        np.testing.assert_array_equal(got.astype(np.float64), [n, n])
+    x = RNG.standard_normal((3, 1000)).astype(np.float16)
+    got = R.sum(wave_device.to_device(x), [1]).to_host().astype(np.float64)
+    ref = x.astype(np.float64).sum(1)
+    assert np.all(np.abs(got - ref) <= 1e-3 * np.abs(ref) + 1e-2)
+
+
+def test_empty_and_scalar(wave_device):
+    x = wave_device.to_device(np.zeros((3, 0), np.float32))
+    np.testing.assert_array_equal(R.sum(x, [1]).to_host(), [0, 0, 0])
+    with pytest.raises(ValueError):
+        R.max(x, [1])
+    with pytest.raises(ValueError):
+        R.argmax(x, [0, 1])
+    s = wave_device.to_device(np.array([[5.0]], np.float64))
+    assert R.sum(s).to_host() == 5.0
+
+
+def test_atomic_sum(wave_device):
+    x = RNG.standard_normal((4, 5, 6)).astype(np.float32)
+    got = R.sum_atomic_launch(dev_array(wave_device, x, transpose=(1, 2, 0)), [0, 2]).to_host()
+    np.testing.assert_allclose(got, x.sum(axis=(0, 2), keepdims=True), rtol=1e-5, atol=1e-5)
+    h = np.ones((3, 5), np.float16)
+    np.testing.assert_array_equal(R.sum_atomic_launch(wave_device.to_device(h), [0]).to_host(), np.full((1, 5), 3))
+    u = RNG.integers(0, 100, (3, 7)).astype(np.uint32)
+    np.testing.assert_array_equal(R.sum_atomic_launch(wave_device.to_device(u), [1]).to_host(),
+                                  u.sum(1, keepdims=True))
+
+
+# ------------------------------------------------------------------------------------------------- softmax / norms
+TOL = {np.float32: 2e-6, np.float64: 1e-13, np.float16: 2e-3, ml_dtypes.bfloat16: 1.6e-2}
+
+
+def as_f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_softmax(wave_device, dtype):
+    for n in (1, 7, 33, 1000):
+        x = (RNG.standard_normal((3, n)) * 4).astype(dtype)
+        if n > 1:
+            x[1, 0] = -np.inf
+        ref = np.exp(as_f64(x) - as_f64(x).max(1, keepdims=True))
+        ref /= ref.sum(1, keepdims=True)
+        for block in ((1, 32, 1), (1, 256, 1)):
+            got = as_f64(R.softmax_last_dim(wave_device.to_device(x), block).to_host())
+            np.testing.assert_allclose(got, ref, rtol=TOL[dtype] * 4, atol=TOL[dtype] / 8, err_msg=f"n={n} {block}")
+    bad = np.array([[1.0, np.nan, 2.0], [1.0, np.inf, 2.0]], dtype)
+    assert np.isnan(as_f64(R.softmax_last_dim(wave_device.to_device(bad)).to_host())).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, ml_dtypes.bfloat16])
+def test_rms_and_layer_norm(wave_device, dtype):
+    eps = 1e-5
+    eps_ref = float(np.float32(eps))  # the kernels take eps as f32
+    for n in (1, 7, 100, 1024, 1500):
+        x = (RNG.standard_normal((2, n)) + 0.5).astype(dtype)
+        alpha = RNG.standard_normal(n).astype(dtype)
+        beta = RNG.standard_normal(n).astype(dtype)
+        xf, af, bf = as_f64(x), as_f64(alpha), as_f64(beta)
+        rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref)
+        mean = xf.mean(1, keepdims=True)
+        ln = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref)
+        xd = wave_device.to_device(x)
+        tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, wave_device.to_device(alpha), eps).to_host()), rms * af, **tol)
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, None, eps).to_host()), rms, **tol)
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, wave_device.to_device(alpha), wave_device.to_device(beta),
+                                                       eps).to_host()), ln * af + bf, **tol)
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, None, None, eps).to_host()), ln, **tol)
+        # candle's other block size on the same row
+        other = 1024 if n < 1024 else 32
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, None, eps, block_size=other).to_host()), rms, **tol)
+
+
+# ------------------------------------------------------------------------------------------------- rope
+def np_rope(x, c, s, layout):
+    """Direct formulas: x (b, h, t, d) for rope/rope_i, (b, t, h, d) for rope_thd; cos/sin (t, d/2) or (b, t, d/2)."""
+    x, c, s = as_f64(x), as_f64(c), as_f64(s)
+    if layout == "rope_thd":
+        t = x.shape[1]
+        c = c[..., :t, :][:, :, None, :] if c.ndim == 3 else c[None, :t, None, :]
+        s = s[..., :t, :][:, :, None, :] if s.ndim == 3 else s[None, :t, None, :]
+    else:
+        t = x.shape[2]
+        c = c[:, None, :t, :] if c.ndim == 3 else c[None, None, :t, :]
+        s = s[:, None, :t, :] if s.ndim == 3 else s[None, None, :t, :]
+    if layout == "rope_i":
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = x0 * c - x1 * s
+        out[..., 1::2] = x0 * s + x1 * c
+        return out
+    d = x.shape[-1]
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1)
+
+
+@pytest.mark.parametrize("layout", ["rope", "rope_i", "rope_thd"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rope(wave_device, layout, dtype):
+    b, h, t, d = 2, 3, 5, 8
+    shape = (b, t, h, d) if layout == "rope_thd" else (b, h, t, d)
+    x = RNG.standard_normal(shape).astype(dtype)
+    fn = getattr(R, layout)
+    for cs_shape in ((t, d // 2), (t + 3, d // 2), (b, t, d // 2)):
+        ang = RNG.uniform(-3, 3, cs_shape)
+        c, s = np.cos(ang).astype(dtype), np.sin(ang).astype(dtype)
+        got = as_f64(fn(wave_device.to_device(x), wave_device.to_device(c), wave_device.to_device(s)).to_host())
+        np.testing.assert_allclose(got, np_rope(x, c, s, layout), rtol=TOL[dtype] * 4, atol=TOL[dtype] * 4,
+                                   err_msg=f"{layout} cos {cs_shape}")
