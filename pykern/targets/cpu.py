@@ -415,18 +415,27 @@ class CpuFrame(KernelFrame):
     def shared_array(self, name, elem, count, align):
         off = (self.static_shared + align - 1) // align * align
         self.static_shared = off + count * _size(elem)
-        base = self.builder.load(self._field(self._block(), BLOCK, B_SHARED), typ=PTR)
-        return self.builder.gep(base, [ir.Constant(I64, off)], source_etype=I8)
+        return self.entry_builder.gep(self._shared_base(), [ir.Constant(I64, off)], source_etype=I8)
+
+    def _shared_base(self):
+        """The block's shared buffer, read once in the entry block so every use is dominated."""
+        if not hasattr(self, "_shared_ptr"):
+            e = self.entry_builder
+            block = e.load(e.gep(self.thr, [ir.Constant(I32, 0), ir.Constant(I32, T_BLOCK)], source_etype=THREAD), typ=PTR)
+            self._shared_ptr = e.load(e.gep(block, [ir.Constant(I32, 0), ir.Constant(I32, B_SHARED)], source_etype=BLOCK), typ=PTR)
+        return self._shared_ptr
 
     def dynamic_shared(self, align):
-        base = self.builder.load(self._field(self._block(), BLOCK, B_SHARED), typ=PTR)
+        base, self.builder, saved = self._shared_base(), self.entry_builder, self.builder
         # placed after the static arrays; their total is only known at finish(), so read it from a global
         g = self.module.globals.get(f"{self.sig.name}.static_shared")
         if g is None:
             g = ir.GlobalVariable(self.module, I64, f"{self.sig.name}.static_shared")
             g.linkage = "internal"
             g.global_constant = True
-        return self.builder.gep(base, [self.builder.load(g)], source_etype=I8)
+        ptr = self.builder.gep(base, [self.builder.load(g)], source_etype=I8)
+        self.builder = saved
+        return ptr
 
     def guard(self, address, nbytes, loc):
         if not self.target.check_bounds:
