@@ -18,6 +18,9 @@ RNG = np.random.default_rng(1234)
 
 def abi_mismatches(module) -> list[str]:
     """Each of candle's names for ``module`` with the wrong (or no) parameter sizes here."""
+    if not ABI.exists():
+        import pytest
+        pytest.skip(f"{ABI} is not in this checkout")
     want = json.loads(ABI.read_text())["modules"][module.name]
     target = pk.device("cpu").target
     bad = []
