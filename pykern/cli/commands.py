@@ -1,0 +1,509 @@
+"""The ``pykern`` commands, each a plain function (``pykern.cli.main`` only parses arguments).
+
+Every command writes its report to ``out`` (stdout by default) and returns an exit status. User
+mistakes raise ``UsageError`` (or ``registry.UnknownChoiceError``): one line naming the valid
+choices, exit status 2, no traceback.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import PykernError
+from ..targets import registry
+
+log = logging.getLogger("pykern.cli")
+
+STAGES = ("ir", "opt", "asm", "meta")
+
+
+class UsageError(PykernError):
+    """A mistake in what the user asked for (the CLI prints it as one line and exits 2)."""
+
+
+# ---- finding modules and kernels -----------------------------------------------------------------
+def _stdlib():
+    import stdlib_kernels
+    return stdlib_kernels
+
+
+def resolve_module(name: str | int):
+    """A stdlib module by name or index (``unary``, ``10``)."""
+    std = _stdlib()
+    key: str | int = int(name) if isinstance(name, str) and name.isdigit() else name
+    for m in std.MODULES:
+        if m.name == key or m.index == key:
+            return m
+    raise UsageError(f"unknown module {name!r}; choose one of: {', '.join(m.name for m in std.MODULES)}")
+
+
+def _kernel_choices(names: list[str], wanted: str, limit: int = 12) -> str:
+    import difflib
+    close = difflib.get_close_matches(wanted, names, n=5, cutoff=0.5)
+    if close:
+        return "did you mean: " + ", ".join(close)
+    shown = ", ".join(names[:limit])
+    return f"choose one of: {shown}" + (f", ... ({len(names)} in all; see `pykern list MODULE`)"
+                                        if len(names) > limit else "")
+
+
+def resolve_kernel(module, name: str):
+    if name not in module:
+        if not len(module):
+            raise UsageError(f"module {module.name} has no kernels yet")
+        raise UsageError(f"module {module.name} has no kernel {name!r}; {_kernel_choices(module.names(), name)}")
+    return module.get(name)
+
+
+def load_user_file(path: str):
+    """Import a user's ``.py`` file (its directory goes on ``sys.path`` for its own imports)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"no such file: {path}")
+    sys.path.insert(0, str(p.resolve().parent))
+    name = f"_pykern_user_{p.stem}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def resolve_user_kernel(path: str, func: str):
+    """The kernel instance ``func`` of the file ``path``: a ``@pykern.kernel`` with no compile-time
+    parameters, or an instance (``k.instance(...)``) bound to a name in the file."""
+    from ..lang.kernel import KernelDef, KernelInstance
+    mod = load_user_file(path)
+    found = {k: v for k, v in vars(mod).items() if isinstance(v, (KernelDef, KernelInstance))}
+    obj = getattr(mod, func, None)
+    if not isinstance(obj, (KernelDef, KernelInstance)):
+        choices = ", ".join(found) or "none (decorate a function with @pykern.kernel)"
+        raise UsageError(f"{path} has no kernel {func!r}; kernels there: {choices}")
+    if isinstance(obj, KernelDef):
+        if obj.source.compile_params:
+            inst = [k for k, v in found.items() if isinstance(v, KernelInstance) and v.kdef is obj]
+            hint = f"; instances in the file: {', '.join(inst)}" if inst else \
+                f"; bind one in the file (e.g. {func}_f32 = {func}.instance(...)) and show that"
+            raise UsageError(f"{func} is generic over {obj.source.compile_params}{hint}")
+        return obj._only_instance()
+    return obj
+
+
+def _split_archs(values: list[str] | None, target: str) -> list[str]:
+    raw = [a for v in (values or []) for a in v.split(",") if a.strip()]
+    archs = [registry.check_arch(target, a.strip()) for a in raw] or [registry.default_arch(target)]
+    return list(dict.fromkeys(archs))
+
+
+def make_target(target: str, arch: str | None):
+    from .. import config
+    options = {"wave_size": config.wave_size()} if target == "cpu" else {}
+    return registry.make_target(target, arch, **options)
+
+
+def _dtypes(module) -> list[str]:
+    from ..ir.types import DType
+    tags = {v.tag for inst in module for v in inst.params.values() if isinstance(v, DType)}
+    return sorted(tags)
+
+
+# ---- list ----------------------------------------------------------------------------------------
+def cmd_list(module: str | None = None, out: TextIO = sys.stdout) -> int:
+    """The stdlib modules (index, kernel count, dtypes), or one module's kernels and signatures."""
+    std = _stdlib()
+    if module is None:
+        out.write(f"{'#':>2}  {'module':<10} {'kernels':>7}  dtypes\n")
+        for m in std.MODULES:
+            out.write(f"{m.index:>2}  {m.name:<10} {len(m):>7}  {' '.join(_dtypes(m)) or '-'}\n")
+        return 0
+    m = resolve_module(module)
+    out.write(f"module {m.name} (index {m.index}): {len(m)} kernels\n")
+    target = registry.make_target("amdgpu")  # typing needs only the wave size; no LLVM work
+    for inst in m:
+        fn = inst.typed(target)
+        params = ", ".join(f"{n}: {t}" for n, t in fn.params)
+        out.write(f"  {inst.name}({params})\n")
+    return 0
+
+
+# ---- show ----------------------------------------------------------------------------------------
+def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arch: str | None = None,
+             stage: str = "asm", out: TextIO = sys.stdout) -> int:
+    """One kernel's LLVM IR, optimised IR, assembly or (amdgpu) code-object metadata."""
+    from ..compiler import compile_kernels, lower_module
+    if stage not in STAGES:
+        raise UsageError(f"unknown stage {stage!r}; choose one of: {', '.join(STAGES)}")
+    registry.archs(target)  # validates the target name
+    if stage == "meta" and target != "amdgpu":
+        raise UsageError(f"--stage meta is for amdgpu code objects; for {target} choose one of: ir, opt, asm")
+    if kernel is None and ":" in module:
+        path, _, func = module.rpartition(":")
+        inst, name = resolve_user_kernel(path, func), func
+    elif module.endswith(".py"):
+        if kernel is None:
+            raise UsageError(f"name the kernel: pykern show {module}:FUNCTION (or {module} FUNCTION)")
+        inst, name = resolve_user_kernel(module, kernel), kernel
+    else:
+        m = resolve_module(module)
+        if kernel is None:
+            raise UsageError(f"name a kernel of {m.name}: pykern show {m.name} KERNEL; "
+                             f"{_kernel_choices(m.names(), '') if len(m) else 'it has no kernels yet'}")
+        inst, name = resolve_kernel(m, kernel), f"{m.name}.{kernel}"
+    tgt = make_target(target, arch)
+    if stage == "meta":
+        from ..targets.codeobject import CodeObject
+        hsaco, _ = compile_kernels([inst], tgt, name)
+        co = CodeObject(hsaco)
+        out.write(co.describe() + "\n")
+        k = co.kernels[inst.name]
+        out.write(json.dumps(_jsonable(k.raw), indent=1, sort_keys=True) + "\n")
+        return 0
+    ir_module, _ = lower_module([inst], tgt, name)
+    if stage == "ir":
+        text = str(ir_module)
+    elif stage == "opt":
+        text = str(tgt.optimize(ir_module))
+    else:
+        text = tgt.assembly(ir_module)
+    out.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, bytes):
+        return x.hex()
+    return x
+
+
+# ---- resources -----------------------------------------------------------------------------------
+_RES_COLUMNS = ("kernel", "arch", "wave", "vgpr", "agpr", "sgpr", "vspill", "sspill", "lds", "scratch",
+                "occupancy")
+
+
+def resources(module, archs: list[str]) -> list[dict]:
+    """Per kernel and arch: registers, spills, LDS, scratch, wave size, occupancy (waves/SIMD)."""
+    from ..compiler import build_module
+    from ..targets.codeobject import CodeObject
+    rows = []
+    for arch in archs:
+        hsaco, _ = build_module(module, registry.make_target("amdgpu", arch))
+        for k in CodeObject(hsaco).kernels.values():
+            rows.append({"kernel": k.name, "arch": arch, "wave": k.wavefront_size, "vgpr": k.vgpr_count,
+                         "agpr": k.agpr_count, "sgpr": k.sgpr_count, "vspill": k.vgpr_spill_count,
+                         "sspill": k.sgpr_spill_count, "lds": k.lds, "scratch": k.scratch,
+                         "occupancy": k.occupancy() if k.arch else None,
+                         "max_block": k.max_flat_workgroup_size})
+    return rows
+
+
+def cmd_resources(module: str, archs: list[str] | None = None, as_json: bool = False,
+                  out: TextIO = sys.stdout) -> int:
+    m = resolve_module(module)
+    arch_list = _split_archs(archs, "amdgpu")
+    if not len(m):
+        if as_json:
+            out.write("[]\n")
+        else:
+            out.write(f"module {m.name} has no kernels yet\n")
+        return 0
+    rows = resources(m, arch_list)
+    if as_json:
+        out.write(json.dumps(rows, indent=1) + "\n")
+        return 0
+    cells = [[str(r[c]) if r[c] is not None else "?" for c in _RES_COLUMNS] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(_RES_COLUMNS)]
+    fmt = lambda row: "  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths)))
+    out.write(fmt(list(_RES_COLUMNS)) + "\n")
+    for row in cells:
+        out.write(fmt(row) + "\n")
+    spills = sum(r["vspill"] + r["sspill"] > 0 for r in rows)
+    out.write(f"{len(rows)} kernels; {spills} spill; occupancy = estimated waves per SIMD at the "
+              "kernel's max block size\n")
+    return 0
+
+
+# ---- build ---------------------------------------------------------------------------------------
+def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> dict:
+    """Compile one module for one arch (in a worker process) and write its artifact."""
+    from .. import prebuilt
+    from ..compiler import build_module
+    hits: list[str] = []
+
+    class _Spy(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("cache hit"):
+                hits.append(record.getMessage())
+
+    spy = _Spy()
+    clog = logging.getLogger("pykern.compiler")
+    clog.addHandler(spy)
+    old_level = clog.level
+    if not clog.isEnabledFor(logging.INFO):
+        clog.setLevel(logging.INFO)  # unhandled INFO records stop at logging's last resort (WARNING+)
+    start = time.perf_counter()
+    try:
+        module = resolve_module(module_name)
+        target = registry.make_target(target_name, arch)
+        data, sigs = build_module(module, target)
+    finally:
+        clog.removeHandler(spy)
+        clog.setLevel(old_level)
+    path = prebuilt.artifact_path(Path(out_dir), target, module.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    entry = prebuilt.make_entry(module, target, data, sigs, Path(out_dir))
+    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": bool(hits)}
+
+
+def _rust_ident(name: str) -> str:
+    return name.upper().replace("-", "_").replace(".", "_")
+
+
+def emit_rust(out_dir: Path, manifest: dict, target: str, archs: list[str]) -> Path:
+    """``hsaco.rs`` (amdgpu) or ``ptx.rs`` (cuda) in the shape of candle-kernels' generated module:
+    one ``pub const`` per module (every stdlib module, empty where not built), for the first arch,
+    and the same per arch in ``pub mod <arch>`` with ``MODULES`` in ``ALL_IDS`` order."""
+    std = _stdlib()
+    ext, ty, incl = (".hsaco", "&[u8]", "include_bytes") if target == "amdgpu" else (".ptx", "&str", "include_str")
+    empty = "&[]" if target == "amdgpu" else '""'
+    built = {(e["arch"], e["module"]) for e in manifest["modules"] if e["target"] == target}
+    empty_modules = {m.name for m in std.MODULES if not len(m)}
+    extra = sorted({e["module"] for e in manifest["modules"] if e["target"] == target and e["index"] is None})
+
+    def consts(arch: str, indent: str) -> list[str]:
+        lines = []
+        for name in [m.name for m in std.MODULES] + extra:
+            if (arch, name) in built:
+                lines.append(f'{indent}pub const {_rust_ident(name)}: {ty} = {incl}!("{arch}/{name}{ext}");')
+            else:
+                why = "no kernels yet" if name in empty_modules else "not built"
+                lines.append(f"{indent}pub const {_rust_ident(name)}: {ty} = {empty}; // {why}")
+        return lines
+
+    lines = ["// @generated by `pykern build` — do not edit.",
+             f"// {target} code objects for {', '.join(archs)}; pykern {manifest['versions']['pykern']}, "
+             f"LLVM {manifest['versions']['llvm']}.",
+             "// Module order is candle-kernels' ALL_IDS: " + ", ".join(m.name for m in std.MODULES) + ".",
+             f'pub const ARCHS: &[&str] = &[{", ".join(chr(34) + a + chr(34) for a in archs)}];',
+             "", f"// {archs[0]} (the first --arch)"]
+    lines += consts(archs[0], "")
+    for arch in archs:
+        lines += ["", f"pub mod {arch} {{"]
+        lines += consts(arch, "    ")
+        lines.append(f"    pub const MODULES: [{ty}; {len(std.MODULES)}] = "
+                     f"[{', '.join(_rust_ident(m.name) for m in std.MODULES)}];")
+        lines.append("}")
+    path = out_dir / ("hsaco.rs" if target == "amdgpu" else "ptx.rs")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str] | None = None,
+              out_dir: str | None = None, emit_rust_file: bool = False, jobs: int | None = None,
+              force: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Compile modules × archs to ``out_dir/<arch>/<module>.<ext>`` plus ``manifest.json``."""
+    from .. import prebuilt
+    registry.archs(target)
+    if target == "cpu":
+        raise UsageError("build: the cpu target is not applicable (the CPU runtime JIT-compiles at load); "
+                         "choose one of: amdgpu, cuda")
+    if not out_dir:
+        raise UsageError("build needs --out DIR")
+    arch_list = _split_archs(archs, target)
+    mods = [resolve_module(m) for m in modules] if modules else list(_stdlib().MODULES)
+    mods = list({m.name: m for m in mods}.values())
+    outp = Path(out_dir)
+    outp.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+
+    empty = [m.name for m in mods if not len(m)]
+    for name in empty:
+        err.write(f"pykern build: skipping {name}: no kernels yet\n")
+    old = prebuilt.read_manifest(outp)
+    tasks, results = [], []
+    for m in (m for m in mods if len(m)):
+        for arch in arch_list:
+            tgt = registry.make_target(target, arch)
+            if not force and old is not None and isinstance(prebuilt.check_entry(outp, old, m, tgt), tuple):
+                entry = next(e for e in old["modules"] if e["module"] == m.name and e["target"] == target
+                             and e["arch"] == arch)
+                results.append({"entry": entry, "seconds": 0.0, "cached": True, "up_to_date": True})
+                continue
+            tasks.append((m, arch))
+    tasks.sort(key=lambda t: -len(t[0]))  # biggest first: the pool finishes sooner
+    total = len(tasks) + len(results)
+    done = len(results)
+    if results:
+        err.write(f"pykern build: {len(results)} of {total} up to date in {outp}\n")
+
+    def report(r: dict) -> None:
+        nonlocal done
+        done += 1
+        e = r["entry"]
+        how = "cache" if r["cached"] else "compiled"
+        err.write(f"pykern build: [{done}/{total}] {e['module']} {e['arch']}: {len(e['kernels'])} kernels, "
+                  f"{e['bytes'] // 1024} KiB, {r['seconds']:.2f}s ({how})\n")
+        err.flush()
+
+    n_jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    if n_jobs == 1:
+        for m, arch in tasks:
+            r = _build_one(m.name, target, arch, str(outp))
+            results.append(r)
+            report(r)
+    elif tasks:
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        with ProcessPoolExecutor(n_jobs, mp_context=ctx) as pool:
+            pending = {pool.submit(_build_one, m.name, target, arch, str(outp)) for m, arch in tasks}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    r = f.result()
+                    results.append(r)
+                    report(r)
+    manifest = prebuilt.write_manifest(outp, [r["entry"] for r in results])
+    rust = emit_rust(outp, manifest, target, arch_list) if emit_rust_file else None
+    built = len({r["entry"]["module"] for r in results})
+    compiled = sum(not r["cached"] for r in results)
+    current = sum(bool(r.get("up_to_date")) for r in results)
+    kernels = sum(len(r["entry"]["kernels"]) for r in results)
+    out.write(f"built {built} modules ({kernels} kernels) for {target} {','.join(arch_list)} into {outp} "
+              f"in {time.perf_counter() - start:.2f}s: {compiled} compiled, {len(results) - compiled - current} from "
+              f"cache, {current} up to date"
+              + (f"; skipped (no kernels yet): {', '.join(empty)}" if empty else "") + "\n")
+    for r in sorted(results, key=lambda r: (r["entry"]["arch"], r["entry"]["index"] or 0)):
+        e = r["entry"]
+        out.write(f"  {e['file']:<24} {len(e['kernels']):>4} kernels  {e['bytes']:>9} bytes  sha256 {e['sha256'][:16]}\n")
+    out.write("  manifest.json" + (f", {rust.name}" if rust else "") + "\n")
+    return 0
+
+
+# ---- info ----------------------------------------------------------------------------------------
+_PROBE = r"""
+import json, sys
+out = {}
+try:
+    from pykern.runtime import hip
+    n = hip.device_count()
+    devs = []
+    for i in range(n):
+        try:
+            import pykern
+            d = pykern.device(f"hip:{i}")
+            devs.append(f"hip:{i} {d.name} ({d.arch_name})")
+        except Exception as e:
+            devs.append(f"hip:{i} ({type(e).__name__}: {e})")
+    out["hip"] = devs or ["none (ROCm reports no AMD GPU)"]
+except Exception as e:
+    out["hip"] = [f"not available: {e}"]
+try:
+    from pykern.runtime import cuda
+    drv = cuda._driver()
+    drv.cuInit(0)
+    err, n = drv.cuDeviceGetCount()
+    if int(err) != 0:
+        raise RuntimeError(cuda._error_name(drv, err))
+    devs = []
+    for i in range(n):
+        _, dev = drv.cuDeviceGet(i)
+        _, name = drv.cuDeviceGetName(64, dev)
+        _, major = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        _, minor = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        name = name.split(b"\0")[0].decode()
+        arch = cuda.arch_for_capability(major, minor)
+        devs.append(f"cuda:{i} {name} (sm_{major}{minor}; PTX for {arch})")
+    out["cuda"] = devs or ["none (the driver reports no device)"]
+except Exception as e:
+    out["cuda"] = [f"not available: {type(e).__name__}: {e}"]
+print(json.dumps(out))
+"""
+
+
+def probe_gpus(timeout: float = 60.0) -> dict[str, list[str]]:
+    """HIP and CUDA devices, probed in a child process so a broken driver cannot crash pykern."""
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except Exception as exc:  # noqa: BLE001 — a crash or hang of the probe is a report, not a failure
+        why = f"probe failed ({type(exc).__name__})"
+        return {"hip": [why], "cuda": [why]}
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_info(out: TextIO = sys.stdout, gpus: bool = True) -> int:
+    from .. import cache, config, prebuilt
+    v = prebuilt.versions()
+    out.write(f"pykern {v['pykern']}  llvmlite {v['llvmlite']}  LLVM {v['llvm']}  Python {sys.version.split()[0]}\n")
+    out.write("targets:\n")
+    for t in registry.TARGETS:
+        archs = registry.archs(t)
+        out.write(f"  {t:<7} archs {', '.join(archs)} (default {registry.default_arch(t)})\n")
+    try:
+        from ..targets.linker import find_lld
+        lld = " ".join(find_lld())
+    except Exception as exc:  # noqa: BLE001
+        lld = f"NOT FOUND: {exc}"
+    out.write(f"ld.lld: {lld}\n")
+    if gpus:
+        found = probe_gpus()
+        for kind in ("hip", "cuda"):
+            out.write(f"{kind.upper()} GPUs: {'; '.join(found.get(kind, ['?']))}\n")
+    count, size = cache.stats()
+    state = "enabled" if config.cache_enabled() else "disabled (PYKERN_CACHE=0)"
+    out.write(f"cache: {config.cache_dir()} ({state}): {count} entries, {_human(size)}\n")
+    dirs = prebuilt.search_dirs()
+    pre = config.prebuilt_dir()
+    out.write(f"prebuilt: {', '.join(map(str, dirs)) if dirs else 'none'}"
+              + (f" (PYKERN_PREBUILT={pre} has no manifest.json)" if pre and pre not in dirs else "") + "\n")
+    return 0
+
+
+# ---- cache ---------------------------------------------------------------------------------------
+def cmd_cache(action: str, out: TextIO = sys.stdout) -> int:
+    from .. import cache, config
+    actions = ("ls", "stats", "clear")
+    if action not in actions:
+        raise UsageError(f"unknown cache action {action!r}; choose one of: {', '.join(actions)}")
+    root = config.cache_dir() / cache.NAMESPACE
+    if action == "ls":
+        for k in cache.entries():
+            p = root / k[:2] / f"{k}.bin"
+            try:
+                st = p.stat()
+            except FileNotFoundError:
+                continue
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
+            out.write(f"{k}  {st.st_size:>9}  {stamp}\n")
+        return 0
+    count, size = cache.stats()
+    if action == "stats":
+        state = "enabled" if config.cache_enabled() else "disabled (PYKERN_CACHE=0)"
+        out.write(f"cache dir: {config.cache_dir()}\nstate: {state}\nentries: {count}\nsize: {_human(size)} ({size} bytes)\n")
+        return 0
+    cache.clear()
+    out.write(f"removed {count} entries ({_human(size)}) from {config.cache_dir()}\n")
+    return 0
+
