@@ -31,7 +31,7 @@ def cast_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: Const
 
 for _s in DTYPES:
     for _d in DTYPES:
-        for _name in {kernel_name("cast", _s, _d), kernel_name("cast", _s.name, _d.name)}:  # f8_e4m3, f8e4m3
+        for _name in dict.fromkeys((kernel_name("cast", _s, _d), kernel_name("cast", _s.name, _d.name))):  # f8_e4m3, f8e4m3
             CAST.add(cast_kernel.instance(_name, S=_s, D=_d))
 
 

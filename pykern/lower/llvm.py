@@ -515,12 +515,32 @@ class FunctionLowering:
         ty, kind = e.ty, e.attrs["kind"]
         op = {"sum": "add", "min": "minimum", "max": "maximum"}[kind]
         v = self.expr(e.args[0])
-        offset = self.target.wave_size // 2
+        ws = self.target.wave_size
+        # lanes missing from a partial wave (block size not a multiple of the width) contribute the
+        # identity; lane 0's butterfly then covers the whole wave, and its result is broadcast
+        b, f = self.b, self.frame
+        lane = f.lane_id()
+        bx, by, bz = (f.block_dim(i) for i in range(3))
+        lin = b.add(b.mul(b.add(b.mul(f.thread_idx(2), by), f.thread_idx(1)), bx), f.thread_idx(0))
+        left = b.sub(b.mul(b.mul(bx, by), bz), b.sub(lin, lane))
+        count = b.select(b.icmp_unsigned("<", left, ir.Constant(I32, ws)), left, ir.Constant(I32, ws))
+        identity = self.expr(N.Const(ty, self.reduce_identity(kind, ty)))
+        offset = ws // 2
         while offset >= 1:
             other = self.shuffle("xor", v, ty, ir.Constant(I32, offset), e.loc)
-            v = self.arith_or_minmax(op, v, other, ty)
+            present = b.icmp_unsigned("<", b.xor(lane, ir.Constant(I32, offset)), count)
+            v = self.arith_or_minmax(op, v, b.select(present, other, identity), ty)
             offset //= 2
-        return v
+        return self.shuffle("idx", v, ty, ir.Constant(I32, 0), e.loc)
+
+    @staticmethod
+    def reduce_identity(kind: str, ty: T.DType):
+        if kind == "sum":
+            return 0.0 if ty.is_float else 0
+        if ty.is_float:
+            return math.inf if kind == "min" else -math.inf
+        lo, hi = ty.int_range
+        return hi if kind == "min" else lo
 
     def arith_or_minmax(self, op, a, b, ty):
         if op in ("minimum", "maximum") and ty.is_storage_float:

@@ -172,7 +172,8 @@ class Device(ABC):
             loaded = self._slots.get(module.uid)
             if loaded is None:
                 from ..compiler import build_module
-                artifact, sigs = build_module(module, self.target)
+                from ..prebuilt import find_prebuilt
+                artifact, sigs = find_prebuilt(module, self.target) or build_module(module, self.target)
                 loaded = (self.load_artifact(artifact, sigs), {s.name: s for s in sigs})
                 self._slots[module.uid] = loaded
                 self.load_count += 1

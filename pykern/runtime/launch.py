@@ -19,12 +19,16 @@ _FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
         (False, 1): "b", (False, 2): "h", (False, 4): "i", (False, 8): "q"}
 
 
+_MAX_SHARED = 1 << 31  # no device has more; larger values would wrap in 32-bit launch fields
 _GRID_CACHE: dict = {n: (n, 1, 1) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
 
 
 def _dim3(v, what: str, kernel: str) -> tuple[int, int, int]:
-    t = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
-    if not 1 <= len(t) <= 3 or not all(isinstance(x, (int, np.integer)) for x in t):
+    if isinstance(v, list):
+        v = tuple(v)
+    t = (v,) if isinstance(v, (int, np.integer)) else v
+    if not isinstance(t, tuple) or not 1 <= len(t) <= 3 or \
+            not all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in t):
         raise LaunchError(f"kernel {kernel}: {what} must be an int or a tuple of up to 3 ints, got {v!r}")
     t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
     if any(x < 1 for x in t):
@@ -68,13 +72,14 @@ class Function:
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
         # hot path: one dim check, one pass of converters, one pack_into a buffer owned by the function
-        grid = _GRID_CACHE.get(grid) or _dim3(grid, "grid", self.name)
-        block = _GRID_CACHE.get(block) or _dim3(block, "block", self.name)
+        grid = (grid.__class__ is int and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
+        block = (block.__class__ is int and _GRID_CACHE.get(block)) or _dim3(block, "block", self.name)
         if block[0] * block[1] * block[2] > self.sig.max_block_size:
             raise LaunchError(f"kernel {self.name}: a block of {block[0] * block[1] * block[2]} threads exceeds "
                               f"its maximum block size {self.sig.max_block_size}")
-        if shared_mem.__class__ is not int or shared_mem < 0:
-            raise LaunchError(f"kernel {self.name}: shared_mem must be a non-negative int of bytes, got {shared_mem!r}")
+        if shared_mem.__class__ is not int or not 0 <= shared_mem < _MAX_SHARED:
+            raise LaunchError(f"kernel {self.name}: shared_mem must be an int of bytes in [0, {_MAX_SHARED}), "
+                              f"got {shared_mem!r}")
         buf = self.pack(args)
         try:
             if self._check_bounds:
@@ -191,7 +196,10 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
         def conv(v):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise bad(v)
-            return int(np.asarray(v, dtype=np.float32).astype(ty.np).view(view))
+            f = float(v)
+            if ty is T.f8e4m3 and f == f:  # saturate like an in-kernel cast (ml_dtypes would give NaN)
+                f = min(max(f, -448.0), 448.0)
+            return int(np.asarray(f, dtype=np.float32).astype(ty.np).view(view))
     return conv
 
 
