@@ -57,14 +57,25 @@ def broadcast_tail(num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usi
 @pk.func
 def operand_offset(i: usize, numel: usize, inner: usize, outer: usize, num_dims: usize, dims: ConstPtr[usize],
                    strides: ConstPtr[usize]) -> usize:
-    """Element ``i``'s offset: the block form if ``outer`` is set (contiguous: 1, numel), else strided."""
-    if outer == 0:
-        return strided_index(i, num_dims, dims, strides)
+    """Element ``i``'s offset: the block form if ``outer`` is set (contiguous: 1, numel), else strided.
+    Below 2**32 elements the divisions are 32-bit (several times cheaper on GPUs)."""
     if inner == 1 and outer == numel:
         return i
+    if numel > 0xFFFFFFFF:
+        return strided_index(i, num_dims, dims, strides) if outer == 0 else (i // inner) % outer
+    if outer == 0:
+        offset: usize = 0
+        rest = pk.u32(i)
+        d = num_dims
+        while d > 0:
+            d -= 1
+            n = pk.u32(dims[d])
+            offset += usize(rest % n) * strides[d]
+            rest //= n
+        return offset
     if inner == 1:
-        return i % outer
-    return (i // inner) % outer
+        return usize(pk.u32(i) % pk.u32(outer))
+    return usize(pk.u32(i) // pk.u32(inner) % pk.u32(outer))
 
 
 @pk.kernel

@@ -43,13 +43,14 @@ def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr
         f_out = block_layout(num_dims, info, info + 3 * num_dims)
     if c_in == 1 and c_out == numel and t_in == 1 and t_out == numel and f_in == 1 and f_out == numel:
         for i in pk.grid_stride(numel):
-            out[i] = t[i] if ids[i] != 0 else f[i]
+            tv = t[i]  # both loads unconditional: a select, no divergent branch
+            fv = f[i]
+            out[i] = tv if ids[i] != 0 else fv
     else:
         for i in pk.grid_stride(numel):
-            if ids[operand_offset(i, numel, c_in, c_out, num_dims, info, info + num_dims)] != 0:
-                out[i] = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
-            else:
-                out[i] = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
+            tv = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
+            fv = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
+            out[i] = tv if ids[operand_offset(i, numel, c_in, c_out, num_dims, info, info + num_dims)] != 0 else fv
 
 
 #: (condition, value, value tag): candle's table, then the ``f8e4m3`` spellings candle's Rust side
