@@ -458,12 +458,11 @@ def test_wave_votes_and_lane_ids(wave_device):
         check_votes(wave_device, grid, block)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: wave.sum/min/max in a partial wave (block size not a multiple "
-                                       "of the wave size): the xor butterfly reads a lane's own value where the "
-                                       "partner lane is missing, so sums over-count and min/max can miss lanes")
+# regression: the xor butterfly once read a lane's own value where the partner lane was missing, so sums
+# over-counted and min/max could miss lanes in a partial wave
 @pytest.mark.parametrize("grid,block", PARTIAL[:3], ids=["40", "100", "7x5"])
 def test_wave_reductions_partial_waves(wave_device, grid, block):
-    for ty in (i32, f64):
+    for ty in WAVE_TYPES:
         check_reductions(wave_device, ty, grid, block)
 
 
