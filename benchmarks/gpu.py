@@ -100,7 +100,7 @@ def elementwise(b: Bench) -> None:
             half = cols // 2
             src2, dst2 = x.view(rows, cols), out.view(rows, cols)
             b.case(f"copy2d {tag} (half rows)", nb, lambda f=f: f[(rows * half + 1023) // 1024, 1024](
-                px, po, rows, half, cols, cols, 0, 0), lambda: dst2[:, :half].copy_(src2[:, :half]))
+                px, po, rows, half, cols, cols), lambda: dst2[:, :half].copy_(src2[:, :half]))
         if f"ucopy_{tag}" in sk.UNARY:  # transposed copy: strided input through info
             f = b.fn(sk.UNARY, f"ucopy_{tag}")
             side = 1 << 14

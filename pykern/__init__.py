@@ -17,5 +17,6 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
                             wave, wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
 from .runtime.devices import device
+from . import math  # noqa: E402 - the math library is written in the language, so it comes last
 
 __version__ = "0.1.0"

@@ -53,6 +53,7 @@ class FunctionLowering:
         self.loops: list[tuple[ir.Block, ir.Block]] = []
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
+        self.shared_types: dict[str, T.SharedArrayType] = {}
         self.dynamic_shared: ir.Value | None = None
         self.loc: N.Loc | None = None
 
@@ -241,6 +242,11 @@ class FunctionLowering:
             return self.dynamic_shared
         ptr = self.shared.get(e.name)
         if ptr is None:
+            total = e.ty.count * e.ty.elem.nbytes + sum(t.count * t.elem.nbytes for t in self.shared_types.values())
+            if total > self.target.max_shared_bytes:
+                raise self.error(f"shared arrays need {total} bytes; {self.target.name} {self.target.arch} "
+                                 f"allows {self.target.max_shared_bytes}", e.loc)
+            self.shared_types[e.name] = e.ty
             align = max(16, e.ty.elem.nbytes)
             ptr = self.frame.shared_array(e.name, storage_type(e.ty.elem), e.ty.count, align)
             self.shared[e.name] = ptr

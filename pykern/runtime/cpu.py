@@ -32,7 +32,8 @@ class CpuModule:
     def __init__(self, target: CpuTarget, obj: bytes):
         empty = llvm.parse_assembly("")
         empty.triple = target.triple
-        self.engine = llvm.create_mcjit_compiler(empty, target.target_machine)
+        # each engine owns (and frees) its target machine: never share the target's cached one
+        self.engine = llvm.create_mcjit_compiler(empty, target._make_target_machine())
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self.engine.finalize_object()
 

@@ -74,6 +74,8 @@ class Target(ABC):
     private_as = 0
     #: file extension of the artifact ``finalize`` returns (".hsaco", ".ptx", ".o")
     binary_ext = ""
+    #: static shared memory a kernel may declare (GPU targets narrow it per arch)
+    max_shared_bytes = 1 << 20
 
     def __init__(self, arch: str):
         self.arch = arch

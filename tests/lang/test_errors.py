@@ -732,9 +732,6 @@ def test_bad_code_never_kills_the_process(tmp_path):
     assert "bad_types> raised CompileError" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a static shared array far beyond any target's shared memory "
-                                       "compiles, and on the CPU target its allocation fails unchecked: the "
-                                       "process dies (SIGSEGV) instead of raising a CompileError")
 def test_oversized_shared_array_is_a_compile_error(tmp_path):
     script = tmp_path / "huge_shared.py"
     script.write_text(textwrap.dedent('''

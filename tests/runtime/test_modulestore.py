@@ -154,9 +154,6 @@ def test_stdlib_module_slot_is_loaded_once_when_it_has_kernels():
     assert [dev.get_or_load_func(n, mod) for n in names] == fns
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: CpuModule passes the target's one TargetMachine to every MCJIT "
-                                       "engine, and llvmlite's create_mcjit_compiler gives the engine ownership: "
-                                       "collecting a device with two loaded modules frees it twice (SIGSEGV)")
 def test_dropping_a_device_with_two_modules_does_not_crash(tmp_path):
     script = tmp_path / "drop.py"
     script.write_text(textwrap.dedent('''
