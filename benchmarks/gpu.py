@@ -138,7 +138,7 @@ def reductions(b: Bench) -> None:
                     if f"{op}_{tag}" in sk.REDUCE:
                         f = b.fn(sk.REDUCE, f"{op}_{tag}")
                         b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[rows, threads](
-                            n, 2, info, x.data_ptr(), o.data_ptr()), ref)
+                            n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
             if f"softmax_{tag}" in sk.REDUCE:
                 f = b.fn(sk.REDUCE, f"softmax_{tag}")
                 b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, 32, 1)](
