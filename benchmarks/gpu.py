@@ -18,6 +18,9 @@ import time
 
 import numpy as np
 
+import pykern as pk
+from pykern import ConstPtr, Ptr, f32, usize
+
 
 def timed(torch, fn, reps: int = 20) -> float:
     """Median seconds of ``fn`` over ``reps`` runs (CUDA events on the current stream)."""
@@ -162,9 +165,7 @@ def overheads(b: Bench) -> None:
     import os
     import tempfile
 
-    import pykern as pk
     import stdlib_kernels as sk
-    from pykern import ConstPtr, Ptr, f32, usize
     from pykern.compiler import build_module
 
     @pk.kernel
