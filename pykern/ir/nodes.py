@@ -192,7 +192,11 @@ class While(Stmt):
 
 @dataclass(eq=False)
 class ForRange(Stmt):
-    """``for var in range(start, stop, step)``; ``step_sign`` is +1/-1 when known, else 0."""
+    """``for var in range(start, stop, step)``; ``step_sign`` is +1/-1 when known, else 0.
+
+    ``grid`` marks ``pk.grid_stride(stop)``: every index in [0, stop) is visited once by some
+    thread, in no promised order, which leaves the lowering free to give each thread several
+    independent elements (memory-level parallelism on GPUs)."""
 
     var: str
     start: Expr
@@ -200,6 +204,7 @@ class ForRange(Stmt):
     step: Expr
     step_sign: int
     body: list[Stmt]
+    grid: bool = False
 
 
 @dataclass(eq=False)

@@ -950,7 +950,7 @@ class Typer(ast.NodeVisitor):
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
-        return pre + [N.ForRange(name, start, stop, step, sign, body, loc=self.loc(node))]
+        return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, loc=self.loc(node))]
 
     def range_args(self, it: ast.Call):
         if it.keywords or not 1 <= len(it.args) <= 3:

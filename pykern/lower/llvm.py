@@ -30,6 +30,14 @@ _ATOMIC_OPS = {  # (int signed, int unsigned, float)
     "max": ("max", "umax", "fmax"), "exchange": ("xchg", "xchg", "xchg")}
 
 
+def _size(stmts) -> int:
+    """Typed-IR nodes under ``stmts``, callees counted where they are called (they are inlined)."""
+    total = 0
+    for node in N.walk(stmts):
+        total += 1 + (_size(node.func.body) if isinstance(node, N.Call) else 0)
+    return total
+
+
 def kernel_signature(fn: N.Function, max_block_size: int) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
@@ -41,6 +49,12 @@ def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_si
     sig = kernel_signature(fn, max_block_size)
     param_types = [FunctionLowering.llvm_type(target, ty, memory=True) for _, ty in fn.params]
     frame = target.begin_kernel(module, sig, param_types, fn.uses_sync)
+    for arg, (_, ty) in zip(frame.args, fn.params):
+        if isinstance(ty, T.PtrType) and ty.const:
+            # ConstPtr is C's `const T* __restrict__`: nothing writes the data during the kernel, so
+            # loads may be reordered past stores and use read-only caches (ld.global.nc on NVIDIA)
+            for attr in ("noalias", "readonly", "captures(none)"):
+                set.add(arg.attributes, attr)
     FunctionLowering(target, frame).lower_kernel_body(fn)
     frame.finish()
     return sig
@@ -171,6 +185,11 @@ class FunctionLowering:
             self.b.branch(cont)
 
     def stmt_ForRange(self, s: N.ForRange):
+        ilp = self.target.grid_stride_ilp if s.grid else 1
+        if ilp > 1 and _size(s.body) > 400:  # big bodies (inlined math): less code, fewer copies
+            ilp = 2
+        if ilp > 1:
+            return self.grid_tiles(s, ilp)
         ty = s.start.ty
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
         counter = self.frame.alloca(self.ltype(ty), s.var + ".iter")  # Python: rebinding the variable
@@ -195,6 +214,47 @@ class FunctionLowering:
         self.b.store(self.b.add(self.b.load(counter), step), counter)
         self.b.branch(head)
         self.b.position_at_end(done)
+
+    def grid_tiles(self, s: N.ForRange, ilp: int) -> None:
+        """``grid_stride(n)`` with ``ilp`` elements per thread and step: thread ``j`` of the loop over
+        ``q = ceil(n / ilp)`` takes ``j, j + q, ..., j + (ilp-1) q`` (coalesced for each copy). A full
+        tile runs ``ilp`` unguarded copies of the body, whose loads the backend can issue together
+        (ConstPtr data is never written in the kernel); the last, partial tiles guard each copy."""
+        b, ty = self.b, s.start.ty
+        n, first, step = self.expr(s.stop), self.expr(s.start), self.expr(s.step)
+        q = b.lshr(b.add(n, ir.Constant(n.type, ilp - 1)), ir.Constant(n.type, ilp.bit_length() - 1))
+        j_slot = self.frame.alloca(self.ltype(ty), s.var + ".tile")
+        b.store(first, j_slot)
+        head, full, part, nxt, done = (b.append_basic_block(f"grid.{x}") for x in ("cond", "full", "part", "next", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        j = b.load(j_slot)
+        b.cbranch(b.icmp_unsigned("<", j, q), full, done)
+        b.position_at_end(full)
+        last = b.add(j, b.mul(q, ir.Constant(n.type, ilp - 1)))
+        whole, guarded = b.append_basic_block("grid.whole"), part
+        b.cbranch(b.icmp_unsigned("<", last, n), whole, guarded)
+        for bb, guard in ((whole, False), (guarded, True)):
+            b.position_at_end(bb)
+            for k in range(ilp):
+                i = b.add(b.load(j_slot), b.mul(q, ir.Constant(n.type, k)))
+                after = b.append_basic_block(f"grid.copy{k}")
+                if guard:
+                    body_bb = b.append_basic_block(f"grid.body{k}")
+                    b.cbranch(b.icmp_unsigned("<", i, n), body_bb, after)
+                    b.position_at_end(body_bb)
+                b.store(i, self.scope[s.var][0])
+                self.loops.append((after, done))
+                self.stmts(s.body)
+                self.loops.pop()
+                if not b.block.is_terminated:
+                    b.branch(after)
+                b.position_at_end(after)
+            b.branch(nxt)
+        b.position_at_end(nxt)
+        b.store(b.add(b.load(j_slot), step), j_slot)
+        b.branch(head)
+        b.position_at_end(done)
 
     def stmt_Break(self, s):
         self.b.branch(self.loops[-1][1])
@@ -500,9 +560,29 @@ class FunctionLowering:
         vt = value_type(ty)
         return raw if raw.type == vt else self.b.bitcast(raw, vt)
 
-    def shuffle(self, kind: str, v: ir.Value, ty: T.DType, lane: ir.Value, loc) -> ir.Value:
-        words = [self.frame.shuffle(kind, w, lane, loc) for w in self.to_words(v, ty)]
-        return self.from_words(words, ty)
+    def lanes_present(self) -> tuple[ir.Value, ir.Value]:
+        """(this thread's lane, the number of lanes in its wave): the last wave of a block whose size
+        is not a multiple of the width has fewer lanes than ``wave_size``."""
+        b, f, ws = self.b, self.frame, self.target.wave_size
+        lane = f.lane_id()
+        bx, by, bz = (f.block_dim(i) for i in range(3))
+        lin = b.add(b.mul(b.add(b.mul(f.thread_idx(2), by), f.thread_idx(1)), bx), f.thread_idx(0))
+        left = b.sub(b.mul(b.mul(bx, by), bz), b.sub(lin, lane))
+        return lane, b.select(b.icmp_unsigned("<", left, ir.Constant(I32, ws)), left, ir.Constant(I32, ws))
+
+    def shuffle(self, kind: str, v: ir.Value, ty: T.DType, arg: ir.Value, loc) -> ir.Value:
+        """One semantics on every target: a source lane outside the wave, or absent from a partial
+        wave, yields the caller's own value; ``idx`` wraps modulo the width."""
+        words = [self.frame.shuffle(kind, w, arg, loc) for w in self.to_words(v, ty)]
+        got = self.from_words(words, ty)
+        b, ws = self.b, self.target.wave_size
+        lane, count = self.lanes_present()
+        src = {"idx": lambda: b.and_(arg, ir.Constant(I32, ws - 1)), "xor": lambda: b.xor(lane, arg),
+               "up": lambda: b.sub(lane, arg), "down": lambda: b.add(lane, arg)}[kind]()
+        present = b.icmp_unsigned("<", src, count)
+        if kind == "up":
+            present = b.and_(present, b.icmp_unsigned("<=", arg, lane))
+        return b.select(present, got, v)
 
     def intr_shuffle(self, e: N.Intrinsic):
         v, lane = self.expr(e.args[0]), self.expr(e.args[1])
@@ -524,12 +604,8 @@ class FunctionLowering:
         ws = self.target.wave_size
         # lanes missing from a partial wave (block size not a multiple of the width) contribute the
         # identity; lane 0's butterfly then covers the whole wave, and its result is broadcast
-        b, f = self.b, self.frame
-        lane = f.lane_id()
-        bx, by, bz = (f.block_dim(i) for i in range(3))
-        lin = b.add(b.mul(b.add(b.mul(f.thread_idx(2), by), f.thread_idx(1)), bx), f.thread_idx(0))
-        left = b.sub(b.mul(b.mul(bx, by), bz), b.sub(lin, lane))
-        count = b.select(b.icmp_unsigned("<", left, ir.Constant(I32, ws)), left, ir.Constant(I32, ws))
+        b = self.b
+        lane, count = self.lanes_present()
         identity = self.expr(N.Const(ty, self.reduce_identity(kind, ty)))
         offset = ws // 2
         while offset >= 1:

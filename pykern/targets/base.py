@@ -76,6 +76,9 @@ class Target(ABC):
     binary_ext = ""
     #: static shared memory a kernel may declare (GPU targets narrow it per arch)
     max_shared_bytes = 1 << 20
+    #: independent elements a thread takes per step of a ``grid_stride`` loop: GPUs need several
+    #: loads in flight per thread to reach their memory bandwidth; the host vectorises instead
+    grid_stride_ilp = 4
 
     def __init__(self, arch: str):
         self.arch = arch

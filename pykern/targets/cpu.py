@@ -225,6 +225,7 @@ ret.done:
 class CpuTarget(Target):
     name = "cpu"
     binary_ext = ".o"
+    grid_stride_ilp = 1
 
     def __init__(self, arch: str = "host", wave_size: int = 64, check_bounds: bool = False):
         if wave_size not in (32, 64):

@@ -39,7 +39,6 @@ def arch_for_capability(major: int, minor: int) -> str | None:
 #: 0 = one 32-lane segment) and the clamp lane (bits 4:0): 31 for idx/bfly/down, 0 for up, which
 #: makes an out-of-range source lane return the caller's own value, as CUDA's __shfl_*_sync do.
 _SHFL = {"idx": ("idx", 31), "xor": ("bfly", 31), "down": ("down", 31), "up": ("up", 0)}
-_FULL_MASK = ir.Constant(I32, -1)
 _ATOMIC_OPS = ("add", "sub", "min", "max", "exchange", "xchg", "cas")
 
 
@@ -159,12 +158,17 @@ class NvptxFrame(KernelFrame):
         mode, clamp = _SHFL[kind]
         suffix = "f32" if isinstance(value.type, ir.FloatType) else "i32"
         return self._call(f"llvm.nvvm.shfl.sync.{mode}.{suffix}", value.type,
-                          [_FULL_MASK, value, arg, ir.Constant(I32, clamp)])
+                          [self._active(), value, arg, ir.Constant(I32, clamp)])
+
+    def _active(self) -> ir.Value:
+        """The lanes taking part: a partial warp (block size not a multiple of 32) has fewer than 32,
+        and naming absent lanes in a ``.sync`` mask is undefined behaviour."""
+        return self._call("llvm.nvvm.activemask", I32, [])
 
     def ballot(self, pred: ir.Value, loc) -> ir.Value:
         if pred.type != I1:
             pred = self.builder.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0))
-        mask = self._call("llvm.nvvm.vote.ballot.sync", I32, [_FULL_MASK, pred])
+        mask = self._call("llvm.nvvm.vote.ballot.sync", I32, [self._active(), pred])
         return self.builder.zext(mask, I64)
 
     def sync_scope(self, space: str) -> str | None:
