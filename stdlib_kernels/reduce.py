@@ -27,6 +27,7 @@ from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, strided_i
 
 T = pk.TypeVar("T")
 V = pk.TypeVar("V")
+S = pk.TypeVar("S")
 
 FAST_DTYPES = (f32, f64, u32, i64, u8, f16, bf16)
 SUM_DTYPES = (f32, f64, u32, f16, bf16)
@@ -53,54 +54,35 @@ def _identity(t, op):
 # ---------------------------------------------------------------------------------------------------
 # device helpers
 # ---------------------------------------------------------------------------------------------------
+#: 2**f on [-0.5, 0.5] (near-minimax, relative error 1e-7 in f32)
+_P2 = (0.6931471824645996, 0.24022646248340607, 0.05550329014658928, 0.009618519805371761,
+       0.0013399859890341759, 0.00015337577497120947)
+_LOG2E = 1.4426950408889634
+#: the most negative finite value: a running max that starts there keeps exp(-inf - max) at 0
+_LOWEST = {f32: -3.4028234663852886e38, f64: -1.7976931348623157e308}
+
+
 @pk.func
-def exp_(x: V) -> V:
-    """e**x for f32/f64 (Cody-Waite reduction by ln 2, Taylor polynomial, two-step 2**k scaling).
-    A private stand-in until ``pykern.math`` exists."""
+def exp_diff(a: V, b: V) -> V:
+    """e**(a - b) for a <= b (NaN propagates, -inf gives 0). f32: 2**t with t rounded by the 1.5*2**23
+    trick and the exponent built with integer ops (no conversion instructions), flushed to 0 below
+    2**-126; f64: ``pk.math.exp``."""
     if V is f64:
-        if x > 709.782712893384:
-            return INF  # (NaN fails every comparison and goes through the polynomial)
-        if x < -745.2:
-            return 0.0
-        kf = pk.rint(x * 1.4426950408889634)
-        r = x - kf * 6.93147180369123816490e-01 - kf * 1.90821492927058770002e-10
-        p: V = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        k = pk.i64(kf)
-        k1 = k // 2
-        k2 = k - k1
-        return p * pk.bitcast((k1 + 1023) << 52, f64) * pk.bitcast((k2 + 1023) << 52, f64)
+        return pk.math.exp(a - b)
     else:
-        if x > 88.72283:
-            return INF
-        if x < -103.98:
-            return 0.0
-        kf = pk.rint(x * 1.4426950408889634)
-        r = x - kf * 0.693145751953125 - kf * 1.428606820309417e-06
-        p: V = 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        k = pk.i32(kf)
-        k1 = k // 2
-        k2 = k - k1
-        return p * pk.bitcast((k1 + 127) << 23, f32) * pk.bitcast((k2 + 127) << 23, f32)
+        t = (a - b) * _LOG2E
+        j = t + 12582912.0
+        f = t - (j - 12582912.0)
+        p = pk.fma(f, _P2[5], _P2[4])
+        p = pk.fma(f, p, _P2[3])
+        p = pk.fma(f, p, _P2[2])
+        p = pk.fma(f, p, _P2[1])
+        p = pk.fma(f, p, _P2[0])
+        p = pk.fma(f, p, 1.0)
+        r = p * pk.bitcast((pk.bitcast(j, u32) + 127) << 23, f32)
+        if t < -126.0:
+            r = 0.0
+        return r
 
 
 @pk.func
@@ -117,14 +99,52 @@ def wave_sum_n(v: V, lane: u32, count: u32) -> V:
 
 
 @pk.func
-def better_min(b: V, bi: u32, a: V, ai: u32) -> bool:
-    """Is (b, bi) preferred to (a, ai) for min: smaller, or a NaN a, or equal with a lower index."""
-    return b < a or (a != a and b == b) or (b == a and bi < ai)
+def block_sum(v: V, sm: S, t: u32, nt: u32) -> V:
+    """The sum of ``v`` over the ``nt`` threads of the block (``t`` = this thread's index), on every
+    thread. ``sm`` holds at least one V per wave; it is free again on return. All threads call it."""
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    v = wave_sum_n(v, lane, min(nt - wid * pk.wave_size, pk.u32(pk.wave_size)))
+    if nt > pk.wave_size:
+        if lane == 0:
+            sm[wid] = v
+        pk.syncthreads()
+        if lane < (nt + pk.wave_size - 1) // pk.wave_size:
+            v = sm[lane]
+        v = wave_sum_n(v, lane, (nt + pk.wave_size - 1) // pk.wave_size)
+        pk.syncthreads()
+    return pk.wave.shuffle(v, 0)
 
 
 @pk.func
-def better_max(b: V, bi: u32, a: V, ai: u32) -> bool:
-    return b > a or (a != a and b == b) or (b == a and bi < ai)
+def better(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
+    """Is (b, bi) preferred to (a, ai): smaller (larger), or a NaN a, or equal with a lower index."""
+    return (b < a if want_min else b > a) or (a != a and b == b) or (b == a and bi < ai)
+
+
+@pk.func
+def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> usize:
+    """The memory offset of block ``row``'s first element when its ``el`` elements (the reduced dims,
+    last in ``info``) are contiguous in memory, else all bits set (read through strided_index)."""
+    if info is None:
+        return row * el
+    acc: usize = 1
+    d = num_dims
+    while d > 0 and acc < el:
+        d -= 1
+        if info[d] != 1 and info[num_dims + d] != acc:
+            return ~pk.u64(0)
+        acc *= info[d]
+    if acc != el:
+        return ~pk.u64(0)
+    offset: usize = 0
+    while d > 1:  # the kept dims; the outermost needs no division (row < its size)
+        d -= 1
+        offset += (row % info[d]) * info[num_dims + d]
+        row //= info[d]
+    if d == 1:
+        offset += row * info[num_dims]
+    return offset
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,6 +153,8 @@ def better_max(b: V, bi: u32, a: V, ai: u32) -> bool:
 @pk.kernel
 def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, info: ConstPtr[usize],
                 src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, ident):
+    """Contiguous rows (the usual case) are read four loads per thread at a time with independent
+    accumulators; other layouts go through strided_index."""
     sv = pk.shared.array(MAX_WAVES, A)
     si = pk.shared.array(MAX_WAVES, u32)
     touch_v = sv[0]  # noqa: F841  (workaround: first use at function level, see the tests' notes)
@@ -140,74 +162,116 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     lane = t % pk.wave_size
-    wid = t // pk.wave_size
-    nw = (nt + pk.wave_size - 1) // pk.wave_size
-    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
-    start = pk.u64(pk.block_idx.x) * el_to_sum_per_block
-    stop = min(start + el_to_sum_per_block, src_numel)
-    contig = info is None or is_contiguous(num_dims, info, info + num_dims)
-    i = start + t
+    row = pk.u64(pk.block_idx.x)
+    start = row * el_to_sum_per_block
+    n = min(start + el_to_sum_per_block, src_numel) - min(start, src_numel)
+    base = row_base(row, el_to_sum_per_block, num_dims, info)
+    fast = base != ~pk.u64(0)
+    p = src + (base if fast else pk.u64(0))
+    step = pk.u64(nt)
+    j = pk.u64(t)
     if K == 0:
-        acc: A = ident
-        while i < stop:
-            off = i if contig else strided_index(i, num_dims, info, info + num_dims)
-            acc += A(src[off])
-            i += nt
-        acc = wave_sum_n(acc, lane, in_wave)
-        if nw > 1:
-            if lane == 0:
-                sv[wid] = acc
-            pk.syncthreads()
-            if t == 0:
-                for w in range(pk.u32(1), nw):
-                    acc += sv[w]
+        a0: A = ident
+        a1: A = ident
+        a2: A = ident
+        a3: A = ident
+        if fast:
+            while j + 3 * step < n:
+                a0 += A(p[j])
+                a1 += A(p[j + step])
+                a2 += A(p[j + 2 * step])
+                a3 += A(p[j + 3 * step])
+                j += 4 * step
+            while j < n:
+                a0 += A(p[j])
+                j += step
+        else:
+            while j < n:
+                a0 += A(src[strided_index(start + j, num_dims, info, info + num_dims)])
+                j += step
+        acc = block_sum((a0 + a1) + (a2 + a3), sv + 0, t, nt)
         if t == 0:
             dst[pk.block_idx.x] = O(acc)
     else:
-        want_min = K == 1 or K == 3
-        best: A = ident
-        bi: u32 = 0xFFFFFFFF
-        while i < stop:
-            off = i if contig else strided_index(i, num_dims, info, info + num_dims)
-            x = A(src[off])
-            xi = pk.u32(i - start)
-            if (want_min and better_min(x, xi, best, bi)) or (not want_min and better_max(x, xi, best, bi)):
-                best = x
-                bi = xi
-            i += nt
-        sh: u32 = pk.wave_size // 2
-        while sh > 0:
-            o = pk.wave.shuffle_xor(best, sh)
-            oi = pk.wave.shuffle_xor(bi, sh)
-            if (lane ^ sh) < in_wave:
-                if (want_min and better_min(o, oi, best, bi)) or (not want_min and better_max(o, oi, best, bi)):
-                    best = o
-                    bi = oi
-            sh = sh // 2
-        if nw > 1:
-            if lane == 0:
-                sv[wid] = best
-                si[wid] = bi
-            pk.syncthreads()
+        want_min = K == MIN or K == ARGMIN
+        f0: A = 0
+        if t == 0 and n > 0:  # candle-cpu: a NaN first element is never replaced
+            f0 = A(p[0] if fast else src[strided_index(start, num_dims, info, info + num_dims)])
+        last: u32 = 0
+        if K >= ARGMIN and info is not None and num_dims > 0:
+            last = pk.u32(info[num_dims - 1])
+        b0: A = ident
+        b1: A = ident
+        b2: A = ident
+        b3: A = ident
+        i0: u32 = 0xFFFFFFFF
+        i1: u32 = 0xFFFFFFFF
+        i2: u32 = 0xFFFFFFFF
+        i3: u32 = 0xFFFFFFFF
+        if fast:
+            while j + 3 * step < n:
+                x0 = A(p[j])
+                x1 = A(p[j + step])
+                x2 = A(p[j + 2 * step])
+                x3 = A(p[j + 3 * step])
+                if better(want_min, x0, pk.u32(j), b0, i0):
+                    b0 = x0
+                    i0 = pk.u32(j)
+                if better(want_min, x1, pk.u32(j + step), b1, i1):
+                    b1 = x1
+                    i1 = pk.u32(j + step)
+                if better(want_min, x2, pk.u32(j + 2 * step), b2, i2):
+                    b2 = x2
+                    i2 = pk.u32(j + 2 * step)
+                if better(want_min, x3, pk.u32(j + 3 * step), b3, i3):
+                    b3 = x3
+                    i3 = pk.u32(j + 3 * step)
+                j += 4 * step
+        while j < n:
+            x = A(p[j] if fast else src[strided_index(start + j, num_dims, info, info + num_dims)])
+            if better(want_min, x, pk.u32(j), b0, i0):
+                b0 = x
+                i0 = pk.u32(j)
+            j += step
+        if better(want_min, b1, i1, b0, i0):
+            b0 = b1
+            i0 = i1
+        if better(want_min, b3, i3, b2, i2):
+            b2 = b3
+            i2 = i3
+        if better(want_min, b2, i2, b0, i0):
+            b0 = b2
+            i0 = i2
+        # the block's best: within each wave, then (nt > wave) the waves' bests within every wave
+        count = min(nt - (t - lane), pk.u32(pk.wave_size))
+        for level in range(2):
+            if level == 1:
+                if nt <= pk.wave_size:
+                    break
+                if lane == 0:
+                    sv[t // pk.wave_size] = b0
+                    si[t // pk.wave_size] = i0
+                pk.syncthreads()
+                count = (nt + pk.wave_size - 1) // pk.wave_size
+                if lane < count:
+                    b0 = sv[lane]
+                    i0 = si[lane]
+            sh: u32 = pk.wave_size // 2
+            while sh > 0:
+                o = pk.wave.shuffle_xor(b0, sh)
+                oi = pk.wave.shuffle_xor(i0, sh)
+                if (lane ^ sh) < count and better(want_min, o, oi, b0, i0):
+                    b0 = o
+                    i0 = oi
+                sh = sh // 2
         if t == 0:
-            for w in range(pk.u32(1), nw):  # waves in index order: ties keep the lower index anyway
-                wv = sv[w]
-                wi = si[w]
-                if (want_min and better_min(wv, wi, best, bi)) or (not want_min and better_max(wv, wi, best, bi)):
-                    best = wv
-                    bi = wi
-            if start < stop:
-                f0 = A(src[start if contig else strided_index(start, num_dims, info, info + num_dims)])
-                if f0 != f0:  # candle-cpu: a NaN first element is never replaced
-                    best = f0
-                    bi = 0
-            if K >= 3:
-                last: u32 = 1
-                if info is not None and num_dims > 0:
-                    last = pk.u32(info[num_dims - 1])
-                dst[pk.block_idx.x] = O(bi % last if last != 0 else bi)
+            if f0 != f0:
+                b0 = f0
+                i0 = 0
+            if K >= ARGMIN:
+                dst[pk.block_idx.x] = O(i0 % last if last != 0 else i0)
             else:
-                dst[pk.block_idx.x] = O(best)
+                dst[pk.block_idx.x] = O(b0)
 
 
 for _t in FAST_DTYPES:
@@ -261,56 +325,81 @@ for _t in SUM_DTYPES:
 # ---------------------------------------------------------------------------------------------------
 @pk.kernel
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
-    """candle launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
+    one for the output, each with four independent loads per lane in flight. candle launches block
+    (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(MAX_WAVES, A)
+    ss = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
+    touch_s = ss[0]  # noqa: F841
     t = pk.thread_idx.y
     nt = pk.block_dim.y
     lane = t % pk.wave_size
-    wid = t // pk.wave_size
-    nw = (nt + pk.wave_size - 1) // pk.wave_size
-    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
     row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.x) + pk.u64(pk.thread_idx.x)
     n = pk.u64(n_cols)
     x = src + row * n
     y = dst + row * n
-    # pass 1: the row max (NaN-skipping, as f32::max; a NaN anywhere still gives NaN below)
-    m: A = -INF
-    for c in range(pk.u64(t), n, pk.u64(nt)):
+    step = pk.u64(nt)
+    m: A = _LOWEST[A]
+    s: A = 0.0
+    c = pk.u64(t)
+    while c + 3 * step < n:
+        v0 = A(x[c])
+        v1 = A(x[c + step])
+        v2 = A(x[c + 2 * step])
+        v3 = A(x[c + 3 * step])
+        cm = pk.fmax(pk.fmax(m, v0), pk.fmax(pk.fmax(v1, v2), v3))  # NaN-skipping, as f32::max
+        if cm > m:
+            s = s * exp_diff(m, cm)
+            m = cm
+        s += (exp_diff(v0, m) + exp_diff(v1, m)) + (exp_diff(v2, m) + exp_diff(v3, m))
+        c += 4 * step
+    while c < n:
         v = A(x[c])
         if v > m:
+            s = s * exp_diff(m, v)
             m = v
-    off: u32 = pk.wave_size // 2
-    while off > 0:
-        o = pk.wave.shuffle_xor(m, off)
-        if (lane ^ off) < in_wave and o > m:
-            m = o
-        off = off // 2
+        s += exp_diff(v, m)
+        c += step
+    # merge the lanes' pairs: within the wave, then (nt > wave) the waves' pairs within every wave
+    count = min(nt - (t - lane), pk.u32(pk.wave_size))
+    for level in range(2):
+        if level == 1:
+            if nt <= pk.wave_size:
+                break
+            if lane == 0:
+                sm[t // pk.wave_size] = m
+                ss[t // pk.wave_size] = s
+            pk.syncthreads()
+            count = (nt + pk.wave_size - 1) // pk.wave_size
+            if lane < count:
+                m = sm[lane]
+                s = ss[lane]
+        off: u32 = pk.wave_size // 2
+        while off > 0:
+            om = pk.wave.shuffle_xor(m, off)
+            os = pk.wave.shuffle_xor(s, off)
+            if (lane ^ off) < count:
+                nm = pk.fmax(m, om)
+                s = s * exp_diff(m, nm) + os * exp_diff(om, nm)
+                m = nm
+            off = off // 2
     m = pk.wave.shuffle(m, 0)
-    if nw > 1:
-        if lane == 0:
-            sm[wid] = m
-        pk.syncthreads()
-        m = sm[0]
-        for w in range(pk.u32(1), nw):
-            if sm[w] > m:
-                m = sm[w]
-        pk.syncthreads()
-    # pass 2: the sum of exp(x - max)
-    s: A = 0.0
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        s += exp_(A(x[c]) - m)
-    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
-    if nw > 1:
-        if lane == 0:
-            sm[wid] = s
-        pk.syncthreads()
-        s = sm[0]
-        for w in range(pk.u32(1), nw):
-            s += sm[w]
-    # pass 3: normalise
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        y[c] = T(exp_(A(x[c]) - m) / s)
+    inv = 1.0 / pk.wave.shuffle(s, 0)
+    c = pk.u64(t)
+    while c + 3 * step < n:
+        v0 = A(x[c])
+        v1 = A(x[c + step])
+        v2 = A(x[c + 2 * step])
+        v3 = A(x[c + 3 * step])
+        y[c] = T(exp_diff(v0, m) * inv)
+        y[c + step] = T(exp_diff(v1, m) * inv)
+        y[c + 2 * step] = T(exp_diff(v2, m) * inv)
+        y[c + 3 * step] = T(exp_diff(v3, m) * inv)
+        c += 4 * step
+    while c < n:
+        y[c] = T(exp_diff(A(x[c]), m) * inv)
+        c += step
 
 
 for _t in NN_DTYPES:
@@ -320,93 +409,95 @@ for _t in NN_DTYPES:
 # ---------------------------------------------------------------------------------------------------
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
+@pk.func
+def at(x: ConstPtr[T], c: usize, n: usize, zero: V) -> V:
+    """x[c] as V, or ``zero`` past the row's end."""
+    if c < n:
+        return V(x[c])
+    return zero
+
+
+@pk.func
+def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: usize, n: usize, v: V, mean: V,
+             r: V):
+    """y[c] = (v - mean) * r * alpha[c] (+ beta[c] for layernorm; null alpha: 1, null beta: 0), inside
+    the row."""
+    if c < n:
+        o = (v - mean) * r
+        if alpha is not None:
+            o = o * V(alpha[c])
+        if ln and beta is not None:
+            o = o + V(beta[c])
+        y[c] = T(o)
+
+
+@pk.func
+def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: usize, eps: V, ln: bool,
+             sm: S):
+    """One row of rmsnorm (ln false) or layernorm (ln true). Threads stride the row by block_dim.x
+    (candle passes block_size == block_dim.x: 32 or 1024). A row of at most 4 * block_dim.x elements
+    is read once and kept in registers; a longer one is read again for each pass (from L2: blocks of
+    1024 threads have few rows in flight). layernorm: the mean, then the mean squared deviation (the
+    biased variance, without the cancellation of candle's one-pass E[x^2] - mean^2)."""
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    step = pk.u64(nt)
+    zero = eps - eps
+    c0 = pk.u64(t)
+    v0 = at(x, c0, n, zero)
+    v1 = at(x, c0 + step, n, zero)
+    v2 = at(x, c0 + 2 * step, n, zero)
+    v3 = at(x, c0 + 3 * step, n, zero)
+    mean = zero
+    if ln:
+        s = (v0 + v1) + (v2 + v3)
+        c = c0 + 4 * step
+        while c < n:
+            s += (at(x, c, n, zero) + at(x, c + step, n, zero)) + \
+                (at(x, c + 2 * step, n, zero) + at(x, c + 3 * step, n, zero))
+            c += 4 * step
+        mean = block_sum(s, sm, t, nt) / V(n)
+    # the sum of squares (of the deviations from the mean for layernorm); slots past the end hold 0
+    d0 = v0 - mean if c0 < n else zero
+    d1 = v1 - mean if c0 + step < n else zero
+    d2 = v2 - mean if c0 + 2 * step < n else zero
+    d3 = v3 - mean if c0 + 3 * step < n else zero
+    q = (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+    c = c0 + 4 * step
+    while c < n:
+        e0 = at(x, c, n, mean) - mean
+        e1 = at(x, c + step, n, mean) - mean
+        e2 = at(x, c + 2 * step, n, mean) - mean
+        e3 = at(x, c + 3 * step, n, mean) - mean
+        q += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
+        c += 4 * step
+    r = 1.0 / pk.sqrt(block_sum(q, sm, t, nt) / V(n) + eps)
+    norm_put(y, alpha, beta, ln, c0, n, v0, mean, r)
+    norm_put(y, alpha, beta, ln, c0 + step, n, v1, mean, r)
+    norm_put(y, alpha, beta, ln, c0 + 2 * step, n, v2, mean, r)
+    norm_put(y, alpha, beta, ln, c0 + 3 * step, n, v3, mean, r)
+    c = c0 + 4 * step
+    while c < n:
+        norm_put(y, alpha, beta, ln, c, n, V(x[c]), mean, r)
+        c += step
+
+
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A):
-    """Threads stride the row by block_dim.x (candle passes block_size == block_dim.x: 32 or 1024)."""
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    t = pk.thread_idx.x
-    nt = pk.block_dim.x
-    lane = t % pk.wave_size
-    wid = t // pk.wave_size
-    nw = (nt + pk.wave_size - 1) // pk.wave_size
-    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
-    row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)
-    n = pk.u64(n_cols)
-    x = src + row * n
-    y = dst + row * n
-    s: A = 0.0
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        v = A(x[c])
-        s += v * v
-    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
-    if nw > 1:
-        if lane == 0:
-            sm[wid] = s
-        pk.syncthreads()
-        s = sm[0]
-        for w in range(pk.u32(1), nw):
-            s += sm[w]
-    m = pk.sqrt(s / A(n_cols) + A(eps))
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        a: A = 1.0
-        if alpha is not None:
-            a = A(alpha[c])
-        y[c] = T(A(x[c]) / m * a)
+    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
+    norm_row(src + row, dst + row, alpha, alpha, pk.u64(n_cols), A(eps), False, sm + 0)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A):
-    """Two passes (mean, then the mean squared deviation): the biased variance, without the
-    cancellation of candle's one-pass E[x^2] - mean^2."""
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    t = pk.thread_idx.x
-    nt = pk.block_dim.x
-    lane = t % pk.wave_size
-    wid = t // pk.wave_size
-    nw = (nt + pk.wave_size - 1) // pk.wave_size
-    in_wave = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
-    row = pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)
-    n = pk.u64(n_cols)
-    x = src + row * n
-    y = dst + row * n
-    s: A = 0.0
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        s += A(x[c])
-    s = pk.wave.shuffle(wave_sum_n(s, lane, in_wave), 0)
-    if nw > 1:
-        if lane == 0:
-            sm[wid] = s
-        pk.syncthreads()
-        s = sm[0]
-        for w in range(pk.u32(1), nw):
-            s += sm[w]
-        pk.syncthreads()  # sm is reused below
-    mean = s / A(n_cols)
-    q: A = 0.0
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        d = A(x[c]) - mean
-        q += d * d
-    q = pk.wave.shuffle(wave_sum_n(q, lane, in_wave), 0)
-    if nw > 1:
-        if lane == 0:
-            sm[wid] = q
-        pk.syncthreads()
-        q = sm[0]
-        for w in range(pk.u32(1), nw):
-            q += sm[w]
-    std = pk.sqrt(q / A(n_cols) + A(eps))
-    for c in range(pk.u64(t), n, pk.u64(nt)):
-        a: A = 1.0
-        b: A = 0.0
-        if alpha is not None:
-            a = A(alpha[c])
-        if beta is not None:
-            b = A(beta[c])
-        y[c] = T((A(x[c]) - mean) / std * a + b)
+    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
+    norm_row(src + row, dst + row, alpha, beta, pk.u64(n_cols), A(eps), True, sm + 0)
 
 
 for _t in NN_DTYPES:
