@@ -410,7 +410,7 @@ for _t in NN_DTYPES:
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
-def at(x: ConstPtr[T], c: usize, n: usize, zero: V) -> V:
+def at(x: ConstPtr[T], c: u32, n: u32, zero: V) -> V:
     """x[c] as V, or ``zero`` past the row's end."""
     if c < n:
         return V(x[c])
@@ -418,7 +418,7 @@ def at(x: ConstPtr[T], c: usize, n: usize, zero: V) -> V:
 
 
 @pk.func
-def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: usize, n: usize, v: V, mean: V,
+def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: u32, n: u32, v: V, mean: V,
              r: V):
     """y[c] = (v - mean) * r * alpha[c] (+ beta[c] for layernorm; null alpha: 1, null beta: 0), inside
     the row."""
@@ -432,7 +432,7 @@ def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: usiz
 
 
 @pk.func
-def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: usize, eps: V, ln: bool,
+def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
              sm: S):
     """One row of rmsnorm (ln false) or layernorm (ln true). Threads stride the row by block_dim.x
     (candle passes block_size == block_dim.x: 32 or 1024). A row of at most 4 * block_dim.x elements
@@ -441,9 +441,9 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     biased variance, without the cancellation of candle's one-pass E[x^2] - mean^2)."""
     t = pk.thread_idx.x
     nt = pk.block_dim.x
-    step = pk.u64(nt)
+    step = nt
     zero = eps - eps
-    c0 = pk.u64(t)
+    c0 = t
     v0 = at(x, c0, n, zero)
     v1 = at(x, c0 + step, n, zero)
     v2 = at(x, c0 + 2 * step, n, zero)
@@ -488,7 +488,7 @@ def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i3
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
     row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    norm_row(src + row, dst + row, alpha, alpha, pk.u64(n_cols), A(eps), False, sm + 0)
+    norm_row(src + row, dst + row, alpha, alpha, pk.u32(n_cols), A(eps), False, sm + 0)
 
 
 @pk.kernel
@@ -497,7 +497,7 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
     row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    norm_row(src + row, dst + row, alpha, beta, pk.u64(n_cols), A(eps), True, sm + 0)
+    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), A(eps), True, sm + 0)
 
 
 for _t in NN_DTYPES:
