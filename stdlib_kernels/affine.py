@@ -19,13 +19,15 @@ DTYPES = (f32, f64, f16, u8, u32, i16, i32, i64, bf16, f8e4m3)
 @pk.kernel
 def affine_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], mul: T, add: T,
                   *, T):
-    src = out if inp is None else inp
-    if inp is None or info is None or is_contiguous(num_dims, info, info + num_dims):
+    if inp is None:  # in place; separate loops keep inp's reads unaliased (vectorisable)
         for i in pk.grid_stride(numel):
-            out[i] = src[i] * mul + add
+            out[i] = out[i] * mul + add
+    elif info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = inp[i] * mul + add
     else:
         for i in pk.grid_stride(numel):
-            out[i] = src[strided_index(i, num_dims, info, info + num_dims)] * mul + add
+            out[i] = inp[strided_index(i, num_dims, info, info + num_dims)] * mul + add
 
 
 for _t in DTYPES:  # plus candle-core's spelling of f8 (DType::F8E4M3.as_str())

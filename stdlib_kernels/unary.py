@@ -24,26 +24,30 @@ FRAC_1_SQRT_2 = 0.7071067811865476
 
 @pk.kernel
 def unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], *, T, W, op):
-    src = out if inp is None else inp
-    if inp is None or info is None or is_contiguous(num_dims, info, info + num_dims):
+    if inp is None:  # in place (candle's null inp); separate loops keep inp's reads unaliased (vectorisable)
         for i in pk.grid_stride(numel):
-            out[i] = T(op(W(src[i])))
+            out[i] = T(op(W(out[i])))
+    elif info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(inp[i])))
     else:
         for i in pk.grid_stride(numel):
-            out[i] = T(op(W(src[strided_index(i, num_dims, info, info + num_dims)])))
+            out[i] = T(op(W(inp[strided_index(i, num_dims, info, info + num_dims)])))
 
 
 @pk.kernel
 def unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp: ConstPtr[T], out: Ptr[T],
             *, T, W, op):
     p = W(param)
-    src = out if inp is None else inp
-    if inp is None or info is None or is_contiguous(num_dims, info, info + num_dims):
+    if inp is None:
         for i in pk.grid_stride(numel):
-            out[i] = T(op(W(src[i]), p))
+            out[i] = T(op(W(out[i]), p))
+    elif info is None or is_contiguous(num_dims, info, info + num_dims):
+        for i in pk.grid_stride(numel):
+            out[i] = T(op(W(inp[i]), p))
     else:
         for i in pk.grid_stride(numel):
-            out[i] = T(op(W(src[strided_index(i, num_dims, info, info + num_dims)]), p))
+            out[i] = T(op(W(inp[strided_index(i, num_dims, info, info + num_dims)]), p))
 
 
 @pk.func
@@ -99,7 +103,7 @@ def silu(x: T) -> T: return x / (1 + pkm.exp(-x))
 @pk.func
 def sigmoid(x: T) -> T: return 1 / (1 + pkm.exp(-x))
 @pk.func
-def elu(x: T, alpha: T) -> T: return x if pk.copysign(1, x) > 0 else (pkm.exp(x) - 1) * alpha
+def elu(x: T, alpha: T) -> T: return x if pk.copysign(1, x) > 0 else pkm.expm1(x) * alpha   # no cancellation near 0
 @pk.func
 def powf(x: T, e: T) -> T: return pkm.pow(x, e)
 

@@ -38,6 +38,16 @@ def _size(stmts) -> int:
     return total
 
 
+def _streaming(body) -> bool:
+    """A small loop-free body (callees included): bandwidth-bound, worth several elements per
+    thread. Bodies with inner loops (strided indexing) or much inlined math are not; copying them
+    would only cost compile time."""
+    if _size(body) > 250:
+        return False
+    return not any(isinstance(n, (N.While, N.ForRange)) or
+                   (isinstance(n, N.Call) and not _streaming(n.func.body)) for n in N.walk(body))
+
+
 def kernel_signature(fn: N.Function, max_block_size: int) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
@@ -186,8 +196,8 @@ class FunctionLowering:
 
     def stmt_ForRange(self, s: N.ForRange):
         ilp = self.target.grid_stride_ilp if s.grid else 1
-        if ilp > 1 and _size(s.body) > 400:  # big bodies (inlined math): less code, fewer copies
-            ilp = 2
+        if ilp > 1 and not _streaming(s.body):
+            ilp = 1
         if ilp > 1:
             return self.grid_tiles(s, ilp)
         ty = s.start.ty
@@ -216,45 +226,96 @@ class FunctionLowering:
         self.b.position_at_end(done)
 
     def grid_tiles(self, s: N.ForRange, ilp: int) -> None:
-        """``grid_stride(n)`` with ``ilp`` elements per thread and step: thread ``j`` of the loop over
-        ``q = ceil(n / ilp)`` takes ``j, j + q, ..., j + (ilp-1) q`` (coalesced for each copy). A full
-        tile runs ``ilp`` unguarded copies of the body, whose loads the backend can issue together
-        (ConstPtr data is never written in the kernel); the last, partial tiles guard each copy."""
+        """``grid_stride(n)`` with ``ilp`` adjacent elements per thread and step, when every pointer
+        parameter is aligned to ``ilp`` elements (checked once): the loop runs over tiles
+        ``[ilp*j, ilp*j + ilp)``, full tiles as ``ilp`` unguarded copies of the body. With the
+        alignment stated to LLVM (``llvm.assume``) and ConstPtr data known unwritten, the copies'
+        loads and stores merge into vector accesses (16-byte ``ld.v4`` for f32). Otherwise, and on
+        the last partial tile, elements go one at a time as in a plain grid-stride loop."""
         b, ty = self.b, s.start.ty
         n, first, step = self.expr(s.stop), self.expr(s.start), self.expr(s.step)
-        q = b.lshr(b.add(n, ir.Constant(n.type, ilp - 1)), ir.Constant(n.type, ilp.bit_length() - 1))
-        j_slot = self.frame.alloca(self.ltype(ty), s.var + ".tile")
-        b.store(first, j_slot)
-        head, full, part, nxt, done = (b.append_basic_block(f"grid.{x}") for x in ("cond", "full", "part", "next", "end"))
+        # pa = p rounded down to the tile's alignment (llvm.ptrmask: LLVM knows its low bits are zero);
+        # p == pa for every pointer parameter means the vector path may use pa in p's place
+        aligned = ir.Constant(I1, 1)
+        masked = []
+        for name, pty in self.tile_pointers(s):
+            slot = self.scope[name][0]
+            p = b.load(slot)
+            mask = ir.Constant(I64, -(ilp * pty.elem.nbytes))
+            fn = self.b.module.globals.get(f"llvm.ptrmask.{p.type.intrinsic_name}.i64") or ir.Function(
+                self.b.module, ir.FunctionType(p.type, [p.type, I64]), f"llvm.ptrmask.{p.type.intrinsic_name}.i64")
+            pa = b.call(fn, [p, mask])
+            masked.append((slot, p, pa))
+            # test the low bits, not p == pa: an equality would let GVN put p back in pa's place
+            low = b.and_(b.ptrtoint(p, I64), ir.Constant(I64, ilp * pty.elem.nbytes - 1))
+            aligned = b.and_(aligned, b.icmp_unsigned("==", low, ir.Constant(I64, 0)))
+        vec_bb, plain_bb, done = (b.append_basic_block(f"grid.{x}") for x in ("vector", "plain", "end"))
+        b.cbranch(aligned, vec_bb, plain_bb)
+        # --- one element at a time (unaligned pointers)
+        b.position_at_end(plain_bb)
+        self.grid_loop(s, first, n, step, 1, done)
+        # --- tiles of ilp adjacent elements, through the aligned copies of the pointers
+        b.position_at_end(vec_bb)
+        for slot, _, pa in masked:
+            b.store(pa, slot)
+        q = b.udiv(b.add(n, ir.Constant(n.type, ilp - 1)), ir.Constant(n.type, ilp))
+        self.grid_loop(s, first, q, step, ilp, done, n)
+        b.position_at_end(done)
+        for slot, p, _ in masked:  # the parameters again for whatever follows the loop
+            b.store(p, slot)
+
+    def tile_pointers(self, s: N.ForRange) -> list[tuple[str, T.PtrType]]:
+        """Pointer variables the loop body reads but never reassigns: the ones tiles can align."""
+        used, assigned = set(), set()
+        for node in N.walk(s.body):
+            if isinstance(node, N.Var):
+                used.add(node.name)
+            elif isinstance(node, N.Assign):
+                assigned.add(node.name)
+        return [(name, ty) for name, (_, ty) in self.scope.items()
+                if name in used and name not in assigned and isinstance(ty, T.PtrType) and ty.space == "global"]
+
+    def grid_loop(self, s: N.ForRange, first, stop, step, ilp: int, done, n=None) -> None:
+        """for j in range(first, stop, step): the body for elements ilp*j + k (k < ilp, < n)."""
+        b = self.b
+        slot = self.frame.alloca(self.ltype(s.start.ty), s.var + ".tile")
+        b.store(first, slot)
+        head, body, nxt = (b.append_basic_block(f"grid.{x}") for x in ("cond", "body", "next"))
         b.branch(head)
         b.position_at_end(head)
-        j = b.load(j_slot)
-        b.cbranch(b.icmp_unsigned("<", j, q), full, done)
-        b.position_at_end(full)
-        last = b.add(j, b.mul(q, ir.Constant(n.type, ilp - 1)))
-        whole, guarded = b.append_basic_block("grid.whole"), part
-        b.cbranch(b.icmp_unsigned("<", last, n), whole, guarded)
-        for bb, guard in ((whole, False), (guarded, True)):
-            b.position_at_end(bb)
-            for k in range(ilp):
-                i = b.add(b.load(j_slot), b.mul(q, ir.Constant(n.type, k)))
-                after = b.append_basic_block(f"grid.copy{k}")
-                if guard:
-                    body_bb = b.append_basic_block(f"grid.body{k}")
-                    b.cbranch(b.icmp_unsigned("<", i, n), body_bb, after)
-                    b.position_at_end(body_bb)
-                b.store(i, self.scope[s.var][0])
-                self.loops.append((after, done))
-                self.stmts(s.body)
-                self.loops.pop()
-                if not b.block.is_terminated:
-                    b.branch(after)
-                b.position_at_end(after)
-            b.branch(nxt)
+        b.cbranch(b.icmp_unsigned("<", b.load(slot), stop), body, done)
+        b.position_at_end(body)
+        if ilp == 1:
+            self.grid_copies(s, [(b.load(slot), None)], nxt, done)
+        else:
+            base = b.mul(b.load(slot), ir.Constant(stop.type, ilp))
+            whole, part = b.append_basic_block("grid.whole"), b.append_basic_block("grid.part")
+            b.cbranch(b.icmp_unsigned("<=", b.add(base, ir.Constant(stop.type, ilp)), n), whole, part)
+            b.position_at_end(whole)
+            self.grid_copies(s, [(b.add(base, ir.Constant(stop.type, k)), None) for k in range(ilp)], nxt, done)
+            b.position_at_end(part)  # the one partial tile of the grid: a plain loop up to n
+            self.grid_loop(s, base, n, ir.Constant(stop.type, 1), 1, nxt)
         b.position_at_end(nxt)
-        b.store(b.add(b.load(j_slot), step), j_slot)
+        b.store(b.add(b.load(slot), step), slot)
         b.branch(head)
-        b.position_at_end(done)
+
+    def grid_copies(self, s: N.ForRange, elements, nxt, done) -> None:
+        """The loop body once per (index, bound): ``continue`` goes to the next copy."""
+        b = self.b
+        for i, bound in elements:
+            after = b.append_basic_block("grid.copy")
+            if bound is not None:
+                go = b.append_basic_block("grid.in")
+                b.cbranch(b.icmp_unsigned("<", i, bound), go, after)
+                b.position_at_end(go)
+            b.store(i, self.scope[s.var][0])
+            self.loops.append((after, done))
+            self.stmts(s.body)
+            self.loops.pop()
+            if not b.block.is_terminated:
+                b.branch(after)
+            b.position_at_end(after)
+        b.branch(nxt)
 
     def stmt_Break(self, s):
         self.b.branch(self.loops[-1][1])
