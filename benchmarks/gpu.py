@@ -46,24 +46,33 @@ class Bench:
         y = torch.empty_like(x)
         self.copy_bw = 2 * x.nbytes / timed(torch, lambda: y.copy_(x))
         print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s  (n = {n:,})")
-        print(f"{'case':34} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+        print(f"{'case':44} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
 
     def fn(self, module, name):
         return self.dev.get_or_load_func(name, module)
 
+    suffix = ""
+
     def case(self, label: str, nbytes: int, ours, theirs) -> None:
+        label += self.suffix
         t_ours, t_theirs = timed(self.torch, ours), timed(self.torch, theirs)
         bw = nbytes / t_ours
         ratio = t_theirs / t_ours  # > 1: pykern faster
         self.rows.append((label, t_ours, t_theirs, ratio))
-        print(f"{label:34} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
+        print(f"{label:44} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
               f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
 
 
-def elementwise(b: Bench) -> None:
+def elementwise(b: Bench, shape: str = "candle") -> None:
+    """Elementwise families under candle's launch shape (one element per thread) or the wrappers'
+    own (``launch_stream``: four elements per thread, no idle blocks)."""
     import stdlib_kernels as sk
+    from stdlib_kernels._common import launch_stream
     torch, n = b.torch, b.n
     grid, block = (n + 1023) // 1024, 1024
+    if shape == "wrapper":
+        grid, block = launch_stream(n)
+    b.suffix = f" [{shape}]"
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         x = torch.randn(n, device="cuda").to(tdt)
         y = torch.randn(n, device="cuda").to(tdt)
@@ -124,6 +133,7 @@ def elementwise(b: Bench) -> None:
 
 def reductions(b: Bench) -> None:
     import stdlib_kernels as sk
+    b.suffix = ""
     torch, n = b.torch, b.n
     for cols in (1024, 4096, 16384):
         rows = n // cols
@@ -206,7 +216,7 @@ def overheads(b: Bench) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
-    ap.add_argument("--only", choices=["elementwise", "reduce", "overheads"])
+    ap.add_argument("--only", choices=["elementwise", "wrapper", "reduce", "overheads"])
     args = ap.parse_args()
     import torch
 
@@ -216,7 +226,8 @@ def main() -> None:
     torch.cuda.init()
     dev = pk.device("cuda")
     b = Bench(torch, dev, 1 << args.size_log2)
-    parts = {"elementwise": elementwise, "reduce": reductions, "overheads": overheads}
+    parts = {"elementwise": elementwise, "wrapper": lambda b: elementwise(b, "wrapper"), "reduce": reductions,
+             "overheads": overheads}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

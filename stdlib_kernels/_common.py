@@ -46,6 +46,12 @@ def launch_1d(numel: int, block: int = BLOCK) -> tuple[int, int]:
     return max(1, -(-numel // block)), block
 
 
+def launch_stream(numel: int, block: int = BLOCK, per_thread: int = 4) -> tuple[int, int]:
+    """The wrappers' own shape for grid-stride kernels: enough blocks for ``per_thread`` elements a
+    thread (what the GPU lowering gives each thread per step), so no block is launched empty."""
+    return max(1, -(-numel // (block * per_thread))), block
+
+
 def info_array(device, shape: tuple[int, ...], *strides: tuple[int, ...]) -> DeviceArray | None:
     """The ``info`` buffer for ``shape`` and each operand's strides; None when all are contiguous."""
     contiguous = DeviceArray(device, 0, shape, pk.f32).strides

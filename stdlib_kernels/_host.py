@@ -8,7 +8,7 @@ import numpy as np
 from pykern import f8e4m3, f32
 from pykern.runtime.base import DeviceArray
 
-from ._common import as_device_array, info_array, launch_1d
+from ._common import as_device_array, info_array, launch_stream
 
 
 def compute_type(t):
@@ -50,6 +50,6 @@ def map1(module, name: str, x, out=None, before=(), after=(), dtype=None, inplac
         inp, info = None, None
     else:
         inp, info = x, info_array(x.device, x.shape, x.strides)
-    grid, block = launch_1d(x.size)
+    grid, block = launch_stream(x.size)
     fn[grid, block](x.size, x.ndim, info, *before, inp, out, *after)
     return out

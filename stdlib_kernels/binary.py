@@ -14,7 +14,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 
 from . import BINARY, kernel_name
-from ._common import as_device_array, info_array, launch_1d, strided_index
+from ._common import as_device_array, info_array, launch_stream, strided_index
 from ._host import output
 
 T = pk.TypeVar("T")
@@ -153,7 +153,7 @@ def _launch(name: str, a, b, out=None):
     out = output(a, out, a.dtype if name in ARITH else pk.u8)
     if out.size:
         info = info_array(a.device, shape, a.strides, b.strides)
-        a.device.get_or_load_func(kernel_name(ROOT[name], a.dtype), BINARY)[launch_1d(out.size)](
+        a.device.get_or_load_func(kernel_name(ROOT[name], a.dtype), BINARY)[launch_stream(out.size)](
             out.size, len(shape), info, a, b, out)
     return out
 

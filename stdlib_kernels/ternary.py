@@ -11,7 +11,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 
 from . import TERNARY, kernel_name
-from ._common import as_device_array, info_array, launch_1d
+from ._common import as_device_array, info_array, launch_stream
 from ._host import output
 from .binary import block_layout, broadcast_tail, operand_offset
 
@@ -78,7 +78,7 @@ def where(cond, on_true, on_false, out=None):
     numel = out.size
     if numel:
         info = info_array(dev, shape, *(x.strides for x in ops))
-        dev.get_or_load_func(name, TERNARY)[launch_1d(numel)](numel, len(shape), info, *ops, out)
+        dev.get_or_load_func(name, TERNARY)[launch_stream(numel)](numel, len(shape), info, *ops, out)
     return out
 
 
