@@ -2,24 +2,42 @@
 
 Every stage's output is reachable for inspection (``lower_module`` for the LLVM IR,
 ``Target.optimize`` for the optimised IR, ``Target.assembly`` for the GPU assembly), which is what
-``pykern show`` prints. The cache key is the LLVM IR text itself plus the target and the versions:
-honest by construction (whatever changed the kernel changed the IR), and the expensive part —
-LLVM's optimiser, code generation and linking — is what it saves.
+``pykern show`` prints.
+
+The disk cache is consulted under two keys:
+
+* the *source key* — cheap, no lowering: the kernels' names in order and ``prebuilt.fingerprint``
+  (their compile-time parameters, the source hashes of the kernels and the device functions they
+  reach, the values of the globals they read, the contents of their files), the target's key and
+  the versions (pykern, llvmlite, LLVM and a hash of the compiler's own sources). Its entry holds
+  the kernel signatures (a JSON header) and the artifact, so a hit skips lowering entirely — which
+  for a 100-kernel module is most of a warm build;
+* on a miss, the *IR key* — the LLVM IR text itself plus the target and the versions: honest by
+  construction (whatever changed the kernel changed the IR); it saves LLVM's optimiser, code
+  generation and linking when an edit did not change the IR (a comment, a renamed local).
+
+A compile stores its artifact under both keys.
 """
 from __future__ import annotations
 
+import json
 import logging
+import struct
 import time
 
 import llvmlite
 from llvmlite import ir
 
-from . import cache
+from . import cache, config
 from .lower.llvm import lower_kernel
 from .targets.base import KernelSignature, Target
 
 __version__ = "0.1.0"
 log = logging.getLogger("pykern.compiler")
+
+#: source-key entries: magic, then the JSON header's length, the header, the artifact
+_SOURCE_MAGIC = b"PKSRC1\0\0"
+_SOURCE_HEAD = struct.Struct("<8sI")
 
 
 def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[KernelSignature]]:
@@ -29,8 +47,62 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
     return module, sigs
 
 
+# ---- the source-level cache ------------------------------------------------------------------------
+def source_key(kernels, target: Target, name: str) -> str:
+    """The cache key of ``kernels`` compiled for ``target`` computed from their sources (no lowering)."""
+    from . import prebuilt
+    kernels = list(kernels)
+    return cache.key("pykern-source", json.dumps(prebuilt.versions(), sort_keys=True), target.cache_key(),
+                     name, "\n".join(k.name for k in kernels), prebuilt.fingerprint(kernels))
+
+
+def _pack(artifact: bytes, sigs: list[KernelSignature]) -> bytes:
+    from .prebuilt import signature_to_json
+    head = json.dumps([signature_to_json(s) for s in sigs], separators=(",", ":")).encode()
+    return _SOURCE_HEAD.pack(_SOURCE_MAGIC, len(head)) + head + artifact
+
+
+def _unpack(blob: bytes, kernels) -> tuple[bytes, list[KernelSignature]] | None:
+    """The artifact and signatures of a source-key entry, or None if it does not fit ``kernels``."""
+    from .prebuilt import signature_from_json
+    try:
+        magic, n = _SOURCE_HEAD.unpack_from(blob)
+        if magic != _SOURCE_MAGIC:
+            return None
+        start = _SOURCE_HEAD.size
+        sigs = [signature_from_json(d) for d in json.loads(blob[start:start + n])]
+        artifact = blob[start + n:]
+    except (struct.error, ValueError, KeyError, TypeError):
+        return None
+    if [s.name for s in sigs] != [k.name for k in kernels] or not artifact:
+        return None
+    return artifact, sigs
+
+
+def lookup(kernels, target: Target, name: str) -> tuple[bytes, list[KernelSignature]] | None:
+    """The cached artifact and signatures of ``kernels`` for ``target`` found by source key, or None
+    (cache disabled, never built, or built from other sources)."""
+    if not config.cache_enabled():
+        return None
+    start = time.perf_counter()
+    kernels = list(kernels)
+    blob = cache.get(source_key(kernels, target, name))
+    found = None if blob is None else _unpack(blob, kernels)
+    if found is not None:
+        log.info("cache hit: %s for %s (source key) in %.3fs", name, target, time.perf_counter() - start)
+    return found
+
+
+# ---- compiling -------------------------------------------------------------------------------------
 def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[KernelSignature]]:
     start = time.perf_counter()
+    kernels = list(kernels)
+    skey = None
+    if config.cache_enabled():
+        found = lookup(kernels, target, name)
+        if found is not None:
+            return found
+        skey = source_key(kernels, target, name)
     module, sigs = lower_module(kernels, target, name)
     text = str(module)
     key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text)
@@ -40,7 +112,9 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
         cache.put(key, artifact)
         log.info("compiled %s for %s in %.3fs", name, target, time.perf_counter() - start)
     else:
-        log.info("cache hit: %s for %s", name, target)
+        log.info("cache hit: %s for %s (IR key) in %.3fs", name, target, time.perf_counter() - start)
+    if skey is not None:
+        cache.put(skey, _pack(artifact, sigs))
     return artifact, sigs
 
 

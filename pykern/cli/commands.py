@@ -261,13 +261,35 @@ def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> d
     finally:
         clog.removeHandler(spy)
         clog.setLevel(old_level)
-    path = prebuilt.artifact_path(Path(out_dir), target, module.name)
+    entry = _write_artifact(module, target, Path(out_dir), data, sigs)
+    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": bool(hits)}
+
+
+def _write_artifact(module, target, out_dir: Path, data: bytes, sigs) -> dict:
+    """Write ``data`` to its place under ``out_dir`` (atomically) and return its manifest entry."""
+    from .. import prebuilt
+    path = prebuilt.artifact_path(out_dir, target, module.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
     os.replace(tmp, path)
-    entry = prebuilt.make_entry(module, target, data, sigs, Path(out_dir))
-    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": bool(hits)}
+    return prebuilt.make_entry(module, target, data, sigs, out_dir)
+
+
+def _from_cache(module, target, out_dir: Path) -> dict | None:
+    """Build ``module`` for ``target`` from the disk cache's source-key entry, in this process (no
+    lowering, no worker): the result ``_build_one`` would give, or None on a miss."""
+    from ..compiler import lookup
+    start = time.perf_counter()
+    try:
+        found = lookup(module.kernels, target, module.name)
+    except Exception as exc:  # noqa: BLE001 — a cache problem is a miss; the worker compiles
+        log.debug("source-cache lookup of %s failed: %s", module.name, exc)
+        return None
+    if found is None:
+        return None
+    entry = _write_artifact(module, target, out_dir, *found)
+    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": True}
 
 
 def _rust_ident(name: str) -> str:
@@ -344,8 +366,7 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
                              and e["arch"] == arch)
                 results.append({"entry": entry, "seconds": 0.0, "cached": True, "up_to_date": True})
                 continue
-            tasks.append((m, arch))
-    tasks.sort(key=lambda t: -len(t[0]))  # biggest first: the pool finishes sooner
+            tasks.append((m, arch, tgt))
     total = len(tasks) + len(results)
     done = len(results)
     if results:
@@ -360,6 +381,15 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
                   f"{e['bytes'] // 1024} KiB, {r['seconds']:.2f}s ({how})\n")
         err.flush()
 
+    misses = []
+    for m, arch, tgt in tasks:  # source-key cache hits are written here: no lowering, no worker
+        r = _from_cache(m, tgt, outp)
+        if r is None:
+            misses.append((m, arch))
+        else:
+            results.append(r)
+            report(r)
+    tasks = sorted(misses, key=lambda t: -len(t[0]))  # biggest first: the pool finishes sooner
     n_jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     if n_jobs == 1:
         for m, arch in tasks:

@@ -6,8 +6,10 @@ AMDGPU ELF, and pykern does not hand-roll a linker, so we find one, in this orde
 1. ``$PYKERN_LLD`` — an explicit choice always wins (and is an error if it does not exist);
 2. ``$ROCM_PATH/llvm/bin/ld.lld`` (``/opt/rocm`` when ``ROCM_PATH`` is unset) — ROCm's own LLD;
 3. ``ld.lld`` on the ``PATH``;
-4. the ``ziglang`` wheel's bundled LLD (``python -m ziglang ld.lld``), a declared dependency, so a
-   plain ``pip install pykern`` can build HSACO with no ROCm installed.
+4. the ``ziglang`` wheel's bundled LLD (``<site-packages>/ziglang/zig ld.lld``), a declared
+   dependency, so a plain ``pip install pykern`` can build HSACO with no ROCm installed. The ``zig``
+   executable is run directly: going through ``python -m ziglang`` costs a Python start-up (~30 ms)
+   per link, most of a small kernel's compile time.
 """
 from __future__ import annotations
 
@@ -26,6 +28,19 @@ class LinkerError(CompileError):
     """No usable ``ld.lld``, or ``ld.lld`` rejected the object."""
 
 
+def _ziglang_lld() -> list[str] | None:
+    """``[<ziglang>/zig, "ld.lld"]`` when the wheel is installed (``python -m ziglang`` if its
+    executable is not where the wheel puts it)."""
+    spec = importlib.util.find_spec("ziglang")
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or ():
+        exe = os.path.join(location, "zig.exe" if os.name == "nt" else "zig")
+        if os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return [exe, "ld.lld"]
+    return [sys.executable, "-m", "ziglang", "ld.lld"]
+
+
 def find_lld() -> list[str]:
     """The command (argv prefix) that runs ``ld.lld``, following the search order above."""
     explicit = os.environ.get("PYKERN_LLD")
@@ -40,8 +55,9 @@ def find_lld() -> list[str]:
     on_path = shutil.which("ld.lld")
     if on_path:
         return [on_path]
-    if importlib.util.find_spec("ziglang") is not None:
-        return [sys.executable, "-m", "ziglang", "ld.lld"]
+    zig = _ziglang_lld()
+    if zig is not None:
+        return zig
     raise LinkerError(
         "no ld.lld found to link AMDGPU code objects. Looked at $PYKERN_LLD, "
         f"{candidate}, ld.lld on the PATH and the ziglang wheel. Fix with one of: "
