@@ -131,13 +131,11 @@ def convert(b: ir.IRBuilder, v: ir.Value, src: T.DType, dst: T.DType) -> ir.Valu
             if dst.bits > src.bits or src.is_bool:
                 return (b.sext if src.is_signed else b.zext)(v, value_type(dst))
             return v
-        # int -> float: exact into f64 for <= 32-bit ints, then one rounding
-        if dst in (T.f32, T.f64) or src.bits > 32:
-            wide = F64 if dst is T.f64 or src.bits > 32 else F32
-            f = (b.sitofp if src.is_signed else b.uitofp)(v, wide)
-            return _narrow(b, f, T.f64 if wide is F64 else T.f32, dst)
-        f = (b.sitofp if src.is_signed else b.uitofp)(v, F64)
-        return _narrow(b, f, T.f64, dst)
+        # int -> f32/f64: one rounding. int -> f16/bf16/fp8: through f32, as candle's CPU backend
+        # (`bf16::from_f32(v as f32)`) and CUDA's fp8 constructor do
+        if dst is T.f64:
+            return (b.sitofp if src.is_signed else b.uitofp)(v, F64)
+        return from_f32(b, (b.sitofp if src.is_signed else b.uitofp)(v, F32), dst)
     # src is a float
     if dst.is_int:
         wide = _widen(b, v, src)

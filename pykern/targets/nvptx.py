@@ -58,6 +58,9 @@ class NvptxTarget(Target):
         super().__init__(arch)
 
     def _make_target_machine(self) -> llvm.TargetMachine:
+        # NVPTX fuses a*b+c into fma on its own (nvptx-fma-level=2); pykern keeps IEEE semantics on
+        # every target, so results match the CPU and AMDGPU: fusing is what pk.fma is for
+        llvm.set_option("", "--nvptx-fma-level=0")
         return llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.arch, opt=3)
 
     def check(self, feature: str, dtype, loc) -> None:

@@ -58,6 +58,44 @@ def _from_f64(x, d):
     return bits.view(np.float32).astype(ml_dtypes.bfloat16)
 
 
+def _int_to_bf16_once(x: np.ndarray) -> np.ndarray:
+    """Integers rounded once, to nearest even, to bf16 (8 significant bits), with exact integer arithmetic."""
+    v = x.astype(np.int64)
+    a = np.abs(v).astype(np.uint64)                       # |i64 min| = 2^63 still fits
+    width = sum(((a >> np.uint64(j)) != 0).astype(np.int64) for j in range(64))   # bit length
+    shift = np.maximum(width - 8, 0).astype(np.uint64)
+    q = a >> shift
+    rem = a - (q << shift)
+    half = np.where(shift > 0, np.uint64(1) << np.maximum(shift, np.uint64(1)) - np.uint64(1), np.uint64(0))
+    up = (shift > 0) & ((rem > half) | ((rem == half) & (q & np.uint64(1) == 1)))
+    mag = np.ldexp((q + up).astype(np.float64), shift.astype(np.int32))
+    return np.where(v < 0, -mag, mag).astype(ml_dtypes.bfloat16)
+
+
+def _check_int_to_bf16(got: np.ndarray, host: np.ndarray, want: np.ndarray, what: str) -> None:
+    """candle's CPU result (bf16::from_f32(v as f32): two roundings), except where those two roundings
+    differ from one: there pykern's current single rounding is accepted too (see test_int_to_bf16_rounding)."""
+    once = _int_to_bf16_once(host)
+    ok = (got.view(np.uint16) == want.view(np.uint16)) | ((want.view(np.uint16) != once.view(np.uint16))
+                                                          & (got.view(np.uint16) == once.view(np.uint16)))
+    assert ok.all(), f"{what}: {host[~ok][:5]} -> {got[~ok][:5]}, candle {want[~ok][:5]}"
+
+
+# integers that f32 rounds onto a bf16 midpoint, so that f32-then-bf16 (candle's CPU backend) and one correct
+# rounding (pykern today, and CUDA's __uint2bfloat16_rn) differ by one bf16 ulp
+DOUBLE_ROUNDING = {u32: [2**31 + 2**23 + 1, 2**31 + 2**25 + 2**23 + 5],
+                   i32: [-1472200668, -1038090213, 2**30 + 2**22 + 1, -(2**30 + 2**22 + 1)],
+                   i64: [2**40 + 2**32 + 1, -(2**40 + 2**32 + 1), 2**62 + 2**54 + 2**20]}
+
+
+@pytest.mark.parametrize("s", [u32, i32, i64], ids=str)
+def test_int_to_bf16_rounding(device, s):
+    host = np.array(DOUBLE_ROUNDING[s], s.np)
+    want = expected(host, s, bf16)
+    assert (want.view(np.uint16) != _int_to_bf16_once(host).view(np.uint16)).all()   # each is a double-rounding case
+    assert_bits(cast.to(device.to_device(host), bf16).to_host(), want, f"{s}->bf16")
+
+
 def test_abi():
     assert abi_mismatches(CAST) == []
     assert {"cast_f8e4m3_f32", "cast_f32_f8e4m3", "cast_i16_f32", "cast_f32_i32", "cast_i32_i16"} <= set(CAST.names())
@@ -65,16 +103,16 @@ def test_abi():
 
 @pytest.mark.parametrize("s", cast.DTYPES, ids=str)
 def test_all_pairs_layouts(device, s):
-    if s in (u32, i32):
-        pytest.xfail("open: u32/i32 -> bf16 differs from ml_dtypes by 1 ulp on some values "
-                     "(ml_dtypes may round twice through f32; pykern rounds once via f64) - to settle")
     views = list(layouts(device, lambda shape: source(s, shape)))
     for d in cast.DTYPES:
         for label, x, host in views:
             got = cast.to(x, d)
             assert got.dtype is d and got.shape == host.shape
             with np.errstate(all="ignore"):
-                assert_bits(got.to_host(), expected(host, s, d), f"{s}->{d} {label}")
+                if s in (u32, i32, i64) and d is bf16:
+                    _check_int_to_bf16(got.to_host(), host, expected(host, s, d), f"{s}->{d} {label}")
+                else:
+                    assert_bits(got.to_host(), expected(host, s, d), f"{s}->{d} {label}")
 
 
 @pytest.mark.parametrize("s,d", [(f32, u8), (f64, u8), (bf16, u8), (f16, u32), (f8e4m3, i32), (f32, i64)], ids=str)
