@@ -199,7 +199,8 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
             f = float(v)
             if ty is T.f8e4m3 and f == f:  # saturate like an in-kernel cast (ml_dtypes would give NaN)
                 f = min(max(f, -448.0), 448.0)
-            return int(np.asarray(f, dtype=np.float32).astype(ty.np).view(view))
+            with np.errstate(over="ignore"):  # overflow to inf is the intended rounding
+                return int(np.asarray(f, dtype=np.float32).astype(ty.np).view(view))
     return conv
 
 
