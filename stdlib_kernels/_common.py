@@ -17,27 +17,14 @@ BLOCK = 1024
 
 @pk.func
 def strided_index(idx: usize, num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usize]) -> usize:
-    """The memory offset of logical element ``idx`` (candle's ``get_strided_index``). Below 2**32 the
-    divisions are 32-bit: several times cheaper on GPUs, where they dominate strided kernels."""
+    """The memory offset of logical element ``idx`` (candle's ``get_strided_index``)."""
     offset: usize = 0
+    rest = idx
     d = num_dims
-    if idx <= 0xFFFFFFFF:
-        rest = pk.u32(idx)
-        while d > 0:
-            d -= 1
-            n = dims[d]
-            if n > 0xFFFFFFFF:  # a dim this long holds all that is left
-                offset += usize(rest) * strides[d]
-                rest = 0
-            else:
-                offset += usize(rest % pk.u32(n)) * strides[d]
-                rest //= pk.u32(n)
-        return offset
-    rest64 = idx
     while d > 0:
         d -= 1
-        offset += (rest64 % dims[d]) * strides[d]
-        rest64 //= dims[d]
+        offset += (rest % dims[d]) * strides[d]
+        rest //= dims[d]
     return offset
 
 

@@ -38,47 +38,6 @@ def _size(stmts) -> int:
     return total
 
 
-def upfront_loads(s: N.ForRange) -> list[N.Load]:
-    """Loads of element ``i`` that the body of ``for i in grid_stride(...)`` makes on every path,
-    from memory no copy of the body writes: ConstPtr data, or the one pointer the body stores to,
-    and only at ``i`` (in-place updates). Issuing them for all copies first changes no result."""
-    stores = [n for n in N.walk(s.body) if isinstance(n, N.Store)]
-    assigned = {n.name for n in N.walk(s.body) if isinstance(n, N.Assign)}
-    atomics = any(isinstance(n, N.Intrinsic) and n.name == "atomic" for n in N.walk(s.body))
-    if s.var in assigned:
-        return []
-
-    def at_i(node) -> bool:
-        return isinstance(node.index, N.Var) and node.index.name == s.var and isinstance(node.ptr, N.Var) \
-            and node.ptr.name not in assigned and isinstance(node.ptr.ty, T.PtrType)
-
-    targets = {n.ptr.name for n in stores if at_i(n)}
-    in_place = not atomics and len(targets) == 1 and all(at_i(n) for n in stores)
-    found: list[N.Load] = []
-
-    def visit(e) -> None:  # unconditionally evaluated sub-expressions only
-        if isinstance(e, N.Load) and at_i(e) and (e.ptr.ty.const or (in_place and e.ptr.name in targets)):
-            found.append(e)
-            return
-        if isinstance(e, N.IfExp):
-            return visit(e.cond)
-        if isinstance(e, N.Logical):
-            return visit(e.lhs)
-        for name in getattr(e, "__dataclass_fields__", ()):
-            child = getattr(e, name)
-            for c in child if isinstance(child, list) else [child]:
-                if isinstance(c, N.Expr):
-                    visit(c)
-
-    for stmt in s.body:
-        if not isinstance(stmt, (N.Assign, N.Store, N.ExprStmt)):
-            break
-        for name in ("value", "ptr", "index"):
-            if hasattr(stmt, name):
-                visit(getattr(stmt, name))
-    return found
-
-
 def _streaming(body) -> bool:
     """A small loop-free body (callees included): bandwidth-bound, worth several elements per
     thread. Bodies with inner loops (strided indexing) or much inlined math are not; copying them
@@ -119,8 +78,6 @@ class FunctionLowering:
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
         self.shared_types: dict[str, T.SharedArrayType] = {}
-        self.preloaded: dict[N.Load, list[ir.Value]] = {}  # grid tiles: loads issued ahead, per copy
-        self.copy_index = 0
         self.dynamic_shared: ir.Value | None = None
         self.loc: N.Loc | None = None
 
@@ -343,19 +300,9 @@ class FunctionLowering:
         b.branch(head)
 
     def grid_copies(self, s: N.ForRange, elements, nxt, done) -> None:
-        """The loop body once per (index, bound): ``continue`` goes to the next copy. For a full tile
-        the loads every copy makes (``upfront_loads``) are issued first, together: one vector access
-        per operand and all of them in flight before the first result is stored."""
+        """The loop body once per (index, bound): ``continue`` goes to the next copy."""
         b = self.b
-        if len(elements) > 1 and all(bound is None for _, bound in elements):
-            for load in upfront_loads(s):
-                values = []
-                for i, _ in elements:
-                    b.store(i, self.scope[s.var][0])
-                    values.append(self.expr_Load(load))
-                self.preloaded[load] = values
-        for copy, (i, bound) in enumerate(elements):
-            self.copy_index = copy
+        for i, bound in elements:
             after = b.append_basic_block("grid.copy")
             if bound is not None:
                 go = b.append_basic_block("grid.in")
@@ -368,7 +315,6 @@ class FunctionLowering:
             if not b.block.is_terminated:
                 b.branch(after)
             b.position_at_end(after)
-        self.preloaded.clear()
         b.branch(nxt)
 
     def stmt_Break(self, s):
@@ -458,8 +404,6 @@ class FunctionLowering:
         return phi
 
     def expr_Load(self, e: N.Load):
-        if e in self.preloaded:
-            return self.preloaded[e][self.copy_index]
         ptr, elem = self.address(e.ptr, e.index)
         return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem))), elem)
 
