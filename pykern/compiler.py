@@ -43,7 +43,8 @@ _SOURCE_HEAD = struct.Struct("<8sI")
 def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[KernelSignature]]:
     """The LLVM IR module holding every kernel instance of ``kernels`` for ``target``."""
     module = target.new_module(name)
-    sigs = [lower_kernel(target, module, inst.typed(target), inst.max_block_size) for inst in kernels]
+    sigs = [lower_kernel(target, module, inst.typed(target), inst.max_block_size, inst.kdef.min_blocks_per_sm)
+            for inst in kernels]
     return module, sigs
 
 

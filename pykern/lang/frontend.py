@@ -673,6 +673,12 @@ class Typer(ast.NodeVisitor):
     builtin_copysign, builtin_fmin, builtin_fmax = map(_math, ("copysign", "fmin", "fmax"), [2] * 3)
     builtin_isnan, builtin_isinf = _math("isnan", 1, True), _math("isinf", 1, True)
 
+    def builtin_fast_exp2(self, node, args):
+        vals, ty = self.float_args(node, args, 1, "fast_exp2")
+        if ty is not T.f32:
+            raise self.error(node, f"fast_exp2() is for f32 (the hardware instruction), got {ty!r}")
+        return self.intrinsic("fast_exp2", ty, vals, node)
+
     def builtin_fabs(self, node, args, name="fabs"):
         (v,) = self.args_exact(node, args, 1, name)
         if isinstance(v, CT):

@@ -96,10 +96,11 @@ _uids = itertools.count()
 class KernelDef:
     """A kernel definition; instantiate it with ``.instance(name, **compile_time_params)``."""
 
-    def __init__(self, pyfunc: Callable, max_block_size: int = 1024):
+    def __init__(self, pyfunc: Callable, max_block_size: int = 1024, min_blocks_per_sm: int = 0):
         self.source = SourceFunction(pyfunc)
         self.name = self.source.name
         self.max_block_size = max_block_size
+        self.min_blocks_per_sm = min_blocks_per_sm
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
         self._default: KernelInstance | None = None
@@ -223,11 +224,17 @@ class Module:
         return f"<pykern module {self.name} index={self.index} kernels={len(self)}>"
 
 
-def kernel(fn: Callable | None = None, *, max_block_size: int = 1024):
-    """Declare a kernel: ``@pykern.kernel`` or ``@pykern.kernel(max_block_size=256)``."""
+def kernel(fn: Callable | None = None, *, max_block_size: int = 1024, min_blocks_per_sm: int = 0):
+    """Declare a kernel: ``@pykern.kernel`` or ``@pykern.kernel(max_block_size=256)``.
+
+    ``min_blocks_per_sm`` asks the compiler to fit that many blocks of ``max_block_size`` threads on
+    one SM (CU) at once, limiting registers per thread: occupancy for kernels that wait at barriers.
+    """
+    if not 1 <= max_block_size <= 1024:
+        raise ValueError(f"max_block_size must be in 1..1024, got {max_block_size}")
     if fn is None:
-        return lambda f: KernelDef(f, max_block_size)
-    return KernelDef(fn, max_block_size)
+        return lambda f: KernelDef(f, max_block_size, min_blocks_per_sm)
+    return KernelDef(fn, max_block_size, min_blocks_per_sm)
 
 
 def func(fn: Callable) -> FuncDef:

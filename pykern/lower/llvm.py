@@ -48,15 +48,16 @@ def _streaming(body) -> bool:
                    (isinstance(n, N.Call) and not _streaming(n.func.body)) for n in N.walk(body))
 
 
-def kernel_signature(fn: N.Function, max_block_size: int) -> KernelSignature:
+def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
-    return KernelSignature(fn.name, params, max_block_size)
+    return KernelSignature(fn.name, params, max_block_size, min_blocks_per_sm)
 
 
-def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_size: int = 1024) -> KernelSignature:
+def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_size: int = 1024,
+                 min_blocks_per_sm: int = 0) -> KernelSignature:
     """Add kernel ``fn`` to ``module``; returns its launch signature."""
-    sig = kernel_signature(fn, max_block_size)
+    sig = kernel_signature(fn, max_block_size, min_blocks_per_sm)
     param_types = [FunctionLowering.llvm_type(target, ty, memory=True) for _, ty in fn.params]
     frame = target.begin_kernel(module, sig, param_types, fn.uses_sync)
     for arg, (_, ty) in zip(frame.args, fn.params):
@@ -558,6 +559,11 @@ class FunctionLowering:
 
     intr_sqrt, intr_floor, intr_ceil, intr_trunc, intr_rint = map(_fp, ("sqrt", "floor", "ceil", "trunc", "rint"))
     intr_copysign, intr_fma, intr_fmin, intr_fmax = map(_fp, ("copysign", "fma", "fmin", "fmax"))
+
+    def intr_fast_exp2(self, e):
+        # llvm.exp2.f32 lowers on every target: ex2.approx.f32 (NVIDIA), v_exp_f32 with range
+        # handling (AMDGPU), exp2f (host) -- the one transcendental intrinsic that never fails
+        return self.call_intrinsic("exp2", [self.expr(e.args[0])])
 
     def intr_abs(self, e):
         ty = e.ty

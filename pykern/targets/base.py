@@ -46,6 +46,9 @@ class KernelSignature:
     name: str
     params: tuple[tuple[str, int, int, str], ...]
     max_block_size: int = 1024
+    #: blocks of max_block_size that should fit on one SM/CU at once (0: no hint). Targets turn it
+    #: into a register budget (nvvm.minctasm, amdgpu-waves-per-eu).
+    min_blocks_per_sm: int = 0
 
     @property
     def offsets(self) -> tuple[int, ...]:

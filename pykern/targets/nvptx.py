@@ -91,6 +91,8 @@ class NvptxTarget(Target):
         fn.calling_convention = "ptx_kernel"
         # llvmlite only knows enum attributes; a string attribute goes into the set unvalidated.
         set.add(fn.attributes, f'"nvvm.maxntid"="{int(sig.max_block_size)}"')
+        if sig.min_blocks_per_sm:
+            set.add(fn.attributes, f'"nvvm.minctasm"="{int(sig.min_blocks_per_sm)}"')
         for arg, (pname, *_rest) in zip(fn.args, sig.params):
             arg.name = pname
         return NvptxFrame(self, module, fn)
