@@ -142,7 +142,7 @@ scan.end:
 wave.check:
   %partial = icmp ne i32 %nw, %nlive.next
   %err = or i1 %partial, %bad.next
-  br i1 %err, label %fail.wave, label %wave.resume
+  br i1 %err, label %fail, label %wave.resume
 wave.resume:
   %r = phi i32 [ %w0, %wave.check ], [ %r.next, %wave.resume.next ]
   %rk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %r, i32 2
@@ -191,7 +191,7 @@ bar.end:
 bar.check:
   %somedone = icmp ne i32 %ndone.next, 0
   %berr = or i1 %somedone, %bbad.next
-  br i1 %berr, label %fail.bar, label %bar.resume
+  br i1 %berr, label %fail, label %bar.resume
 bar.resume:
   %v = phi i32 [ 0, %bar.check ], [ %v.next, %bar.resume ]
   %vk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %v, i32 2
@@ -202,17 +202,13 @@ bar.resume:
   %v.next = add i32 %v, 1
   %v.more = icmp ult i32 %v.next, %n
   br i1 %v.more, label %bar.resume, label %ret.more
-fail.wave:
-  %fw.c = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 3
-  store i32 2, ptr %fw.c
-  %fw.s = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 4
-  store i32 %site.next, ptr %fw.s
-  ret i32 -1
-fail.bar:
-  %fb.c = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 3
-  store i32 1, ptr %fb.c
-  %fb.s = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 4
-  store i32 %bsite.next, ptr %fb.s
+fail:
+  %fcode = phi i32 [ 2, %wave.check ], [ 1, %bar.check ]
+  %fsite = phi i32 [ %site.next, %wave.check ], [ %bsite.next, %bar.check ]
+  %fc = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 3
+  store i32 %fcode, ptr %fc
+  %fs = getelementptr {[3 x i32], [3 x i32], i32, i32, i32, i32}, ptr %launch, i32 0, i32 4
+  store i32 %fsite, ptr %fs
   ret i32 -1
 ret.more:
   ret i32 1
