@@ -54,9 +54,6 @@ def _identity(t, op):
 # ---------------------------------------------------------------------------------------------------
 # device helpers
 # ---------------------------------------------------------------------------------------------------
-#: 2**f on [-0.5, 0.5] (near-minimax, relative error 1e-7 in f32)
-_P2 = (0.6931471824645996, 0.24022646248340607, 0.05550329014658928, 0.009618519805371761,
-       0.0013399859890341759, 0.00015337577497120947)
 _LOG2E = 1.4426950408889634
 #: the most negative finite value: a running max that starts there keeps exp(-inf - max) at 0
 _LOWEST = {f32: -3.4028234663852886e38, f64: -1.7976931348623157e308}
@@ -64,25 +61,12 @@ _LOWEST = {f32: -3.4028234663852886e38, f64: -1.7976931348623157e308}
 
 @pk.func
 def exp_diff(a: V, b: V) -> V:
-    """e**(a - b) for a <= b (NaN propagates, -inf gives 0). f32: 2**t with t rounded by the 1.5*2**23
-    trick and the exponent built with integer ops (no conversion instructions), flushed to 0 below
-    2**-126; f64: ``pk.math.exp``."""
+    """e**(a - b) for a <= b (NaN propagates, -inf gives 0): f32 through the hardware 2**x
+    (``pk.fast_exp2``, ~2 ulp, flushes below 2**-126); f64: ``pk.math.exp``."""
     if V is f64:
         return pk.math.exp(a - b)
     else:
-        t = (a - b) * _LOG2E
-        j = t + 12582912.0
-        f = t - (j - 12582912.0)
-        p = pk.fma(f, _P2[5], _P2[4])
-        p = pk.fma(f, p, _P2[3])
-        p = pk.fma(f, p, _P2[2])
-        p = pk.fma(f, p, _P2[1])
-        p = pk.fma(f, p, _P2[0])
-        p = pk.fma(f, p, 1.0)
-        r = p * pk.bitcast((pk.bitcast(j, u32) + 127) << 23, f32)
-        if t < -126.0:
-            r = 0.0
-        return r
+        return pk.fast_exp2((a - b) * _LOG2E)
 
 
 @pk.func
@@ -94,6 +78,16 @@ def wave_sum_n(v: V, lane: u32, count: u32) -> V:
         o = pk.wave.shuffle_xor(v, off)
         if (lane ^ off) < count:
             v = v + o
+        off = off // 2
+    return v
+
+
+@pk.func
+def wave_sum_full(v: V) -> V:
+    """Sum over a whole wave (every lane present), on every lane: the unguarded xor butterfly."""
+    off: u32 = pk.wave_size // 2
+    while off > 0:
+        v = v + pk.wave.shuffle_xor(v, off)
         off = off // 2
     return v
 
@@ -113,6 +107,36 @@ def block_sum(v: V, sm: S, t: u32, nt: u32) -> V:
             v = sm[lane]
         v = wave_sum_n(v, lane, (nt + pk.wave_size - 1) // pk.wave_size)
         pk.syncthreads()
+    return pk.wave.shuffle(v, 0)
+
+
+@pk.func
+def block_sum_whole(v: V, sm: S, t: u32, nt: u32) -> V:
+    """block_sum (same contract) with fewer instructions per thread: whole waves (every candle
+    launch but blocks narrower than a wave) skip the partner guards; the per-thread
+    instruction count, not bandwidth, bounds rows of a few elements per thread."""
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    present = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
+    if present == pk.wave_size:
+        v = wave_sum_full(v)
+    else:
+        v = wave_sum_n(v, lane, present)
+    if nt > pk.wave_size:
+        if lane == 0:
+            sm[wid] = v
+        pk.syncthreads()
+        nw = (nt + pk.wave_size - 1) // pk.wave_size
+        v = V(0)
+        if lane < nw:
+            v = sm[lane]
+        if present == pk.wave_size:
+            v = wave_sum_full(v)
+        else:
+            v = wave_sum_n(v, lane, nw)
+        pk.syncthreads()
+    if present == pk.wave_size:
+        return v
     return pk.wave.shuffle(v, 0)
 
 
@@ -150,11 +174,13 @@ def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> u
 # ---------------------------------------------------------------------------------------------------
 # fast_* : one block per output, reduced dims last in info
 # ---------------------------------------------------------------------------------------------------
-@pk.kernel
+@pk.kernel(min_blocks_per_sm=2)
 def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, info: ConstPtr[usize],
                 src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, ident):
-    """Contiguous rows (the usual case) are read four loads per thread at a time with independent
-    accumulators; other layouts go through strided_index."""
+    """Contiguous rows (the usual case) are read with u32 indices, four loads per thread in flight
+    with independent accumulators; other layouts go through strided_index in a separate loop.
+    min_blocks_per_sm=2 (32 registers): two blocks of 1024 threads per SM, one reading while the
+    other waits at its barriers."""
     sv = pk.shared.array(MAX_WAVES, A)
     si = pk.shared.array(MAX_WAVES, u32)
     touch_v = sv[0]  # noqa: F841  (workaround: first use at function level, see the tests' notes)
@@ -166,82 +192,95 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     start = row * el_to_sum_per_block
     n = min(start + el_to_sum_per_block, src_numel) - min(start, src_numel)
     base = row_base(row, el_to_sum_per_block, num_dims, info)
-    fast = base != ~pk.u64(0)
-    p = src + (base if fast else pk.u64(0))
-    step = pk.u64(nt)
-    j = pk.u64(t)
+    fast = base != ~pk.u64(0) and n < pk.u64(0x7FFFF000)
     if K == 0:
-        a0: A = ident
-        a1: A = ident
-        a2: A = ident
-        a3: A = ident
+        acc: A = ident
         if fast:
-            while j + 3 * step < n:
-                a0 += A(p[j])
-                a1 += A(p[j + step])
-                a2 += A(p[j + 2 * step])
-                a3 += A(p[j + 3 * step])
-                j += 4 * step
-            while j < n:
-                a0 += A(p[j])
-                j += step
+            p = src + base
+            m = pk.u32(n)
+            j = t
+            a1: A = ident
+            a2: A = ident
+            a3: A = ident
+            while j + 3 * nt < m:
+                acc += A(p[j])
+                a1 += A(p[j + nt])
+                a2 += A(p[j + 2 * nt])
+                a3 += A(p[j + 3 * nt])
+                j += 4 * nt
+            while j < m:
+                acc += A(p[j])
+                j += nt
+            acc = (acc + a1) + (a2 + a3)
         else:
-            while j < n:
-                a0 += A(src[strided_index(start + j, num_dims, info, info + num_dims)])
-                j += step
-        acc = block_sum((a0 + a1) + (a2 + a3), sv + 0, t, nt)
+            k = pk.u64(t)
+            while k < n:
+                acc += A(src[strided_index(start + k, num_dims, info, info + num_dims)])
+                k += pk.u64(nt)
+        acc = block_sum(acc, sv + 0, t, nt)
         if t == 0:
             dst[pk.block_idx.x] = O(acc)
     else:
         want_min = K == MIN or K == ARGMIN
         f0: A = 0
         if t == 0 and n > 0:  # candle-cpu: a NaN first element is never replaced
-            f0 = A(p[0] if fast else src[strided_index(start, num_dims, info, info + num_dims)])
+            f0 = A(src[base] if fast else src[strided_index(start, num_dims, info, info + num_dims)])
         last: u32 = 0
         if K >= ARGMIN and info is not None and num_dims > 0:
             last = pk.u32(info[num_dims - 1])
         b0: A = ident
-        b1: A = ident
-        b2: A = ident
-        b3: A = ident
         i0: u32 = 0xFFFFFFFF
-        i1: u32 = 0xFFFFFFFF
-        i2: u32 = 0xFFFFFFFF
-        i3: u32 = 0xFFFFFFFF
         if fast:
-            while j + 3 * step < n:
+            p = src + base
+            m = pk.u32(n)
+            j = t
+            b1: A = ident
+            b2: A = ident
+            b3: A = ident
+            i1: u32 = 0xFFFFFFFF
+            i2: u32 = 0xFFFFFFFF
+            i3: u32 = 0xFFFFFFFF
+            while j + 3 * nt < m:
                 x0 = A(p[j])
-                x1 = A(p[j + step])
-                x2 = A(p[j + 2 * step])
-                x3 = A(p[j + 3 * step])
-                if better(want_min, x0, pk.u32(j), b0, i0):
+                x1 = A(p[j + nt])
+                x2 = A(p[j + 2 * nt])
+                x3 = A(p[j + 3 * nt])
+                if better(want_min, x0, j, b0, i0):
                     b0 = x0
-                    i0 = pk.u32(j)
-                if better(want_min, x1, pk.u32(j + step), b1, i1):
+                    i0 = j
+                if better(want_min, x1, j + nt, b1, i1):
                     b1 = x1
-                    i1 = pk.u32(j + step)
-                if better(want_min, x2, pk.u32(j + 2 * step), b2, i2):
+                    i1 = j + nt
+                if better(want_min, x2, j + 2 * nt, b2, i2):
                     b2 = x2
-                    i2 = pk.u32(j + 2 * step)
-                if better(want_min, x3, pk.u32(j + 3 * step), b3, i3):
+                    i2 = j + 2 * nt
+                if better(want_min, x3, j + 3 * nt, b3, i3):
                     b3 = x3
-                    i3 = pk.u32(j + 3 * step)
-                j += 4 * step
-        while j < n:
-            x = A(p[j] if fast else src[strided_index(start + j, num_dims, info, info + num_dims)])
-            if better(want_min, x, pk.u32(j), b0, i0):
-                b0 = x
-                i0 = pk.u32(j)
-            j += step
-        if better(want_min, b1, i1, b0, i0):
-            b0 = b1
-            i0 = i1
-        if better(want_min, b3, i3, b2, i2):
-            b2 = b3
-            i2 = i3
-        if better(want_min, b2, i2, b0, i0):
-            b0 = b2
-            i0 = i2
+                    i3 = j + 3 * nt
+                j += 4 * nt
+            while j < m:
+                x = A(p[j])
+                if better(want_min, x, j, b0, i0):
+                    b0 = x
+                    i0 = j
+                j += nt
+            if better(want_min, b1, i1, b0, i0):
+                b0 = b1
+                i0 = i1
+            if better(want_min, b3, i3, b2, i2):
+                b2 = b3
+                i2 = i3
+            if better(want_min, b2, i2, b0, i0):
+                b0 = b2
+                i0 = i2
+        else:
+            k = pk.u64(t)
+            while k < n:
+                x = A(src[strided_index(start + k, num_dims, info, info + num_dims)])
+                if better(want_min, x, pk.u32(k), b0, i0):
+                    b0 = x
+                    i0 = pk.u32(k)
+                k += pk.u64(nt)
         # the block's best: within each wave, then (nt > wave) the waves' bests within every wave
         count = min(nt - (t - lane), pk.u32(pk.wave_size))
         for level in range(2):
@@ -274,10 +313,12 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
                 dst[pk.block_idx.x] = O(b0)
 
 
+#: the 64-bit types keep the default register budget (at 32 registers their loops would spill)
+_fast_reduce_wide = pk.kernel(fast_reduce.__wrapped__)
 for _t in FAST_DTYPES:
     for _op, _name in ((SUM, "fast_sum"), (MIN, "fast_min"), (MAX, "fast_max"), (ARGMIN, "fast_argmin"),
                        (ARGMAX, "fast_argmax")):
-        REDUCE.add(fast_reduce.instance(kernel_name(_name, _t), T=_t, O=u32 if _op >= ARGMIN else _t,
+        REDUCE.add((_fast_reduce_wide if _t.nbytes == 8 else fast_reduce).instance(kernel_name(_name, _t), T=_t, O=u32 if _op >= ARGMIN else _t,
                                         A=_acc(_t), K=_op, ident=_identity(_acc(_t) if _op != SUM else _t, _op)))
 
 
@@ -326,7 +367,7 @@ for _t in SUM_DTYPES:
 @pk.kernel
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
-    one for the output, each with four independent loads per lane in flight. candle launches block
+    one for the output, each with eight independent loads per lane in flight. candle launches block
     (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(MAX_WAVES, A)
     ss = pk.shared.array(MAX_WAVES, A)
@@ -343,17 +384,22 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     m: A = _LOWEST[A]
     s: A = 0.0
     c = pk.u64(t)
-    while c + 3 * step < n:
+    while c + 7 * step < n:
         v0 = A(x[c])
         v1 = A(x[c + step])
         v2 = A(x[c + 2 * step])
         v3 = A(x[c + 3 * step])
-        cm = pk.fmax(pk.fmax(m, v0), pk.fmax(pk.fmax(v1, v2), v3))  # NaN-skipping, as f32::max
-        if cm > m:
+        v4 = A(x[c + 4 * step])
+        v5 = A(x[c + 5 * step])
+        v6 = A(x[c + 6 * step])
+        v7 = A(x[c + 7 * step])
+        cm = pk.fmax(pk.fmax(pk.fmax(m, v0), pk.fmax(v1, v2)), pk.fmax(pk.fmax(v3, v4), pk.fmax(pk.fmax(v5, v6), v7)))
+        if cm > m:  # NaN-skipping max, as f32::max
             s = s * exp_diff(m, cm)
             m = cm
-        s += (exp_diff(v0, m) + exp_diff(v1, m)) + (exp_diff(v2, m) + exp_diff(v3, m))
-        c += 4 * step
+        s += ((exp_diff(v0, m) + exp_diff(v1, m)) + (exp_diff(v2, m) + exp_diff(v3, m))) + \
+            ((exp_diff(v4, m) + exp_diff(v5, m)) + (exp_diff(v6, m) + exp_diff(v7, m)))
+        c += 8 * step
     while c < n:
         v = A(x[c])
         if v > m:
@@ -387,16 +433,24 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     m = pk.wave.shuffle(m, 0)
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
-    while c + 3 * step < n:
+    while c + 7 * step < n:
         v0 = A(x[c])
         v1 = A(x[c + step])
         v2 = A(x[c + 2 * step])
         v3 = A(x[c + 3 * step])
+        v4 = A(x[c + 4 * step])
+        v5 = A(x[c + 5 * step])
+        v6 = A(x[c + 6 * step])
+        v7 = A(x[c + 7 * step])
         y[c] = T(exp_diff(v0, m) * inv)
         y[c + step] = T(exp_diff(v1, m) * inv)
         y[c + 2 * step] = T(exp_diff(v2, m) * inv)
         y[c + 3 * step] = T(exp_diff(v3, m) * inv)
-        c += 4 * step
+        y[c + 4 * step] = T(exp_diff(v4, m) * inv)
+        y[c + 5 * step] = T(exp_diff(v5, m) * inv)
+        y[c + 6 * step] = T(exp_diff(v6, m) * inv)
+        y[c + 7 * step] = T(exp_diff(v7, m) * inv)
+        c += 8 * step
     while c < n:
         y[c] = T(exp_diff(A(x[c]), m) * inv)
         c += step
@@ -432,6 +486,28 @@ def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: u32,
 
 
 @pk.func
+def param(w: ConstPtr[T], c: u32, n: u32, dflt: V) -> V:
+    """w[c] as V, read ahead of the reductions (its latency overlaps theirs); ``dflt`` for a null w
+    or past the row's end."""
+    if w is not None and c < n:
+        return V(w[c])
+    return dflt
+
+
+@pk.func
+def norm_put_w(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: u32, n: u32, v: V, mean: V,
+               r: V, a: V, b: V):
+    """norm_put with alpha[c] and beta[c] already read (a, b)."""
+    if c < n:
+        o = (v - mean) * r
+        if alpha is not None:
+            o = o * a
+        if ln and beta is not None:
+            o = o + b
+        y[c] = T(o)
+
+
+@pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
              sm: S):
     """One row of rmsnorm (ln false) or layernorm (ln true). Threads stride the row by block_dim.x
@@ -448,6 +524,9 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     v1 = at(x, c0 + step, n, zero)
     v2 = at(x, c0 + 2 * step, n, zero)
     v3 = at(x, c0 + 3 * step, n, zero)
+    w0 = zero
+    if not ln:  # rmsnorm: alpha's first slot read ahead (layernorm has no registers left for it)
+        w0 = param(alpha, c0, n, zero)
     mean = zero
     if ln:
         s = (v0 + v1) + (v2 + v3)
@@ -471,8 +550,17 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
         e3 = at(x, c + 3 * step, n, mean) - mean
         q += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
         c += 4 * step
-    r = 1.0 / pk.sqrt(block_sum(q, sm, t, nt) / V(n) + eps)
-    norm_put(y, alpha, beta, ln, c0, n, v0, mean, r)
+    # rmsnorm: block_sum_whole (measured faster); layernorm keeps block_sum (the other spills there)
+    tq = q
+    if ln:
+        tq = block_sum(q, sm, t, nt)
+    else:
+        tq = block_sum_whole(q, sm, t, nt)
+    r = 1.0 / pk.sqrt(tq / V(n) + eps)
+    if ln:
+        norm_put(y, alpha, beta, ln, c0, n, v0, mean, r)
+    else:
+        norm_put_w(y, alpha, beta, ln, c0, n, v0, mean, r, w0, zero)
     norm_put(y, alpha, beta, ln, c0 + step, n, v1, mean, r)
     norm_put(y, alpha, beta, ln, c0 + 2 * step, n, v2, mean, r)
     norm_put(y, alpha, beta, ln, c0 + 3 * step, n, v3, mean, r)
@@ -482,7 +570,7 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
         c += step
 
 
-@pk.kernel
+@pk.kernel(min_blocks_per_sm=2)
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
@@ -491,7 +579,7 @@ def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i3
     norm_row(src + row, dst + row, alpha, alpha, pk.u32(n_cols), A(eps), False, sm + 0)
 
 
-@pk.kernel
+@pk.kernel(min_blocks_per_sm=2)
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
@@ -500,9 +588,12 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
     norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), A(eps), True, sm + 0)
 
 
-for _t in NN_DTYPES:
-    REDUCE.add(rmsnorm_kernel.instance(kernel_name("rmsnorm", _t), T=_t, A=_acc(_t)))
-    REDUCE.add(layernorm_kernel.instance(kernel_name("layernorm", _t), T=_t, A=_acc(_t)))
+_rmsnorm_wide = pk.kernel(rmsnorm_kernel.__wrapped__)
+_layernorm_wide = pk.kernel(layernorm_kernel.__wrapped__)
+for _t in NN_DTYPES:  # f64 keeps the default register budget (at 32 registers it would spill)
+    REDUCE.add((_rmsnorm_wide if _t is f64 else rmsnorm_kernel).instance(kernel_name("rmsnorm", _t), T=_t, A=_acc(_t)))
+    REDUCE.add((_layernorm_wide if _t is f64 else layernorm_kernel).instance(kernel_name("layernorm", _t), T=_t,
+                                                                              A=_acc(_t)))
 
 
 # ---------------------------------------------------------------------------------------------------
