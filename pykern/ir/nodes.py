@@ -205,6 +205,7 @@ class ForRange(Stmt):
     step_sign: int
     body: list[Stmt]
     grid: bool = False
+    offset: Expr | None = None  # parallel_range(lo, ...): the variable is lo + the counted index
 
 
 @dataclass(eq=False)

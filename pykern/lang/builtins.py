@@ -41,7 +41,7 @@ class Namespace:
 
 thread_idx, block_idx, block_dim, grid_dim = (Dim3(n) for n in ("thread_idx", "block_idx", "block_dim", "grid_dim"))
 
-_FLAT = ["grid_stride", "global_id", "lane_id", "syncthreads", "threadfence", "threadfence_block",
+_FLAT = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads", "threadfence", "threadfence_block",
          "threadfence_system", "bitcast", "sqrt", "fma", "fabs", "floor", "ceil", "trunc", "rint",
          "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2"]
 globals().update({n: Builtin(n) for n in _FLAT})

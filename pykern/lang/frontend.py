@@ -611,7 +611,9 @@ class Typer(ast.NodeVisitor):
         return N.Intrinsic(ty, name, args, attrs, loc=self.loc(node))
 
     def builtin_grid_stride(self, node, args):
-        raise self.error(node, "pk.grid_stride() can only be used as the iterable of a for loop")
+        raise self.error(node, "pk.grid_stride() and pk.parallel_range() can only be the iterable of a for loop")
+
+    builtin_parallel_range = builtin_grid_stride
 
     def global_id(self, node) -> N.Expr:
         def idx(name):
@@ -935,11 +937,27 @@ class Typer(ast.NodeVisitor):
             raise self.error(node.target, "the loop variable must be a plain name")
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
-        if not isinstance(fn, CT) or not (fn.value is range or (isinstance(fn.value, B.Builtin) and fn.value.name == "grid_stride")):
-            raise self.error(it, "for loops iterate over range(...) or pk.grid_stride(...)")
+        kind = fn.value.name if isinstance(fn, CT) and isinstance(fn.value, B.Builtin) else None
+        if not isinstance(fn, CT) or not (fn.value is range or kind in ("grid_stride", "parallel_range")):
+            raise self.error(it, "for loops iterate over range(...), pk.grid_stride(...) or pk.parallel_range(...)")
         self.pending = []
+        offset = None
         if fn.value is range:
             start, stop, step, sign = self.range_args(it)
+        elif kind == "parallel_range":
+            if len(it.args) != 4 or it.keywords:
+                raise self.error(it, "pk.parallel_range(lo, hi, worker, workers) takes 4 arguments")
+            lo, hi, worker, workers = (self.visit(a) for a in it.args)
+            typed = [v for v in (lo, hi, worker, workers) if not isinstance(v, CT)]
+            ty = typed[0].ty if typed else T.u32
+            for v in typed[1:]:
+                ty = self.promote(N.Const(ty, 0), v, it, "parallel_range()")
+            if not (isinstance(ty, T.DType) and ty.is_int and not ty.is_signed):
+                raise self.error(it, f"parallel_range() takes unsigned integers, got {ty!r}")
+            lo, hi, start, step = (self.coerce(v, ty, a) for v, a in zip((lo, hi, worker, workers), it.args))
+            offset = lo
+            stop = N.BinOp(ty, "sub", hi, lo, loc=self.loc(it))
+            sign = 1
         else:
             if len(it.args) != 1:
                 raise self.error(it, "pk.grid_stride(n) takes 1 argument")
@@ -956,7 +974,7 @@ class Typer(ast.NodeVisitor):
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
-        return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, loc=self.loc(node))]
+        return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, offset, loc=self.loc(node))]
 
     def range_args(self, it: ast.Call):
         if it.keywords or not 1 <= len(it.args) <= 3:

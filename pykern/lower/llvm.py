@@ -79,6 +79,7 @@ class FunctionLowering:
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
         self.shared_types: dict[str, T.SharedArrayType] = {}
+        self.tile_offset: ir.Value | None = None
         self.dynamic_shared: ir.Value | None = None
         self.loc: N.Loc | None = None
 
@@ -199,8 +200,9 @@ class FunctionLowering:
         ilp = self.target.grid_stride_ilp if s.grid else 1
         if ilp > 1 and not _streaming(s.body):
             ilp = 1
+        offset = self.expr(s.offset) if s.offset is not None else None
         if ilp > 1:
-            return self.grid_tiles(s, ilp)
+            return self.grid_tiles(s, ilp, offset)
         ty = s.start.ty
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
         counter = self.frame.alloca(self.ltype(ty), s.var + ".iter")  # Python: rebinding the variable
@@ -219,14 +221,14 @@ class FunctionLowering:
             more = self.b.select(up, cmp("<", i, stop), cmp(">", i, stop))
         self.b.cbranch(more, body, done)
         self.b.position_at_end(body)
-        self.b.store(i, self.scope[s.var][0])
+        self.b.store(i if offset is None else self.b.add(offset, i), self.scope[s.var][0])
         self.loop_body(body, step_bb, done, s.body)
         self.b.position_at_end(step_bb)
         self.b.store(self.b.add(self.b.load(counter), step), counter)
         self.b.branch(head)
         self.b.position_at_end(done)
 
-    def grid_tiles(self, s: N.ForRange, ilp: int) -> None:
+    def grid_tiles(self, s: N.ForRange, ilp: int, offset) -> None:
         """``grid_stride(n)`` with ``ilp`` adjacent elements per thread and step, when every pointer
         parameter is aligned to ``ilp`` elements (checked once): the loop runs over tiles
         ``[ilp*j, ilp*j + ilp)``, full tiles as ``ilp`` unguarded copies of the body. With the
@@ -237,7 +239,11 @@ class FunctionLowering:
         n, first, step = self.expr(s.stop), self.expr(s.start), self.expr(s.step)
         # pa = p rounded down to the tile's alignment (llvm.ptrmask: LLVM knows its low bits are zero);
         # p == pa for every pointer parameter means the vector path may use pa in p's place
-        aligned = ir.Constant(I1, 1)
+        # like the pointers below: the vector path uses the offset rounded down (its low bits are then
+        # known zero), taken when that equals the offset
+        self.tile_offset = None if offset is None else b.and_(offset, ir.Constant(offset.type, -ilp))
+        aligned = ir.Constant(I1, 1) if offset is None else b.icmp_unsigned(
+            "==", b.and_(offset, ir.Constant(offset.type, ilp - 1)), ir.Constant(offset.type, 0))
         masked = []
         for name, pty in self.tile_pointers(s):
             slot = self.scope[name][0]
@@ -254,7 +260,9 @@ class FunctionLowering:
         b.cbranch(aligned, vec_bb, plain_bb)
         # --- one element at a time (unaligned pointers)
         b.position_at_end(plain_bb)
+        aligned_offset, self.tile_offset = self.tile_offset, offset
         self.grid_loop(s, first, n, step, 1, done)
+        self.tile_offset = aligned_offset
         # --- tiles of ilp adjacent elements, through the aligned copies of the pointers
         b.position_at_end(vec_bb)
         for slot, _, pa in masked:
@@ -309,7 +317,7 @@ class FunctionLowering:
                 go = b.append_basic_block("grid.in")
                 b.cbranch(b.icmp_unsigned("<", i, bound), go, after)
                 b.position_at_end(go)
-            b.store(i, self.scope[s.var][0])
+            b.store(i if self.tile_offset is None else b.add(self.tile_offset, i), self.scope[s.var][0])
             self.loops.append((after, done))
             self.stmts(s.body)
             self.loops.pop()
