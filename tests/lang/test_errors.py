@@ -559,7 +559,7 @@ CASES = [
     (e_int, r"int\(\) is ambiguous in a kernel"),
     (e_keyword, "keyword arguments are not supported"),
     (e_range_outside_for, r"range\(\) can only be used as the iterable of a for loop"),
-    (e_for_over_pointer, r"for loops iterate over range\(...\) or pk.grid_stride"),
+    (e_for_over_pointer, r"for loops iterate over range\(...\), pk.grid_stride\(...\) or pk.parallel_range"),
     (e_call_value, r"a Ptr\[f32\] value is not callable"),
     (e_assign_other_type, r"cannot assign a f32 value to 'v' of type i32; convert explicitly with pk.i32"),
     (e_int_plus_float, r"'\+': operand types f32 and i32 differ"),
