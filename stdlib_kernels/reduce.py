@@ -147,6 +147,12 @@ def better(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
 
 
 @pk.func
+def better_flat(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
+    """better() without short-circuits (no branches: the parallel_range copies' loads can merge)."""
+    return (b < a if want_min else b > a) | ((a != a) & (b == b)) | ((b == a) & (bi < ai))
+
+
+@pk.func
 def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> usize:
     """The memory offset of block ``row``'s first element when its ``el`` elements (the reduced dims,
     last in ``info``) are contiguous in memory, else all bits set (read through strided_index)."""
@@ -177,8 +183,9 @@ def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> u
 @pk.kernel(min_blocks_per_sm=2)
 def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, info: ConstPtr[usize],
                 src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, ident):
-    """Contiguous rows (the usual case) are read with u32 indices, four loads per thread in flight
-    with independent accumulators; other layouts go through strided_index in a separate loop.
+    """Contiguous rows (the usual case) go through pk.parallel_range with u32 indices (4 adjacent
+    elements per thread and step, vector loads when the row is aligned); other layouts go through
+    strided_index in a separate loop.
     min_blocks_per_sm=2 (32 registers): two blocks of 1024 threads per SM, one reading while the
     other waits at its barriers."""
     sv = pk.shared.array(MAX_WAVES, A)
@@ -197,21 +204,8 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
         acc: A = ident
         if fast:
             p = src + base
-            m = pk.u32(n)
-            j = t
-            a1: A = ident
-            a2: A = ident
-            a3: A = ident
-            while j + 3 * nt < m:
+            for j in pk.parallel_range(pk.u32(0), pk.u32(n), t, nt):
                 acc += A(p[j])
-                a1 += A(p[j + nt])
-                a2 += A(p[j + 2 * nt])
-                a3 += A(p[j + 3 * nt])
-                j += 4 * nt
-            while j < m:
-                acc += A(p[j])
-                j += nt
-            acc = (acc + a1) + (a2 + a3)
         else:
             k = pk.u64(t)
             while k < n:
@@ -232,47 +226,11 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
         i0: u32 = 0xFFFFFFFF
         if fast:
             p = src + base
-            m = pk.u32(n)
-            j = t
-            b1: A = ident
-            b2: A = ident
-            b3: A = ident
-            i1: u32 = 0xFFFFFFFF
-            i2: u32 = 0xFFFFFFFF
-            i3: u32 = 0xFFFFFFFF
-            while j + 3 * nt < m:
-                x0 = A(p[j])
-                x1 = A(p[j + nt])
-                x2 = A(p[j + 2 * nt])
-                x3 = A(p[j + 3 * nt])
-                if better(want_min, x0, j, b0, i0):
-                    b0 = x0
-                    i0 = j
-                if better(want_min, x1, j + nt, b1, i1):
-                    b1 = x1
-                    i1 = j + nt
-                if better(want_min, x2, j + 2 * nt, b2, i2):
-                    b2 = x2
-                    i2 = j + 2 * nt
-                if better(want_min, x3, j + 3 * nt, b3, i3):
-                    b3 = x3
-                    i3 = j + 3 * nt
-                j += 4 * nt
-            while j < m:
+            for j in pk.parallel_range(pk.u32(0), pk.u32(n), t, nt):
                 x = A(p[j])
-                if better(want_min, x, j, b0, i0):
+                if better_flat(want_min, x, j, b0, i0):
                     b0 = x
                     i0 = j
-                j += nt
-            if better(want_min, b1, i1, b0, i0):
-                b0 = b1
-                i0 = i1
-            if better(want_min, b3, i3, b2, i2):
-                b2 = b3
-                i2 = i3
-            if better(want_min, b2, i2, b0, i0):
-                b0 = b2
-                i0 = i2
         else:
             k = pk.u64(t)
             while k < n:
@@ -464,92 +422,28 @@ for _t in NN_DTYPES:
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
-def at(x: ConstPtr[T], c: u32, n: u32, zero: V) -> V:
-    """x[c] as V, or ``zero`` past the row's end."""
-    if c < n:
-        return V(x[c])
-    return zero
-
-
-@pk.func
-def norm_put(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: u32, n: u32, v: V, mean: V,
-             r: V):
-    """y[c] = (v - mean) * r * alpha[c] (+ beta[c] for layernorm; null alpha: 1, null beta: 0), inside
-    the row."""
-    if c < n:
-        o = (v - mean) * r
-        if alpha is not None:
-            o = o * V(alpha[c])
-        if ln and beta is not None:
-            o = o + V(beta[c])
-        y[c] = T(o)
-
-
-@pk.func
-def param(w: ConstPtr[T], c: u32, n: u32, dflt: V) -> V:
-    """w[c] as V, read ahead of the reductions (its latency overlaps theirs); ``dflt`` for a null w
-    or past the row's end."""
-    if w is not None and c < n:
-        return V(w[c])
-    return dflt
-
-
-@pk.func
-def norm_put_w(y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], ln: bool, c: u32, n: u32, v: V, mean: V,
-               r: V, a: V, b: V):
-    """norm_put with alpha[c] and beta[c] already read (a, b)."""
-    if c < n:
-        o = (v - mean) * r
-        if alpha is not None:
-            o = o * a
-        if ln and beta is not None:
-            o = o + b
-        y[c] = T(o)
-
-
-@pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
              sm: S):
-    """One row of rmsnorm (ln false) or layernorm (ln true). Threads stride the row by block_dim.x
-    (candle passes block_size == block_dim.x: 32 or 1024). A row of at most 4 * block_dim.x elements
-    is read once and kept in registers; a longer one is read again for each pass (from L2: blocks of
-    1024 threads have few rows in flight). layernorm: the mean, then the mean squared deviation (the
-    biased variance, without the cancellation of candle's one-pass E[x^2] - mean^2)."""
+    """One row of rmsnorm (ln false) or layernorm (ln true). The block's x threads share the row
+    through pk.parallel_range (candle passes block_size == block_dim.x: 32 or 1024): 4 adjacent
+    elements per thread and step, vector loads and stores when the row is aligned. Each pass reads
+    the row again (from L1: a block's row was just read). layernorm: the mean, then the mean squared
+    deviation (the biased variance, without the cancellation of candle's one-pass E[x^2] - mean^2)."""
     t = pk.thread_idx.x
     nt = pk.block_dim.x
-    step = nt
-    zero = eps - eps
-    c0 = t
-    v0 = at(x, c0, n, zero)
-    v1 = at(x, c0 + step, n, zero)
-    v2 = at(x, c0 + 2 * step, n, zero)
-    v3 = at(x, c0 + 3 * step, n, zero)
-    w0 = zero
-    if not ln:  # rmsnorm: alpha's first slot read ahead (layernorm has no registers left for it)
-        w0 = param(alpha, c0, n, zero)
+    zero = V(0)
     mean = zero
     if ln:
-        s = (v0 + v1) + (v2 + v3)
-        c = c0 + 4 * step
-        while c < n:
-            s += (at(x, c, n, zero) + at(x, c + step, n, zero)) + \
-                (at(x, c + 2 * step, n, zero) + at(x, c + 3 * step, n, zero))
-            c += 4 * step
+        s = zero
+        for j in pk.parallel_range(pk.u32(0), n, t, nt):
+            s += V(x[j])
         mean = block_sum(s, sm, t, nt) / V(n)
-    # the sum of squares (of the deviations from the mean for layernorm); slots past the end hold 0
-    d0 = v0 - mean if c0 < n else zero
-    d1 = v1 - mean if c0 + step < n else zero
-    d2 = v2 - mean if c0 + 2 * step < n else zero
-    d3 = v3 - mean if c0 + 3 * step < n else zero
-    q = (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-    c = c0 + 4 * step
-    while c < n:
-        e0 = at(x, c, n, mean) - mean
-        e1 = at(x, c + step, n, mean) - mean
-        e2 = at(x, c + 2 * step, n, mean) - mean
-        e3 = at(x, c + 3 * step, n, mean) - mean
-        q += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
-        c += 4 * step
+    q = zero
+    for j in pk.parallel_range(pk.u32(0), n, t, nt):
+        d = V(x[j])
+        if ln:
+            d = d - mean
+        q += d * d
     # rmsnorm: block_sum_whole (measured faster); layernorm keeps block_sum (the other spills there)
     tq = q
     if ln:
@@ -557,17 +451,21 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     else:
         tq = block_sum_whole(q, sm, t, nt)
     r = 1.0 / pk.sqrt(tq / V(n) + eps)
-    if ln:
-        norm_put(y, alpha, beta, ln, c0, n, v0, mean, r)
+    if alpha is None:
+        for j in pk.parallel_range(pk.u32(0), n, t, nt):
+            o = V(x[j])
+            if ln:
+                o = o - mean
+            y[j] = T(o * r)
+    elif ln and beta is not None:
+        for j in pk.parallel_range(pk.u32(0), n, t, nt):
+            y[j] = T((V(x[j]) - mean) * r * V(alpha[j]) + V(beta[j]))
     else:
-        norm_put_w(y, alpha, beta, ln, c0, n, v0, mean, r, w0, zero)
-    norm_put(y, alpha, beta, ln, c0 + step, n, v1, mean, r)
-    norm_put(y, alpha, beta, ln, c0 + 2 * step, n, v2, mean, r)
-    norm_put(y, alpha, beta, ln, c0 + 3 * step, n, v3, mean, r)
-    c = c0 + 4 * step
-    while c < n:
-        norm_put(y, alpha, beta, ln, c, n, V(x[c]), mean, r)
-        c += step
+        for j in pk.parallel_range(pk.u32(0), n, t, nt):
+            o = V(x[j])
+            if ln:
+                o = o - mean
+            y[j] = T(o * r * V(alpha[j]))
 
 
 @pk.kernel(min_blocks_per_sm=2)
