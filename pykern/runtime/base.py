@@ -88,6 +88,14 @@ class DeviceArray:
         """A view starting ``start`` elements in (candle's storage offsets)."""
         return DeviceArray(self.device, self.ptr + start * self.dtype.nbytes, shape, self.dtype, owner=self)
 
+    def __dlpack__(self, stream=None, **_):
+        from .dlpack import export
+        return export(self)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .dlpack import _KIND_CODES
+        return _KIND_CODES[self.device.kind], self.device.index
+
     @property
     def __cuda_array_interface__(self) -> dict:
         if self.device.kind not in ("cuda", "hip"):

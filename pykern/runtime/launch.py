@@ -127,6 +127,19 @@ class Function:
             if not 0 <= int(v) < 1 << 64:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' address {v} is out of range")
             return int(v)
+        if hasattr(v, "__dlpack__"):  # PyTorch, CuPy, JAX ...: zero-copy, bf16 included
+            from .dlpack import borrow, dl_dtype
+            try:
+                t = borrow(v)
+            except Exception as exc:  # noqa: BLE001 - a producer that cannot export here
+                raise LaunchError(f"kernel {self.name}: argument '{name}' could not be read through DLPack: {exc}") from None
+            if t.device_kind != self.device.kind or (self.device.kind != "cpu" and t.device_id != self.device.index):
+                raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {t.device_kind}:{t.device_id}, "
+                                  f"the kernel runs on {self.device}")
+            if (t.code, t.bits) != dl_dtype(ty.elem):
+                raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got DLPack "
+                                  f"type code {t.code} with {t.bits} bits")
+            return t.ptr
         iface = getattr(v, "__cuda_array_interface__", None)
         if iface is not None and self.device.kind in ("cuda", "hip"):
             if np.dtype(iface["typestr"]) != ty.elem.np and not (ty.elem is T.bf16 and iface["typestr"] == "<V2"):
