@@ -67,3 +67,24 @@ def test_unconsumed_capsules_are_released():
         a.__dlpack__()
     gc.collect()
     assert len(dlpack._exports) == before
+
+
+@pk.kernel
+def twice_bf16(n: usize, x: ConstPtr[pk.bf16], out: Ptr[pk.bf16]):
+    for i in pk.grid_stride(n):
+        out[i] = x[i] * 2.0
+
+
+def test_torch_bf16_tensors_on_the_gpu():
+    from pykern.runtime.devices import _available
+    torch = pytest.importorskip("torch")
+    if not (_available("cuda") and torch.cuda.is_available()):
+        pytest.skip("no CUDA GPU")
+    dev = pk.device("cuda")
+    x = torch.arange(1000, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    twice_bf16.launch(4, 256, 1000, x, out, device=dev)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 2)
+    back = torch.from_dlpack(dev.to_device(np.arange(8, dtype=np.float32)))
+    assert back.device.type == "cuda" and back.tolist() == list(range(8))
