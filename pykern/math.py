@@ -6,16 +6,20 @@ to f32, computed, and rounded back. Only exact primitives are used (``pk.fma``, 
 ``pk.rint``, bit casts, integer ops): no LLVM transcendental intrinsics, no vendor device library.
 
 Accuracy (max error, measured by ``tests/lang/test_math.py``): at most 2 ulp for f32 and 4 ulp for
-f64 on every function over its whole domain, except sin/cos/tan beyond the reduction range below;
-sqrt, fma, fabs, copysign, floor, ceil, trunc, round, fmin/fmax, minimum/maximum are exact.
+f64 on every function over its whole domain (sin/cos/tan included, up to the largest finite
+argument); sqrt, fma, fabs, copysign, floor, ceil, trunc, round, fmin/fmax, minimum/maximum are exact.
 
 Algorithms: Cody-Waite reduction (``x = k*ln2 + r`` with an exact fma step) and near-minimax
 polynomials (Chebyshev fits, coefficients rounded to the working precision) for exp, exp2, expm1;
-``log(1+f) = 2 atanh(f / (2+f))`` evaluated in double-word for log, log2, log1p and pow; a
-three/four-constant double-word reduction by pi/2 for sin, cos, tan (accurate for |x| <= 2^21 in f32
-and |x| <= 2^49 in f64; beyond that the result is finite and within [-1, 1] but not accurate);
+``log(1+f) = 2 atanh(f / (2+f))`` evaluated in double-word for log, log2, log1p and pow; for sin,
+cos, tan a four-constant double-word reduction by pi/2 up to 2^21 (f32) / 2^49 (f64) and a
+Payne-Hanek reduction beyond (exact integer product of the mantissa with a 192-bit window of 2/pi);
 ``erfc(x) = exp(-x^2) g(x)`` with piecewise polynomials for g. f32 erf, erfc, normcdf and pow are
 evaluated with the f64 algorithms and rounded (f64 arithmetic is used there, nowhere else in f32).
+
+The language has no run-time-indexed tables, multiple return values or compile-time loops, so two
+Python factories build device functions from data at import time: ``_horner`` (a polynomial from its
+coefficients) and ``_table`` (a chain of selects over constant words, for the bits of 2/pi).
 """
 from __future__ import annotations
 
@@ -30,279 +34,191 @@ T = pk.TypeVar("T")
 
 _INF = float("inf")
 _NAN = float("nan")
-# double-word constants (hi, lo) for f64 and for f32 ("_F")
-_LN2, _LN2_LO = 0.6931471805599453, 2.3190468138462996e-17
-_LN2_F, _LN2_LO_F = 0.6931471824645996, -1.9046542121259336e-09
-_IL2, _IL2_LO = 1.4426950408889634, 2.0355273740931033e-17          # 1/ln2
-_IL2_F, _IL2_LO_F = 1.4426950216293335, 1.925963033500011e-08
-_PIO2_1, _PIO2_2, _PIO2_3, _PIO2_4 = 1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33, 5.562271104311117e-50
-_PIO2_1F, _PIO2_2F, _PIO2_3F, _PIO2_4F = 1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15, 1.056299898220315e-23
-_TWOOPI, _TWOOPI_LO = 0.6366197723675814, -3.935735335036497e-17
-_TWOOPI_F, _TWOOPI_LO_F = 0.6366197466850281, 2.5682552973194106e-08
+
+
+def _per_type(v32: float, v64: float) -> dict:
+    """A constant rounded per precision; a kernel reads it as ``C[T]`` (a compile-time lookup)."""
+    return {f32: v32, f64: v64}
+
+
+# double-word constants (hi, lo) per precision
+_LN2 = _per_type(0.6931471824645996, 0.6931471805599453)
+_LN2_LO = _per_type(-1.9046542121259336e-09, 2.3190468138462996e-17)
+_IL2 = _per_type(1.4426950216293335, 1.4426950408889634)                 # 1/ln2
+_IL2_LO = _per_type(1.925963033500011e-08, 2.0355273740931033e-17)
+_PIO2_1 = _per_type(1.5707963705062866, 1.5707963267948966)              # pi/2 = _PIO2_1 + ... + _PIO2_4
+_PIO2_2 = _per_type(-4.371138828673793e-08, 6.123233995736766e-17)
+_PIO2_3 = _per_type(-1.7151245100058819e-15, -1.4973849048591698e-33)
+_PIO2_4 = _per_type(1.056299898220315e-23, 5.562271104311117e-50)
+_TWOOPI = _per_type(0.6366197466850281, 0.6366197723675814)               # 2/pi
+_TWOOPI_LO = _per_type(2.5682552973194106e-08, -3.935735335036497e-17)
 _RSQRT2, _RSQRT2_LO = 0.7071067811865476, -4.833646656726457e-17
 _TWO_SQRTPI = 1.1283791670955126
 _ERFC_C0, _ERFC_C1, _ERFC_C2 = 0.875, 1.625, 2.5
 _C23, _C23_LO = 0.6666666666666666, 3.700743415417188e-17   # 2/3
+# the formats
+_MANT_BITS = _per_type(23, 52)
+_MANT_MASK = _per_type(2 ** 23 - 1, 2 ** 52 - 1)
+_BIAS = _per_type(127, 1023)
+_MIN_NORMAL = _per_type(2.0 ** -126, 2.0 ** -1022)
+_SUBNORMAL_SCALE, _SUBNORMAL_K = _per_type(2.0 ** 25, 2.0 ** 54), _per_type(-25, -54)   # scaled into the normals
+# thresholds per precision
+_TINY_TRIG = _per_type(2.0 ** -12, 2.0 ** -27)       # sin x = tan x = x, cos x = 1 below
+_CW_MAX = _per_type(2.0 ** 21, 2.0 ** 49)            # Cody-Waite reduction up to here, Payne-Hanek beyond
+# 2/pi after the binary point, 64 bits a word: word k holds bits 64k-63 .. 64k (word 0: zeros, so that a
+# window may start before the point); 1216 bits cover the largest f64 exponent.
+_TWOOPI_BITS = (
+    0, 0xA2F9836E4E441529, 0xFC2757D1F534DDC0, 0xDB6295993C439041, 0xFE5163ABDEBBC561, 0xB7246E3A424DD2E0,
+    0x06492EEA09D1921C, 0xFE1DEB1CB129A73E, 0xE88235F52EBB4484, 0xE99C7026B45F7E41, 0x3991D639835339F4,
+    0x9C845F8BBDF9283B, 0x1FF897FFDE05980F, 0xEF2F118B5A0A6D1F, 0x6D367ECF27CB09B7, 0x4F463F669E5FEA2D,
+    0x7527BAC7EBE5F17B, 0x3D0739F78A5292EA, 0x6BFB5FB11F8D5D08, 0x56033046FC7B6BAB)
+
+
+# ---------------------------------------------------------------- device functions built from data
+def _const(c) -> pk.FuncDef:
+    """``const(a) = c`` in the type of ``a``."""
+    @pk.func
+    def const(a: T) -> T:
+        return T(c)
+    return const
+
+
+# In the two factories below, each function defined in the loop sees the closure as it is at its definition
+# (pykern reads closure values when a device function is declared), so ``inner`` is the previous one.
+def _horner(coeffs: tuple) -> pk.FuncDef:
+    """``p(z) = c0 z^n + c1 z^(n-1) + ... + cn`` by Horner's rule with fma (highest degree first)."""
+    poly = _const(coeffs[0])
+    for c in coeffs[1:]:
+        inner = poly
+
+        @pk.func
+        def poly(z: T) -> T:
+            return pk.fma(inner(z), z, c)
+    return poly
+
+
+def _poly(c32: tuple | None, c64: tuple) -> pk.FuncDef:
+    """A polynomial with coefficients per precision (f32 ones rounded to f32; None: f64 only)."""
+    p64 = _horner(c64)
+    if c32 is None:
+        return p64
+    p32 = _horner(c32)
+
+    @pk.func
+    def poly(z: T) -> T:
+        return p32(z) if T is f32 else p64(z)
+    return poly
+
+
+def _table(words: tuple) -> pk.FuncDef:
+    """``pick(k) = words[k]`` for a u64 k below len(words): a chain of selects (no run-time tables)."""
+    pick = _const(words[0])
+    for i in range(1, len(words)):
+        w, rest = words[i], pick
+
+        @pk.func
+        def pick(k: u64) -> u64:
+            if k == i:
+                return u64(w)
+            return rest(k)
+    return pick
+
 
 # ---------------------------------------------------------------- polynomials (generated: Chebyshev fits)
-
-@pk.func
-def _p_exp_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(0.0013926932588219643)
-    p = pk.fma(p, z, 0.008363778702914715)
-    p = pk.fma(p, z, 0.04166654869914055)
-    p = pk.fma(p, z, 0.16666573286056519)
-    p = pk.fma(p, z, 0.5)
-    return p
-
-
-@pk.func
-def _p_exp_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(2.510135443993923e-08)
-    p = pk.fma(p, z, 2.762134843705726e-07)
-    p = pk.fma(p, z, 2.7557266402504823e-06)
-    p = pk.fma(p, z, 2.480151862045023e-05)
-    p = pk.fma(p, z, 0.00019841269864391087)
-    p = pk.fma(p, z, 0.0013888888918952918)
-    p = pk.fma(p, z, 0.008333333333329791)
-    p = pk.fma(p, z, 0.04166666666662061)
-    p = pk.fma(p, z, 0.16666666666666669)
-    p = pk.fma(p, z, 0.5000000000000001)
-    return p
-
-
-@pk.func
-def _p_exp2_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(0.00015453163359779865)
-    p = pk.fma(p, z, 0.0013390863314270973)
-    p = pk.fma(p, z, 0.009618083015084267)
-    p = pk.fma(p, z, 0.055503569543361664)
-    p = pk.fma(p, z, 0.24022650718688965)
-    p = pk.fma(p, z, 0.6931471824645996)
-    return p
-
-
-@pk.func
-def _p_exp2_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(4.4549605981865186e-10)
-    p = pk.fma(p, z, 7.072585949269223e-09)
-    p = pk.fma(p, z, 1.0178062445845774e-07)
-    p = pk.fma(p, z, 1.321544258792169e-06)
-    p = pk.fma(p, z, 1.525273382983612e-05)
-    p = pk.fma(p, z, 0.0001540353044173605)
-    p = pk.fma(p, z, 0.0013333558146416936)
-    p = pk.fma(p, z, 0.009618129107606888)
-    p = pk.fma(p, z, 0.0555041086648216)
-    p = pk.fma(p, z, 0.24022650695910097)
-    p = pk.fma(p, z, 0.6931471805599453)
-    return p
-
-
-@pk.func
-def _p_log_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(0.29601025581359863)
-    p = pk.fma(p, z, 0.39988312125205994)
-    p = pk.fma(p, z, 0.6666668653488159)
-    return p
-
-
-@pk.func
-def _p_log_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(0.14644067424413199)
-    p = pk.fma(p, z, 0.15329464536713094)
-    p = pk.fma(p, z, 0.18182957719593876)
-    p = pk.fma(p, z, 0.22222210183700977)
-    p = pk.fma(p, z, 0.28571428631861595)
-    p = pk.fma(p, z, 0.39999999999886393)
-    p = pk.fma(p, z, 0.666666666666667)
-    return p
-
-
-@pk.func
-def _p_sin_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(2.7154360395797994e-06)
-    p = pk.fma(p, z, -0.00019839234300889075)
-    p = pk.fma(p, z, 0.008333330042660236)
-    p = pk.fma(p, z, -0.1666666716337204)
-    return p
-
-
-@pk.func
-def _p_sin_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(-7.567858770633791e-13)
-    p = pk.fma(p, z, 1.6058162028230698e-10)
-    p = pk.fma(p, z, -2.5052103519284336e-08)
-    p = pk.fma(p, z, 2.755731921019633e-06)
-    p = pk.fma(p, z, -0.0001984126984125123)
-    p = pk.fma(p, z, 0.008333333333333325)
-    p = pk.fma(p, z, -0.16666666666666666)
-    return p
-
-
-@pk.func
-def _p_cos_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(2.4469067284371704e-05)
-    p = pk.fma(p, z, -0.0013887881068512797)
-    p = pk.fma(p, z, 0.0416666604578495)
-    return p
-
-
-@pk.func
-def _p_cos_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(-1.13551788827563e-11)
-    p = pk.fma(p, z, 2.087570557714001e-09)
-    p = pk.fma(p, z, -2.755731481138535e-07)
-    p = pk.fma(p, z, 2.4801587293213554e-05)
-    p = pk.fma(p, z, -0.0013888888888883076)
-    p = pk.fma(p, z, 0.04166666666666666)
-    return p
-
-
-@pk.func
-def _p_tanh_f32(z: pk.f32) -> pk.f32:
-    p = pk.f32(-0.00661022774875164)
-    p = pk.fma(p, z, 0.021309388801455498)
-    p = pk.fma(p, z, -0.05390942841768265)
-    p = pk.fma(p, z, 0.13333113491535187)
-    p = pk.fma(p, z, -0.3333333134651184)
-    return p
-
-
-@pk.func
-def _p_erf_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(-7.795898827002142e-10)
-    p = pk.fma(p, z, 1.3720064546777686e-08)
-    p = pk.fma(p, z, -1.6208483801871705e-07)
-    p = pk.fma(p, z, 1.6447424703317362e-06)
-    p = pk.fma(p, z, -1.492473690741966e-05)
-    p = pk.fma(p, z, 0.00012055294904839707)
-    p = pk.fma(p, z, -0.0008548325975389692)
-    p = pk.fma(p, z, 0.0052239776071164225)
-    p = pk.fma(p, z, -0.02686617064323777)
-    p = pk.fma(p, z, 0.11283791670945006)
-    p = pk.fma(p, z, -0.37612638903183543)
-    p = pk.fma(p, z, 1.1283791670955126)
-    return p
-
-
-@pk.func
-def _p_erfc0_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(-8.178793859368783e-07)
-    p = pk.fma(p, z, 2.6756701916034212e-06)
-    p = pk.fma(p, z, -8.055394169675349e-06)
-    p = pk.fma(p, z, 2.4813862578236507e-05)
-    p = pk.fma(p, z, -7.415897873670597e-05)
-    p = pk.fma(p, z, 0.00021396106885577818)
-    p = pk.fma(p, z, -0.0005950810820218508)
-    p = pk.fma(p, z, 0.0015904825816719737)
-    p = pk.fma(p, z, -0.004069537665061771)
-    p = pk.fma(p, z, 0.009922776769590946)
-    p = pk.fma(p, z, -0.022925811484455237)
-    p = pk.fma(p, z, 0.04982841533122216)
-    p = pk.fma(p, z, -0.10091439212620511)
-    p = pk.fma(p, z, 0.18795692377318343)
-    p = pk.fma(p, z, -0.3158338964908418)
-    p = pk.fma(p, z, 0.464311583202669)
-    return p
-
-
-@pk.func
-def _p_erfc1_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(-3.800687020466049e-07)
-    p = pk.fma(p, z, 1.3512787165173065e-06)
-    p = pk.fma(p, z, -4.4930669928436464e-06)
-    p = pk.fma(p, z, 1.5099518336215553e-05)
-    p = pk.fma(p, z, -4.927939871192791e-05)
-    p = pk.fma(p, z, 0.00015562644275927165)
-    p = pk.fma(p, z, -0.000474647565976947)
-    p = pk.fma(p, z, 0.0013938042459434039)
-    p = pk.fma(p, z, -0.00392619850073242)
-    p = pk.fma(p, z, 0.010561485442423916)
-    p = pk.fma(p, z, -0.026977910093249322)
-    p = pk.fma(p, z, 0.06496207478417834)
-    p = pk.fma(p, z, -0.14603023666418335)
-    p = pk.fma(p, z, 0.30226120936348594)
-    return p
-
-
-@pk.func
-def _p_erfc2_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(4.010268793982498e-09)
-    p = pk.fma(p, z, -1.7022233265672403e-08)
-    p = pk.fma(p, z, 6.706690790495327e-08)
-    p = pk.fma(p, z, -2.7262986241901926e-07)
-    p = pk.fma(p, z, 1.0852366992052668e-06)
-    p = pk.fma(p, z, -4.214357879841587e-06)
-    p = pk.fma(p, z, 1.5961851696601105e-05)
-    p = pk.fma(p, z, -5.8868958345706055e-05)
-    p = pk.fma(p, z, 0.00021101982436023977)
-    p = pk.fma(p, z, -0.0007335909374729658)
-    p = pk.fma(p, z, 0.002467036815699688)
-    p = pk.fma(p, z, -0.008001569382093874)
-    p = pk.fma(p, z, 0.024937997086656914)
-    p = pk.fma(p, z, -0.07434734678979472)
-    p = pk.fma(p, z, 0.2108063640611436)
-    return p
-
-
-@pk.func
-def _p_erfc3_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(284805079.2968425)
-    p = pk.fma(p, z, -300085756.36476916)
-    p = pk.fma(p, z, 148398164.72083947)
-    p = pk.fma(p, z, -46147857.154772416)
-    p = pk.fma(p, z, 10257656.645200914)
-    p = pk.fma(p, z, -1772288.9097479063)
-    p = pk.fma(p, z, 256239.6841748926)
-    p = pk.fma(p, z, -33522.37337703205)
-    p = pk.fma(p, z, 4316.650681956987)
-    p = pk.fma(p, z, -591.6979794419112)
-    p = pk.fma(p, z, 91.55938581889029)
-    p = pk.fma(p, z, -16.660123983897552)
-    p = pk.fma(p, z, 3.702483321854677)
-    p = pk.fma(p, z, -1.0578554000107498)
-    p = pk.fma(p, z, 0.42314218739982884)
-    p = pk.fma(p, z, -0.28209479177338026)
-    p = pk.fma(p, z, 0.564189583547756)
-    return p
-
-
-@pk.func
-def _p_logq_f64(z: pk.f64) -> pk.f64:
-    p = pk.f64(0.1174901599327367)
-    p = pk.fma(p, z, 0.1170374052207906)
-    p = pk.fma(p, z, 0.13334898841789578)
-    p = pk.fma(p, z, 0.1538459321382296)
-    p = pk.fma(p, z, 0.18181818351926282)
-    p = pk.fma(p, z, 0.22222222221582205)
-    p = pk.fma(p, z, 0.28571428571429486)
-    p = pk.fma(p, z, 0.4)
-    return p
-
+_pexp = _poly(  # (e^r - 1 - r) / r^2 on |r| <= 0.35
+    (0.0013926932588219643, 0.008363778702914715, 0.04166654869914055, 0.16666573286056519, 0.5),
+    (2.510135443993923e-08, 2.762134843705726e-07, 2.7557266402504823e-06, 2.480151862045023e-05,
+     0.00019841269864391087, 0.0013888888918952918, 0.008333333333329791, 0.04166666666662061,
+     0.16666666666666669, 0.5000000000000001))
+_pexp2 = _poly(  # (2^r - 1) / r on |r| <= 0.5
+    (0.00015453163359779865, 0.0013390863314270973, 0.009618083015084267, 0.055503569543361664,
+     0.24022650718688965, 0.6931471824645996),
+    (4.4549605981865186e-10, 7.072585949269223e-09, 1.0178062445845774e-07, 1.321544258792169e-06,
+     1.525273382983612e-05, 0.0001540353044173605, 0.0013333558146416936, 0.009618129107606888,
+     0.0555041086648216, 0.24022650695910097, 0.6931471805599453))
+_plog = _poly(  # (2 atanh(s) - 2s - 2s^3/3) / s^5 in s^2 (f32: (2 atanh(s) - 2s) / s^3)
+    (0.29601025581359863, 0.39988312125205994, 0.6666668653488159),
+    (0.14644067424413199, 0.15329464536713094, 0.18182957719593876, 0.22222210183700977,
+     0.28571428631861595, 0.39999999999886393, 0.666666666666667))
+_plogq = _poly(None, (0.1174901599327367, 0.1170374052207906, 0.13334898841789578, 0.1538459321382296,
+                      0.18181818351926282, 0.22222222221582205, 0.28571428571429486, 0.4))
+_psin = _poly(  # (sin r - r) / r^3 in r^2
+    (2.7154360395797994e-06, -0.00019839234300889075, 0.008333330042660236, -0.1666666716337204),
+    (-7.567858770633791e-13, 1.6058162028230698e-10, -2.5052103519284336e-08, 2.755731921019633e-06,
+     -0.0001984126984125123, 0.008333333333333325, -0.16666666666666666))
+_pcos = _poly(  # (cos r - 1 + r^2/2) / r^4 in r^2
+    (2.4469067284371704e-05, -0.0013887881068512797, 0.0416666604578495),
+    (-1.13551788827563e-11, 2.087570557714001e-09, -2.755731481138535e-07, 2.4801587293213554e-05,
+     -0.0013888888888883076, 0.04166666666666666))
+_ptanh32 = _horner((  # (tanh x - x) / x^3 in x^2 on |x| < 0.55, f32
+    -0.00661022774875164, 0.021309388801455498, -0.05390942841768265, 0.13333113491535187, -0.3333333134651184))
+_perf = _poly(None, (  # erf(x) / x in x^2 on |x| < 1
+    -7.795898827002142e-10, 1.3720064546777686e-08, -1.6208483801871705e-07, 1.6447424703317362e-06,
+    -1.492473690741966e-05, 0.00012055294904839707, -0.0008548325975389692, 0.0052239776071164225,
+    -0.02686617064323777, 0.11283791670945006, -0.37612638903183543, 1.1283791670955126))
+_perfc0 = _poly(None, (  # g(a) = erfc(a) e^(a^2) in a - 0.875 on [0.5, 1.25)
+    -8.178793859368783e-07, 2.6756701916034212e-06, -8.055394169675349e-06, 2.4813862578236507e-05,
+    -7.415897873670597e-05, 0.00021396106885577818, -0.0005950810820218508, 0.0015904825816719737,
+    -0.004069537665061771, 0.009922776769590946, -0.022925811484455237, 0.04982841533122216,
+    -0.10091439212620511, 0.18795692377318343, -0.3158338964908418, 0.464311583202669))
+_perfc1 = _poly(None, (  # g in a - 1.625 on [1.25, 2)
+    -3.800687020466049e-07, 1.3512787165173065e-06, -4.4930669928436464e-06, 1.5099518336215553e-05,
+    -4.927939871192791e-05, 0.00015562644275927165, -0.000474647565976947, 0.0013938042459434039,
+    -0.00392619850073242, 0.010561485442423916, -0.026977910093249322, 0.06496207478417834,
+    -0.14603023666418335, 0.30226120936348594))
+_perfc2 = _poly(None, (  # g in a - 2.5 on [2, 3)
+    4.010268793982498e-09, -1.7022233265672403e-08, 6.706690790495327e-08, -2.7262986241901926e-07,
+    1.0852366992052668e-06, -4.214357879841587e-06, 1.5961851696601105e-05, -5.8868958345706055e-05,
+    0.00021101982436023977, -0.0007335909374729658, 0.002467036815699688, -0.008001569382093874,
+    0.024937997086656914, -0.07434734678979472, 0.2108063640611436))
+_perfc3 = _poly(None, (  # a g(a) in 1/a^2 on [3, 28]
+    284805079.2968425, -300085756.36476916, 148398164.72083947, -46147857.154772416, 10257656.645200914,
+    -1772288.9097479063, 256239.6841748926, -33522.37337703205, 4316.650681956987, -591.6979794419112,
+    91.55938581889029, -16.660123983897552, 3.702483321854677, -1.0578554000107498, 0.42314218739982884,
+    -0.28209479177338026, 0.564189583547756))
+_twoopi_word = _table(_TWOOPI_BITS)
+_twoopi_word32 = _table(_TWOOPI_BITS[:6])    # f32 exponents reach word 5
 
 
 # ---------------------------------------------------------------- helpers (T in {f32, f64})
 @pk.func
+def _fast2sum(a: T, b: T, part: i32) -> T:
+    """a + b as a double-word, |a| >= |b| (or a = 0): part 0 the rounded sum, 1 its exact error."""
+    s = a + b
+    if part == 0:
+        return s
+    return b - (s - a)
+
+
+@pk.func
+def _to_bits(x: T) -> u64:
+    """The bits of x (zero-extended for f32)."""
+    return pk.u64(pk.bitcast(x, u32)) if T is f32 else pk.bitcast(x, u64)
+
+
+@pk.func
+def _from_bits(x: T, bits: u64) -> T:
+    """The number of x's type with these bits."""
+    return pk.bitcast(pk.u32(bits), f32) if T is f32 else pk.bitcast(bits, f64)
+
+
+@pk.func
+def _pow2(x: T, k: i32) -> T:
+    """2^k in x's type, for k in its normal exponent range."""
+    return _from_bits(x, pk.u64(k + _BIAS[T]) << _MANT_BITS[T])
+
+
+@pk.func
 def _scale(y: T, k: i32) -> T:
     """y * 2^k with one rounding, for |k| up to about twice the exponent range."""
     k1 = k // 2
-    k2 = k - k1
-    if T is f32:
-        return y * pk.bitcast(pk.u32(k1 + 127) << 23, f32) * pk.bitcast(pk.u32(k2 + 127) << 23, f32)
-    else:
-        return y * pk.bitcast(pk.u64(k1 + 1023) << 52, f64) * pk.bitcast(pk.u64(k2 + 1023) << 52, f64)
+    return y * _pow2(y, k1) * _pow2(y, k - k1)
 
 
 @pk.func
-def _pexp(r: T) -> T:
-    """(e^r - 1 - r) / r^2 on |r| <= 0.35."""
-    return _p_exp_f32(r) if T is f32 else _p_exp_f64(r)
-
-
-@pk.func
-def _exp_r(r: T, lo: T, k: i32) -> T:
-    """2^k * e^(r + lo) for |r| <= 0.35 and tiny lo."""
-    y = pk.fma(r * r, _pexp(r), r) + lo
+def _exp_r(r: T, k: i32) -> T:
+    """2^k * e^r for |r| <= 0.35."""
+    y = pk.fma(r * r, _pexp(r), r)
     return _scale(y + 1.0, k)
 
 
@@ -311,10 +227,10 @@ def _exp(x: T) -> T:
     if pk.isnan(x):
         return x
     x = pk.fmin(pk.fmax(x, -110.0 if T is f32 else -750.0), 100.0 if T is f32 else 720.0)
-    kf = pk.rint(x * (_IL2_F if T is f32 else _IL2))
-    r = pk.fma(kf, -(_LN2_F if T is f32 else _LN2), x)           # exact
-    r = pk.fma(kf, -(_LN2_LO_F if T is f32 else _LN2_LO), r)
-    return _exp_r(r, 0.0, pk.i32(kf))
+    kf = pk.rint(x * _IL2[T])
+    r = pk.fma(kf, -_LN2[T], x)                                      # exact
+    r = pk.fma(kf, -_LN2_LO[T], r)
+    return _exp_r(r, pk.i32(kf))
 
 
 @pk.func
@@ -324,8 +240,7 @@ def _exp2(x: T) -> T:
     x = pk.fmin(pk.fmax(x, -160.0 if T is f32 else -1100.0), 140.0 if T is f32 else 1050.0)
     kf = pk.rint(x)
     r = x - kf
-    q = _p_exp2_f32(r) if T is f32 else _p_exp2_f64(r)
-    return _scale(pk.fma(r, q, 1.0), pk.i32(kf))
+    return _scale(pk.fma(r, _pexp2(r), 1.0), pk.i32(kf))
 
 
 @pk.func
@@ -341,10 +256,10 @@ def _expm1(x: T) -> T:
         return x
     if ax < 0.34:
         return pk.fma(x * x, _pexp(x), x)
-    kf = pk.rint(x * (_IL2_F if T is f32 else _IL2))
-    rh = pk.fma(kf, -(_LN2_F if T is f32 else _LN2), x)          # exact
-    r = pk.fma(kf, -(_LN2_LO_F if T is f32 else _LN2_LO), rh)
-    c = pk.fma(kf, -(_LN2_LO_F if T is f32 else _LN2_LO), rh - r)  # r + c = x - k ln2
+    kf = pk.rint(x * _IL2[T])
+    rh = pk.fma(kf, -_LN2[T], x)                                     # exact
+    r = pk.fma(kf, -_LN2_LO[T], rh)
+    c = pk.fma(kf, -_LN2_LO[T], rh - r)                              # r + c = x - k ln2
     e = pk.fma(r * r, _pexp(r), r)
     e = e + pk.fma(c, e, c)                                          # expm1(r + c)
     k = pk.i32(kf)
@@ -365,7 +280,7 @@ def _log1p_part(f: T, part: i32) -> T:
     z = sh * sh
     lh = sh * 2.0
     if T is f32:
-        ll = sl * 2.0 + sh * z * _p_log_f32(z)
+        ll = sl * 2.0 + sh * z * _plog(z)
     else:
         # the s^3 term carried in double-word so that pow gets log to ~2^-64 relative
         ze = pk.fma(sh, sh, -z)
@@ -375,33 +290,21 @@ def _log1p_part(f: T, part: i32) -> T:
         t1e = pk.fma(s3, _C23, -t1) + (s3e * _C23 + s3 * _C23_LO)
         h1 = lh + t1
         e1 = t1 - (h1 - lh)
-        ll = e1 + (sl * 2.0 + (t1e + sl * (z * 2.0) + s3 * z * _p_logq_f64(z)))   # d/ds 2atanh(s) = 2/(1-s^2)
+        ll = e1 + (sl * 2.0 + (t1e + sl * (z * 2.0) + s3 * z * _plogq(z)))   # d/ds 2atanh(s) = 2/(1-s^2)
         lh = h1
-    hi = lh + ll
-    if part == 0:
-        return hi
-    return ll - (hi - lh)
+    return _fast2sum(lh, ll, part)
 
 
 @pk.func
 def _log_part(x: T, part: i32) -> T:
     """x = 2^k m, m in [sqrt(2)/2, sqrt(2)): parts 0/1 = log(m) hi/lo, 2 = k. x finite, > 0."""
-    if T is f32:
-        kadj = 0
-        if x < 1.1754943508222875e-38:
-            x = x * 33554432.0
-            kadj = -25
-        bits = pk.bitcast(x, u32)
-        k = pk.i32((bits >> 23) & 0xff) - 127 + kadj
-        m = pk.bitcast((bits & 0x7fffff) | 0x3f800000, f32)
-    else:
-        kadj = 0
-        if x < 2.2250738585072014e-308:
-            x = x * 18014398509481984.0
-            kadj = -54
-        bits = pk.bitcast(x, u64)
-        k = pk.i32((bits >> 52) & 0x7ff) - 1023 + kadj
-        m = pk.bitcast((bits & 0xfffffffffffff) | 0x3ff0000000000000, f64)
+    kadj = 0
+    if x < _MIN_NORMAL[T]:
+        x = x * _SUBNORMAL_SCALE[T]
+        kadj = _SUBNORMAL_K[T]
+    bits = _to_bits(x)
+    k = pk.i32(bits >> _MANT_BITS[T]) - _BIAS[T] + kadj
+    m = _from_bits(x, (bits & _MANT_MASK[T]) | (pk.u64(_BIAS[T]) << _MANT_BITS[T]))
     if m > 1.4142135623730951:
         m = m * 0.5
         k = k + 1
@@ -416,16 +319,12 @@ def _log_dd(x: T, part: i32) -> T:
     h = _log_part(x, 0)
     l = _log_part(x, 1)
     kf = _log_part(x, 2)
-    ah = kf * (_LN2_F if T is f32 else _LN2)
-    al = pk.fma(kf, _LN2_F if T is f32 else _LN2, -ah) + kf * (_LN2_LO_F if T is f32 else _LN2_LO)
+    ah = kf * _LN2[T]
+    al = pk.fma(kf, _LN2[T], -ah) + kf * _LN2_LO[T]
     s = ah + h
     bb = s - ah
     e = (ah - (s - bb)) + (h - bb)
-    lo = e + (al + l)
-    hi = s + lo
-    if part == 0:
-        return hi
-    return lo - (hi - s)
+    return _fast2sum(s, e + (al + l), part)
 
 
 @pk.func
@@ -452,9 +351,9 @@ def _log2(x: T) -> T:
     h = _log_part(x, 0)
     l = _log_part(x, 1)
     kf = _log_part(x, 2)
-    c = T(_IL2_F if T is f32 else _IL2)
+    c = T(_IL2[T])
     ph = h * c
-    pl = pk.fma(h, c, -ph) + (h * (_IL2_LO_F if T is f32 else _IL2_LO) + l * c)
+    pl = pk.fma(h, c, -ph) + (h * _IL2_LO[T] + l * c)
     w = kf + ph
     bb = w - kf
     e = (kf - (w - bb)) + (ph - bb)
@@ -477,40 +376,36 @@ def _log1p(x: T) -> T:
 
 # ---------------------------------------------------------------- trigonometry
 @pk.func
-def _rpio2(x: T, part: i32) -> T:
-    """x = q pi/2 + (rh + rl): part 0 = q, 1 = rh, 2 = rl (|rh| <= ~pi/4)."""
-    if pk.fabs(x) < 0.785:
-        if part == 1:
-            return x
-        return x * 0.0
-    q = pk.rint(pk.fma(x, _TWOOPI_F if T is f32 else _TWOOPI, x * (_TWOOPI_LO_F if T is f32 else _TWOOPI_LO)))
-    if part == 0:
-        return q
-    c2 = T(_PIO2_2F if T is f32 else _PIO2_2)
-    t = pk.fma(q, -(_PIO2_1F if T is f32 else _PIO2_1), x)         # exact
-    p = q * c2
-    pe = pk.fma(q, c2, -p)
-    s = t - p
-    bb = s - t
-    e = (t - (s - bb)) - (p + bb)
-    lo = e - pe - q * (_PIO2_3F if T is f32 else _PIO2_3) - q * (_PIO2_4F if T is f32 else _PIO2_4)
-    rh = s + lo
-    # beyond the accurate range (|x| > 2^21 in f32, 2^49 in f64) the remainder can be anything:
-    # clamping keeps sin/cos in [-1, 1] and tan finite there (a no-op inside the range)
-    if part == 1:
-        return pk.fmin(pk.fmax(rh, -0.9), 0.9)
-    return pk.fmin(pk.fmax(lo - (rh - s), -(2.0 ** -20)), 2.0 ** -20)
+def _mulhi(a: u64, b: u64) -> u64:
+    """The high 64 bits of the 128-bit product a * b."""
+    al = a & 0xffffffff
+    ah = a >> 32
+    bl = b & 0xffffffff
+    bh = b >> 32
+    lh = al * bh
+    hl = ah * bl
+    mid = ((al * bl) >> 32) + (lh & 0xffffffff) + (hl & 0xffffffff)
+    return ah * bh + (lh >> 32) + (hl >> 32) + (mid >> 32)
+
+
+@pk.func
+def _twoopi_bits(x: T, k: u64) -> u64:
+    """Word k of _TWOOPI_BITS (the words an exponent of T can reach)."""
+    return _twoopi_word32(k) if T is f32 else _twoopi_word(k)
+
+
+@pk.func
+def _funnel(hi: u64, lo: u64, s: u64) -> u64:
+    """The 64 bits that start s bits into hi, continuing into lo (s < 64)."""
+    return (hi << s) | ((lo >> (63 - s)) >> 1)
 
 
 @pk.func
 def _sin_part(rh: T, rl: T, part: i32) -> T:
     """sin(rh + rl) as double-word (part 0 hi, 1 lo)."""
     z = rh * rh
-    u = rh * z * (_p_sin_f32(z) if T is f32 else _p_sin_f64(z)) + rl * (1.0 - 0.5 * z)
-    sh = rh + u
-    if part == 0:
-        return sh
-    return u - (sh - rh)
+    u = rh * z * _psin(z) + rl * (1.0 - 0.5 * z)
+    return _fast2sum(rh, u, part)
 
 
 @pk.func
@@ -520,64 +415,100 @@ def _cos_part(rh: T, rl: T, part: i32) -> T:
     ze = pk.fma(rh, rh, -z)
     hz = 0.5 * z
     w = 1.0 - hz
-    v = (((1.0 - w) - hz) - 0.5 * ze) + (z * z * (_p_cos_f32(z) if T is f32 else _p_cos_f64(z)) - rh * rl)
-    ch = w + v
-    if part == 0:
-        return ch
-    return v - (ch - w)
+    v = (((1.0 - w) - hz) - 0.5 * ze) + (z * z * _pcos(z) - rh * rl)
+    return _fast2sum(w, v, part)
 
 
 @pk.func
-def _sin(x: T) -> T:
+def _trig(x: T, fn: i32) -> T:
+    """sin (fn 0), cos (fn 1) or tan (fn 2) of x: x = q pi/2 + (rh + rl), then a polynomial on |r| <= pi/4."""
     if pk.isinf(x) or pk.isnan(x):
         return x - x
-    if pk.fabs(x) < (2.0 ** -12 if T is f32 else 2.0 ** -27):
-        return x
-    q = pk.i64(_rpio2(x, 0)) & 3
-    rh = _rpio2(x, 1)
-    rl = _rpio2(x, 2)
+    ax = pk.fabs(x)
+    if ax < _TINY_TRIG[T]:
+        return T(1.0) if fn == 1 else x
+    q = i64(0)
+    rh = x
+    rl = T(0.0)
+    if ax > 0.785 and ax <= _CW_MAX[T]:
+        # Cody-Waite: q * (pi/2) in four parts, the first product exact
+        qf = pk.rint(pk.fma(x, _TWOOPI[T], x * _TWOOPI_LO[T]))
+        c2 = T(_PIO2_2[T])
+        t = pk.fma(qf, -_PIO2_1[T], x)                                   # exact
+        p = qf * c2
+        pe = pk.fma(qf, c2, -p)
+        s = t - p
+        bb = s - t
+        e = (t - (s - bb)) - (p + bb)
+        lo = e - pe - qf * _PIO2_3[T] - qf * _PIO2_4[T]
+        rh = s + lo
+        rl = lo - (rh - s)
+        q = pk.i64(qf)
+    elif ax > _CW_MAX[T]:
+        # Payne-Hanek: |x| = m 2^e; (m 2^e 2/pi) mod 4 from m times the bits of 2/pi from weight 2^(1-e)
+        # on (bits >= 2 give multiples of 4). v = 192 bits of 2/pi from there, so x 2/pi mod 4 =
+        # (m v mod 2^192) 2^-190: its bits 190, 191 are the quadrant, the 126 below the fraction.
+        bits = _to_bits(ax)
+        m = (bits & _MANT_MASK[T]) | (_MANT_MASK[T] + 1)
+        j = (bits >> _MANT_BITS[T]) - (_BIAS[T] + _MANT_BITS[T] - 62)      # 62 + e
+        k = j >> 6
+        sft = j & 63
+        w1 = _twoopi_bits(x, k + 1)
+        w2 = _twoopi_bits(x, k + 2)
+        v1 = _funnel(w1, w2, sft)
+        lo1 = m * v1
+        b = _mulhi(m, _funnel(w2, _twoopi_bits(x, k + 3), sft)) + lo1       # product bits 64..127
+        a = m * _funnel(_twoopi_bits(x, k), w1, sft) + _mulhi(m, v1) + pk.u64(b < lo1)   # bits 128..191
+        n = (a + (1 << 61)) >> 62                                          # the nearest quadrant
+        f = pk.i64(a - (n << 62))                                          # fraction: f 2^-62 + b 2^-126
+        # as exact chunks of the working precision, summed in double-word, times pi/2 in double-word
+        if T is f32:
+            c0 = T(f >> 40) * (2.0 ** -22)
+            c1 = T((f >> 16) & 0xffffff) * (2.0 ** -46)
+            c2 = T(((f & 0xffff) << 8) | pk.i64(b >> 56)) * (2.0 ** -70)
+            c3 = T(pk.i64(b >> 32) & 0xffffff) * (2.0 ** -94)
+        else:
+            c0 = T(f >> 32) * (2.0 ** -30)
+            c1 = T(f & 0xffffffff) * (2.0 ** -62)
+            c2 = T(b >> 32) * (2.0 ** -94)
+            c3 = T(b & 0xffffffff) * (2.0 ** -126)
+        h = c0 + c1
+        lo = (c0 - h) + c1
+        h2 = h + c2
+        lo = lo + ((h - h2) + c2)
+        h3 = h2 + c3
+        lo = lo + ((h2 - h3) + c3)
+        uh = h3 + lo
+        ul = lo - (uh - h3)
+        ph = uh * _PIO2_1[T]
+        pl = pk.fma(uh, _PIO2_1[T], -ph) + (uh * _PIO2_2[T] + ul * _PIO2_1[T])
+        rh = ph + pl
+        rl = pl - (rh - ph)
+        q = pk.i64(n)
+        if x < 0.0:
+            rh = -rh
+            rl = -rl
+            q = -q
+    if fn == 2:
+        sh = _sin_part(rh, rl, 0)
+        sl = _sin_part(rh, rl, 1)
+        ch = _cos_part(rh, rl, 0)
+        cl = _cos_part(rh, rl, 1)
+        nh = sh
+        nl = sl
+        dh = ch
+        dl = cl
+        if (q & 1) != 0:
+            nh = -ch
+            nl = -cl
+            dh = sh
+            dl = sl
+        t = nh / dh
+        res = (pk.fma(-t, dh, nh) + nl) - t * dl
+        return t + res / dh
+    q = q + fn                                                               # cos x = sin(x + pi/2)
     r = _sin_part(rh, rl, 0) if (q & 1) == 0 else _cos_part(rh, rl, 0)
     return -r if (q & 2) != 0 else r
-
-
-@pk.func
-def _cos(x: T) -> T:
-    if pk.isinf(x) or pk.isnan(x):
-        return x - x
-    if pk.fabs(x) < (2.0 ** -13 if T is f32 else 2.0 ** -28):
-        return T(1.0)
-    q = pk.i64(_rpio2(x, 0)) & 3
-    rh = _rpio2(x, 1)
-    rl = _rpio2(x, 2)
-    r = _cos_part(rh, rl, 0) if (q & 1) == 0 else _sin_part(rh, rl, 0)
-    return -r if ((q + 1) & 2) != 0 else r
-
-
-@pk.func
-def _tan(x: T) -> T:
-    if pk.isinf(x) or pk.isnan(x):
-        return x - x
-    if pk.fabs(x) < (2.0 ** -12 if T is f32 else 2.0 ** -27):
-        return x
-    q = pk.i64(_rpio2(x, 0)) & 1
-    rh = _rpio2(x, 1)
-    rl = _rpio2(x, 2)
-    sh = _sin_part(rh, rl, 0)
-    sl = _sin_part(rh, rl, 1)
-    ch = _cos_part(rh, rl, 0)
-    cl = _cos_part(rh, rl, 1)
-    nh = sh
-    nl = sl
-    dh = ch
-    dl = cl
-    if q != 0:
-        nh = -ch
-        nl = -cl
-        dh = sh
-        dl = sl
-    t = nh / dh
-    res = (pk.fma(-t, dh, nh) + nl) - t * dl
-    return t + res / dh
 
 
 @pk.func
@@ -590,7 +521,7 @@ def _tanh(x: T) -> T:
     if T is f32:
         if ax < 0.55:
             z = x * x
-            return pk.fma(x * z, _p_tanh_f32(z), x)
+            return pk.fma(x * z, _ptanh32(z), x)
         e = _exp(ax * 2.0)
         return pk.copysign(1.0 - 2.0 / (e + 1.0), x)
     else:
@@ -603,12 +534,12 @@ def _tanh(x: T) -> T:
 def _erfc_g(a: f64) -> f64:
     """g(a) = erfc(a) exp(a^2) for 0.5 <= a <= 28."""
     if a < 1.25:
-        return _p_erfc0_f64(a - _ERFC_C0)
+        return _perfc0(a - _ERFC_C0)
     if a < 2.0:
-        return _p_erfc1_f64(a - _ERFC_C1)
+        return _perfc1(a - _ERFC_C1)
     if a < 3.0:
-        return _p_erfc2_f64(a - _ERFC_C2)
-    return _p_erfc3_f64(1.0 / (a * a)) / a
+        return _perfc2(a - _ERFC_C2)
+    return _perfc3(1.0 / (a * a)) / a
 
 
 @pk.func
@@ -616,9 +547,9 @@ def _expmsq_mul(a: f64, g: f64) -> f64:
     """exp(-a^2) * g for 0 <= a <= 28, a^2 taken exactly, g folded in before the last rounding."""
     z = a * a
     ze = pk.fma(a, a, -z)
-    kf = pk.rint(-z * _IL2)
-    r = pk.fma(kf, -_LN2, -z)                                        # exact
-    r = pk.fma(kf, -_LN2_LO, r)
+    kf = pk.rint(-z * _IL2[f64])
+    r = pk.fma(kf, -_LN2[f64], -z)                                   # exact
+    r = pk.fma(kf, -_LN2_LO[f64], r)
     y = pk.fma(r * r, _pexp(r), r)                                   # e^r - 1
     y = pk.fma(-ze, y, y - ze)                                       # e^(r - ze) - 1
     return _scale(pk.fma(g, y, g), pk.i32(kf))
@@ -630,7 +561,7 @@ def _erf64(x: f64) -> f64:
         return x
     ax = pk.fabs(x)
     if ax < 1.0:
-        return x * _p_erf_f64(x * x)
+        return x * _perf(x * x)
     if ax >= 6.0:
         return pk.copysign(1.0, x)
     return pk.copysign(1.0 - _expmsq_mul(ax, _erfc_g(ax)), x)
@@ -642,7 +573,7 @@ def _erfc64(x: f64) -> f64:
         return x
     if x < 0.5:
         if x > -1.0:
-            return pk.fma(-x, _p_erf_f64(x * x), 1.0)
+            return pk.fma(-x, _perf(x * x), 1.0)
         if x < -6.0:
             return 2.0
         return 2.0 - _expmsq_mul(-x, _erfc_g(-x))
@@ -676,10 +607,10 @@ def _pow_pos(ax: f64, y: f64) -> f64:
         return _INF
     if ph < -750.0:
         return 0.0
-    kf = pk.rint(ph * _IL2)
-    r = pk.fma(kf, -_LN2, ph)                                         # exact
-    r = pk.fma(kf, -_LN2_LO, r) + pl
-    return _exp_r(r, 0.0, pk.i32(kf))
+    kf = pk.rint(ph * _IL2[f64])
+    r = pk.fma(kf, -_LN2[f64], ph)                                   # exact
+    r = pk.fma(kf, -_LN2_LO[f64], r) + pl
+    return _exp_r(r, pk.i32(kf))
 
 
 @pk.func
@@ -707,166 +638,24 @@ def _pow64(x: f64, y: f64) -> f64:
     return -r if (x < 0.0 and yodd) else r
 
 
-# ---------------------------------------------------------------- public functions
 @pk.func
-def exp(x: T) -> T:
-    """e^x."""
-    if T is f32 or T is f64:
-        return _exp(x)
-    else:
-        return T(_exp(pk.f32(x)))
+def _sin(x: T) -> T:
+    return _trig(x, 0)
 
 
 @pk.func
-def exp2(x: T) -> T:
-    """2^x."""
-    if T is f32 or T is f64:
-        return _exp2(x)
-    else:
-        return T(_exp2(pk.f32(x)))
+def _cos(x: T) -> T:
+    return _trig(x, 1)
 
 
 @pk.func
-def expm1(x: T) -> T:
-    """e^x - 1, accurate near 0."""
-    if T is f32 or T is f64:
-        return _expm1(x)
-    else:
-        return T(_expm1(pk.f32(x)))
+def _tan(x: T) -> T:
+    return _trig(x, 2)
 
 
 @pk.func
-def log(x: T) -> T:
-    """Natural logarithm."""
-    if T is f32 or T is f64:
-        return _log(x)
-    else:
-        return T(_log(pk.f32(x)))
-
-
-@pk.func
-def log2(x: T) -> T:
-    """Base-2 logarithm (exact at powers of two)."""
-    if T is f32 or T is f64:
-        return _log2(x)
-    else:
-        return T(_log2(pk.f32(x)))
-
-
-@pk.func
-def log1p(x: T) -> T:
-    """log(1 + x), accurate near 0."""
-    if T is f32 or T is f64:
-        return _log1p(x)
-    else:
-        return T(_log1p(pk.f32(x)))
-
-
-@pk.func
-def sqrt(x: T) -> T:
-    """Correctly rounded square root."""
-    return pk.sqrt(x)
-
-
-@pk.func
-def rsqrt(x: T) -> T:
-    """1 / sqrt(x)."""
-    if T is f32 or T is f64:
-        return 1.0 / pk.sqrt(x)
-    else:
-        return T(1.0 / pk.sqrt(pk.f32(x)))
-
-
-@pk.func
-def sin(x: T) -> T:
-    """Sine (see the module doc for the accurate argument range)."""
-    if T is f32 or T is f64:
-        return _sin(x)
-    else:
-        return T(_sin(pk.f32(x)))
-
-
-@pk.func
-def cos(x: T) -> T:
-    """Cosine (see the module doc for the accurate argument range)."""
-    if T is f32 or T is f64:
-        return _cos(x)
-    else:
-        return T(_cos(pk.f32(x)))
-
-
-@pk.func
-def tan(x: T) -> T:
-    """Tangent (see the module doc for the accurate argument range)."""
-    if T is f32 or T is f64:
-        return _tan(x)
-    else:
-        return T(_tan(pk.f32(x)))
-
-
-@pk.func
-def tanh(x: T) -> T:
-    """Hyperbolic tangent."""
-    if T is f32 or T is f64:
-        return _tanh(x)
-    else:
-        return T(_tanh(pk.f32(x)))
-
-
-@pk.func
-def erf(x: T) -> T:
-    """Error function."""
-    if T is f64:
-        return _erf64(x)
-    else:
-        return T(_erf64(pk.f64(x)))
-
-
-@pk.func
-def erfc(x: T) -> T:
-    """Complementary error function 1 - erf(x), accurate for large x."""
-    if T is f64:
-        return _erfc64(x)
-    else:
-        return T(_erfc64(pk.f64(x)))
-
-
-@pk.func
-def normcdf(x: T) -> T:
-    """Standard normal CDF, 0.5 * erfc(-x / sqrt(2)), accurate in the lower tail."""
-    if T is f64:
-        return _normcdf64(x)
-    else:
-        return T(_normcdf64(pk.f64(x)))
-
-
-@pk.func
-def pow(x: T, y: T) -> T:
-    """x^y with C99 special cases (pow(x, 0) = pow(1, y) = 1, negative x with integer y, ...)."""
-    if T is f64:
-        return _pow64(x, y)
-    else:
-        return T(_pow64(pk.f64(x), pk.f64(y)))
-
-
-@pk.func
-def fabs(x: T) -> T:
-    return pk.fabs(x)
-
-
-@pk.func
-def floor(x: T) -> T:
-    return pk.floor(x)
-
-
-@pk.func
-def ceil(x: T) -> T:
-    return pk.ceil(x)
-
-
-@pk.func
-def trunc(x: T) -> T:
-    return pk.trunc(x)
+def _rsqrt(x: T) -> T:
+    return 1.0 / pk.sqrt(x)
 
 
 @pk.func
@@ -877,18 +666,51 @@ def _round(x: T) -> T:
     return t
 
 
+# ---------------------------------------------------------------- public functions
+def _public(name: str, impl: pk.FuncDef, doc: str, wide=f32) -> pk.FuncDef:
+    """The public ``name(x)``: ``impl`` on f32/f64 (only f64 where ``wide`` is f64); other float types
+    (f16, bf16; f32 where wide is f64) are converted to ``wide``, computed, and rounded back."""
+    @pk.func
+    def public(x: T) -> T:
+        if T is f64 or T is wide:
+            return impl(x)
+        else:
+            return T(impl(wide(x)))
+    return _named(public, name, doc)
+
+
+def _named(fdef: pk.FuncDef, name: str, doc: str) -> pk.FuncDef:
+    """A factory-made device function under its public name (errors and cache fingerprints use it)."""
+    fdef.name = fdef.source.name = name
+    fdef.__doc__ = doc
+    return fdef
+
+
+exp = _public("exp", _exp, "e^x.")
+exp2 = _public("exp2", _exp2, "2^x.")
+expm1 = _public("expm1", _expm1, "e^x - 1, accurate near 0.")
+log = _public("log", _log, "Natural logarithm.")
+log2 = _public("log2", _log2, "Base-2 logarithm (exact at powers of two).")
+log1p = _public("log1p", _log1p, "log(1 + x), accurate near 0.")
+rsqrt = _public("rsqrt", _rsqrt, "1 / sqrt(x).")
+sin = _public("sin", _sin, "Sine (accurate for every finite argument: Payne-Hanek reduction beyond 2^21 / 2^49).")
+cos = _public("cos", _cos, "Cosine (accurate for every finite argument).")
+tan = _public("tan", _tan, "Tangent (accurate for every finite argument).")
+tanh = _public("tanh", _tanh, "Hyperbolic tangent.")
+round = _public("round", _round, "Round to nearest, halves away from zero (C round; pk.rint rounds halves to even).")
+erf = _public("erf", _erf64, "Error function.", wide=f64)
+erfc = _public("erfc", _erfc64, "Complementary error function 1 - erf(x), accurate for large x.", wide=f64)
+normcdf = _public("normcdf", _normcdf64, "Standard normal CDF, 0.5 * erfc(-x / sqrt(2)), accurate in the lower tail.",
+                  wide=f64)
+
+
 @pk.func
-def round(x: T) -> T:
-    """Round to nearest, halves away from zero (C round; pk.rint rounds halves to even)."""
-    if T is f32 or T is f64:
-        return _round(x)
+def pow(x: T, y: T) -> T:
+    """x^y with C99 special cases (pow(x, 0) = pow(1, y) = 1, negative x with integer y, ...)."""
+    if T is f64:
+        return _pow64(x, y)
     else:
-        return T(_round(pk.f32(x)))
-
-
-@pk.func
-def copysign(x: T, y: T) -> T:
-    return pk.copysign(x, y)
+        return T(_pow64(pk.f64(x), pk.f64(y)))
 
 
 @pk.func
@@ -910,25 +732,26 @@ def isinf(x: T) -> pk.bool_:
     return pk.isinf(x)
 
 
-@pk.func
-def fmin(x: T, y: T) -> T:
-    """The smaller argument, ignoring a NaN (C fmin)."""
-    return pk.fmin(x, y)
+def _exact(name: str, prim, doc: str, binary: bool = False) -> pk.FuncDef:
+    """The public ``name(x)`` (or ``name(x, y)`` where binary): the exact primitive ``prim``."""
+    if binary:
+        @pk.func
+        def public(x: T, y: T) -> T:
+            return prim(x, y)
+    else:
+        @pk.func
+        def public(x: T) -> T:
+            return prim(x)
+    return _named(public, name, doc)
 
 
-@pk.func
-def fmax(x: T, y: T) -> T:
-    """The larger argument, ignoring a NaN (C fmax)."""
-    return pk.fmax(x, y)
-
-
-@pk.func
-def minimum(x: T, y: T) -> T:
-    """The smaller argument, NaN if either is NaN; -0 < +0."""
-    return pk.minimum(x, y)
-
-
-@pk.func
-def maximum(x: T, y: T) -> T:
-    """The larger argument, NaN if either is NaN; -0 < +0."""
-    return pk.maximum(x, y)
+sqrt = _exact("sqrt", pk.sqrt, "Correctly rounded square root.")
+fabs = _exact("fabs", pk.fabs, "|x|.")
+floor = _exact("floor", pk.floor, "Round toward -inf.")
+ceil = _exact("ceil", pk.ceil, "Round toward +inf.")
+trunc = _exact("trunc", pk.trunc, "Round toward zero.")
+copysign = _exact("copysign", pk.copysign, "|x| with the sign of y.", binary=True)
+fmin = _exact("fmin", pk.fmin, "The smaller argument, ignoring a NaN (C fmin).", binary=True)
+fmax = _exact("fmax", pk.fmax, "The larger argument, ignoring a NaN (C fmax).", binary=True)
+minimum = _exact("minimum", pk.minimum, "The smaller argument, NaN if either is NaN; -0 < +0.", binary=True)
+maximum = _exact("maximum", pk.maximum, "The larger argument, NaN if either is NaN; -0 < +0.", binary=True)

@@ -89,7 +89,7 @@ def logu(lo, hi, n=N, signed=True):
 
 def domain(op, dn):
     f32 = dn == "f32"
-    lim = {"f32": 2.0 ** 21, "f64": 2.0 ** 49}[dn]
+    lim = {"f32": 2.0 ** 21, "f64": 2.0 ** 49}[dn]        # trig: Cody-Waite below, Payne-Hanek above
     d = {
         "exp": np.concatenate([RNG.uniform(-104, 89, N), logu(-40, 6)]) if f32 else
         np.concatenate([RNG.uniform(-746, 710, N), logu(-80, 9)]),
@@ -99,7 +99,7 @@ def domain(op, dn):
         "log": logu(-149 if f32 else -1074, 128 if f32 else 1024, signed=False),
         "log1p": np.concatenate([logu(-40 if f32 else -80, 100, signed=False), -np.exp2(RNG.uniform(-60, 0, N))]),
         "sqrt": logu(-149 if f32 else -1074, 127 if f32 else 1023, signed=False),
-        "sin": np.concatenate([logu(-30, 3), logu(-30, math.log2(lim))]),
+        "sin": np.concatenate([logu(-30, 3), logu(-30, math.log2(lim)), logu(math.log2(lim), 128 if f32 else 1024, N // 4)]),
         "tanh": logu(-30, 5),
         "erf": logu(-30, 3),
         "erfc": np.concatenate([RNG.uniform(-7, 11 if f32 else 27.5, N), logu(-30, 1)]),
@@ -211,6 +211,28 @@ def test_unary_accuracy(fns, op, dn):
         worst = mp_ulps(out[idx], x[idx], op, dn)
         record(op, dn, worst)
         assert worst <= bound, f"{op}_{dn}: {worst:.2f} ulp against mpmath"
+
+
+# the floats closest to multiples of pi/2 (m, e: x = m 2^e), where the reduction cancels most: f32 by an
+# exhaustive search of [1, FLT_MAX], f64 by continued fractions of 2^e 2/pi for every exponent >= 0
+HARD_TRIG = {"f32": [(16367173, 72), (10741887, 11), (16573937, -16), (10057457, 62), (5808979, 18), (1126547, 56),
+                     (14173733, 88), (10695401, 2), (2470649, -19), (1751883, 69)],
+             "f64": [(6381956970095103, 797), (3205513981387887, -46), (7763785107565477, -29), (5916243447979695, 79),
+                     (8444920710073313, 939), (2925482757170843, 526), (8160885118204141, 808),
+                     (8360820580228475, 628), (2145770658771043, 147), (7958046405119485, 243)]}
+
+
+@pytest.mark.parametrize("dn", ["f32", "f64"])
+def test_trig_huge_and_hard(fns, dn):
+    """sin/cos/tan up to the largest finite argument (Payne-Hanek) and at the hardest cases, against mpmath."""
+    npt = DTYPES[dn][1]
+    hard = [s * m * 2.0 ** (e + j) for m, e in HARD_TRIG[dn] for j in range(3) for s in (1, -1)]
+    top = 128 if dn == "f32" else 1024
+    x = np.concatenate([hard, [np.finfo(npt).max, -np.finfo(npt).max, np.finfo(npt).tiny], logu(20, top, 700)]).astype(npt)
+    for op in ("sin", "cos", "tan"):
+        worst = mp_ulps(run(fns, f"{op}_{dn}", x), x, op, dn)
+        record(op, dn, worst)
+        assert worst <= BOUND[dn], f"{op}_{dn}: {worst:.2f} ulp against mpmath"
 
 
 @pytest.mark.parametrize("dn", ["f32", "f64"])

@@ -89,9 +89,6 @@ def test_ops_layouts(device, op):
 
 @pytest.mark.parametrize("op", OPS + PARAM_OPS)
 def test_special_values(device, op):
-    if op in ("sin", "cos"):
-        pytest.xfail("open: pykern.math sin/cos reduce arguments accurately only up to 2^21 (f32); "
-                     "FLT_MAX needs a Payne-Hanek reduction")
     for dtype in FLOATS:
         host = specials(dtype)
         with np.errstate(all="ignore"):
@@ -136,7 +133,6 @@ def test_in_place(device, dtype):
 
 
 def test_raw_kernel_null_pointers_and_launch_shapes(device):
-    pytest.xfail("open: one element off by 16 ulp (bound 4) in this check since pykern.math landed; to investigate")
     host = random(f32, (4, 301))
     fn = device.get_or_load_func("uneg_f32", UNARY)
     out = device.to_device(host)
