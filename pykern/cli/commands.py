@@ -238,7 +238,6 @@ def cmd_resources(module: str, archs: list[str] | None = None, as_json: bool = F
 # ---- build ---------------------------------------------------------------------------------------
 def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> dict:
     """Compile one module for one arch (in a worker process) and write its artifact."""
-    from .. import prebuilt
     from ..compiler import build_module
     hits: list[str] = []
 
