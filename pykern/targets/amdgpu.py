@@ -127,6 +127,9 @@ class AmdgpuTarget(Target):
         fn.calling_convention = "amdgpu_kernel"
         fn.attributes = _KernelAttributes()
         fn.attributes.add(f'"amdgpu-flat-work-group-size"="1,{sig.max_block_size}"')
+        if sig.min_blocks_per_sm:  # blocks per CU -> waves per SIMD (4 SIMDs a CU, 4 per WGP half)
+            waves = sig.min_blocks_per_sm * -(-sig.max_block_size // self.wave_size)
+            fn.attributes.add(f'"amdgpu-waves-per-eu"="{max(1, -(-waves // 4))}"')
         for arg, (pname, *_rest) in zip(fn.args, sig.params):
             arg.name = pname
         return AmdgpuFrame(self, module, fn, sig)
