@@ -11,7 +11,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 
 from . import TERNARY, kernel_name
-from ._common import as_device_array, info_array, launch_stream
+from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
 from ._host import output
 from .binary import block_layout, broadcast_tail, operand_offset
 
@@ -28,20 +28,17 @@ F8_CONDS = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
 @pk.kernel
 def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], t: ConstPtr[T], f: ConstPtr[T],
           out: Ptr[T], *, I, T):
-    c_in: usize = 1
-    c_out = numel
     t_in: usize = 1
     t_out = numel
     f_in: usize = 1
     f_out = numel
     if info is not None:
-        c_in = broadcast_tail(num_dims, info, info + num_dims)
-        c_out = block_layout(num_dims, info, info + num_dims)
         t_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
         t_out = block_layout(num_dims, info, info + 2 * num_dims)
         f_in = broadcast_tail(num_dims, info, info + 3 * num_dims)
         f_out = block_layout(num_dims, info, info + 3 * num_dims)
-    if c_in == 1 and c_out == numel and t_in == 1 and t_out == numel and f_in == 1 and f_out == numel:
+    if (info is None or is_contiguous(num_dims, info, info + num_dims)) and t_in == 1 and t_out == numel \
+            and f_in == 1 and f_out == numel:
         for i in pk.grid_stride(numel):
             tv = t[i]  # both loads unconditional: a select, no divergent branch
             fv = f[i]
@@ -50,7 +47,9 @@ def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr
         for i in pk.grid_stride(numel):
             tv = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
             fv = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
-            out[i] = tv if ids[operand_offset(i, numel, c_in, c_out, num_dims, info, info + num_dims)] != 0 else fv
+            # the condition goes through the general strided index: one layout fewer to keep in
+            # scalar registers (three spilled SGPRs on wave64 AMDGPU)
+            out[i] = tv if ids[strided_index(i, num_dims, info, info + num_dims)] != 0 else fv
 
 
 #: (condition, value, value tag): candle's table, then the ``f8e4m3`` spellings candle's Rust side

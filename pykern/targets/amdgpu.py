@@ -87,6 +87,10 @@ class AmdgpuTarget(Target):
             cpu=self.arch, features=self.features, opt=3, reloc="pic", codemodel="default")
 
     # ---- capabilities ---------------------------------------------------------------------------
+    #: one element per thread and step: the NVIDIA-measured tiles spilled scalar registers on wave64
+    #: (where_*), and with no AMD GPU to measure them on, no-spill code wins
+    grid_stride_ilp = 1
+
     def check(self, feature: str, dtype, loc: Loc | None) -> None:
         """Reject atomics AMDGPU cannot do on ``dtype``; every other 32/64-bit atomic compiles on
         every listed arch (natively or as a CAS loop, see ``ArchInfo.native_*``)."""
