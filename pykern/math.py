@@ -14,8 +14,8 @@ polynomials (Chebyshev fits, coefficients rounded to the working precision) for 
 ``log(1+f) = 2 atanh(f / (2+f))`` evaluated in double-word for log, log2, log1p and pow; for sin,
 cos, tan a four-constant double-word reduction by pi/2 up to 2^21 (f32) / 2^49 (f64) and a
 Payne-Hanek reduction beyond (exact integer product of the mantissa with a 192-bit window of 2/pi);
-``erfc(x) = exp(-x^2) g(x)`` with piecewise polynomials for g. f32 erf, erfc, normcdf and pow are
-evaluated with the f64 algorithms and rounded (f64 arithmetic is used there, nowhere else in f32).
+``erfc(x) = exp(-x^2) g(x)`` with piecewise polynomials for g (f32: its own f32 polynomials, g and
+exp(-x^2) carried in double-word, x^2 split exactly with fma). f32 functions use f32 arithmetic only.
 
 The language has no run-time-indexed tables, multiple return values or compile-time loops, so two
 Python factories build device functions from data at import time: ``_horner`` (a polynomial from its
@@ -54,8 +54,11 @@ _TWOOPI = _per_type(0.6366197466850281, 0.6366197723675814)               # 2/pi
 _TWOOPI_LO = _per_type(2.5682552973194106e-08, -3.935735335036497e-17)
 _RSQRT2, _RSQRT2_LO = 0.7071067811865476, -4.833646656726457e-17
 _TWO_SQRTPI = 1.1283791670955126
+_TWO_SQRTPI_32, _TWO_SQRTPI_M1_32 = 1.128379225730896, 0.12837916612625122   # 2/sqrt(pi), 2/sqrt(pi) - 1
+_RSQRT2_32, _RSQRT2_32_LO = 0.7071067690849304, 1.2101617485882343e-08        # 1/sqrt(2) in f32 parts
 _ERFC_C0, _ERFC_C1, _ERFC_C2 = 0.875, 1.625, 2.5
-_C23, _C23_LO = 0.6666666666666666, 3.700743415417188e-17   # 2/3
+_C23 = _per_type(0.6666666865348816, 0.6666666666666666)                 # 2/3 = _C23 + _C23_LO
+_C23_LO = _per_type(-1.9868215517249155e-08, 3.700743415417188e-17)
 # the formats
 _MANT_BITS = _per_type(23, 52)
 _MANT_MASK = _per_type(2 ** 23 - 1, 2 ** 52 - 1)
@@ -140,7 +143,8 @@ _plog = _poly(  # (2 atanh(s) - 2s - 2s^3/3) / s^5 in s^2 (f32: (2 atanh(s) - 2s
     (0.29601025581359863, 0.39988312125205994, 0.6666668653488159),
     (0.14644067424413199, 0.15329464536713094, 0.18182957719593876, 0.22222210183700977,
      0.28571428631861595, 0.39999999999886393, 0.666666666666667))
-_plogq = _poly(None, (0.1174901599327367, 0.1170374052207906, 0.13334898841789578, 0.1538459321382296,
+_plogq = _poly((0.1887255609035492, 0.22217556834220886, 0.28571343421936035, 0.4000000059604645),  # f32: for pow
+               (0.1174901599327367, 0.1170374052207906, 0.13334898841789578, 0.1538459321382296,
                       0.18181818351926282, 0.22222222221582205, 0.28571428571429486, 0.4))
 _psin = _poly(  # (sin r - r) / r^3 in r^2
     (2.7154360395797994e-06, -0.00019839234300889075, 0.008333330042660236, -0.1666666716337204),
@@ -176,6 +180,23 @@ _perfc3 = _poly(None, (  # a g(a) in 1/a^2 on [3, 28]
     -1772288.9097479063, 256239.6841748926, -33522.37337703205, 4316.650681956987, -591.6979794419112,
     91.55938581889029, -16.660123983897552, 3.702483321854677, -1.0578554000107498, 0.42314218739982884,
     -0.28209479177338026, 0.564189583547756))
+# f32 erf family: least-squares fits on Chebyshev nodes (relative error), rounded to f32 one coefficient at a time
+# from the constant term up, each refit absorbing the roundings before it
+_perf32 = _horner((  # (erf(x)/x - 2/sqrt(pi)) / x^2 in x^2 on |x| < 1
+    -7.344888217630796e-06, 0.00010509399726288393, -0.0008389389258809388, 0.005215360317379236,
+    -0.026863792911171913, 0.11283762753009796, -0.37612637877464294))
+# g(a) = erfc(a) e^(a^2) = G0 + t P(t) (the constant G0 kept apart, so that g comes in double-word)
+_ERFC32_G0 = (0.42758357524871826, 0.23108725249767303, 0.5641895532608032)
+_perfc32a = _horner((  # P in t = a - 1 on [0.5, 1.5)
+    0.0011062273988500237, -0.0029939941596239805, 0.0069665140472352505, -0.016618961468338966,
+    0.037571556866168976, -0.07922999560832977, 0.15437163412570953, -0.2732119560241699))
+_perfc32b = _horner((  # P in t = a - 2.25 on [1.5, 3)
+    -7.810013812559191e-06, 3.0738745408598334e-05, -0.00010376725549576804, 0.0003492864780128002,
+    -0.0011432220926508307, 0.003618323476985097, -0.011002139188349247, 0.03199275955557823,
+    -0.08848650008440018))
+_perfc32c = _horner((  # a g(a) = G0 + w P(w) in w = 1/a^2 on [3, 10.2]
+    13.085016250610352, -8.613580703735352, 3.1531784534454346, -1.0348024368286133, 0.42259031534194946,
+    -0.28208813071250916))
 _twoopi_word = _table(_TWOOPI_BITS)
 _twoopi_word32 = _table(_TWOOPI_BITS[:6])    # f32 exponents reach word 5
 
@@ -271,7 +292,8 @@ def _expm1(x: T) -> T:
 
 @pk.func
 def _log1p_part(f: T, part: i32) -> T:
-    """log(1 + f) as a double-word hi + lo (part 0: hi, 1: lo) for f in [-0.3, 0.42], f exact."""
+    """log(1 + f) as a double-word hi + lo (part 0: hi, 1: lo) for f in [-0.3, 0.42], f exact. Parts 4, 5: the
+    same to about 2^-36 relative in f32 too (the s^3 term in double-word, as always in f64), for pow."""
     dh = f + 2.0
     dl = (2.0 - dh) + f
     sh = f / dh
@@ -279,20 +301,20 @@ def _log1p_part(f: T, part: i32) -> T:
     sl = rem / dh
     z = sh * sh
     lh = sh * 2.0
-    if T is f32:
+    if T is f32 and part < 4:
         ll = sl * 2.0 + sh * z * _plog(z)
     else:
         # the s^3 term carried in double-word so that pow gets log to ~2^-64 relative
         ze = pk.fma(sh, sh, -z)
         s3 = sh * z
         s3e = pk.fma(sh, z, -s3) + sh * ze
-        t1 = s3 * _C23
-        t1e = pk.fma(s3, _C23, -t1) + (s3e * _C23 + s3 * _C23_LO)
+        t1 = s3 * _C23[T]
+        t1e = pk.fma(s3, _C23[T], -t1) + (s3e * _C23[T] + s3 * _C23_LO[T])
         h1 = lh + t1
         e1 = t1 - (h1 - lh)
         ll = e1 + (sl * 2.0 + (t1e + sl * (z * 2.0) + s3 * z * _plogq(z)))   # d/ds 2atanh(s) = 2/(1-s^2)
         lh = h1
-    return _fast2sum(lh, ll, part)
+    return _fast2sum(lh, ll, part & 1)
 
 
 @pk.func
@@ -315,16 +337,16 @@ def _log_part(x: T, part: i32) -> T:
 
 @pk.func
 def _log_dd(x: T, part: i32) -> T:
-    """log(x) as double-word (part 0: hi, 1: lo); x finite, > 0."""
-    h = _log_part(x, 0)
-    l = _log_part(x, 1)
+    """log(x) as double-word (part 0: hi, 1: lo; 4, 5: the same, more accurate in f32); x finite, > 0."""
+    h = _log_part(x, part & 4)
+    l = _log_part(x, (part & 4) + 1)
     kf = _log_part(x, 2)
     ah = kf * _LN2[T]
     al = pk.fma(kf, _LN2[T], -ah) + kf * _LN2_LO[T]
     s = ah + h
     bb = s - ah
     e = (ah - (s - bb)) + (h - bb)
-    return _fast2sum(s, e + (al + l), part)
+    return _fast2sum(s, e + (al + l), part & 1)
 
 
 @pk.func
@@ -595,33 +617,168 @@ def _normcdf64(x: f64) -> f64:
     return _expmsq_mul(uh, 0.5 * _erfc_g(uh) - (0.5 * _TWO_SQRTPI) * ul)
 
 
-# ---------------------------------------------------------------- pow (f64 algorithm)
+# ---------------------------------------------------------------- erf family, f32 (f32 arithmetic only)
 @pk.func
-def _pow_pos(ax: f64, y: f64) -> f64:
+def _erfx32(x: f32) -> f32:
+    """erf(x)/x - 1 for |x| < 1 (in [-0.16, 0.13], so that x + x y keeps its rounding errors small)."""
+    z = x * x
+    return pk.fma(z, _perf32(z), _TWO_SQRTPI_M1_32)
+
+
+@pk.func
+def _expmsq_mul32(a: f32, g: f32, dg: f32) -> f32:
+    """exp(-a^2) * g * (1 + dg) for 0 <= a <= 10.2, |dg| tiny: a^2 = z + ze exactly, exp(-z - ze) with the
+    reduced argument kept in two parts (r + d), g folded in before the last rounding (once, even into the
+    subnormals)."""
+    z = a * a
+    ze = pk.fma(a, a, -z)
+    kf = pk.rint(-z * _IL2[f32])
+    rh = pk.fma(kf, -_LN2[f32], -z)                                  # exact
+    r = pk.fma(kf, -_LN2_LO[f32], rh)
+    d = pk.fma(kf, -_LN2_LO[f32], rh - r) + (dg - ze)                # -z - ze - k ln2 + dg = r + d
+    q = r * r * _pexp(r)                                             # e^r - 1 - r
+    yl = q + pk.fma(d, r + q, d)                                     # e^(r + d) - 1 - r
+    ph = g * r                                                       # g e^(r + d) = g + g r + g yl, in double-word
+    s = g + ph
+    e = (g - s) + ph
+    return _scale(s + (e + pk.fma(g, yl, pk.fma(g, r, -ph))), pk.i32(kf))
+
+
+@pk.func
+def _erfc_tail32(a: f32, al: f32, half: f32) -> f32:
+    """half * erfc(a + al) for 0.5 <= a <= 10.2, |al| <= ulp(a); erfc = exp(-a^2) g(a), g's rounding errors
+    (and -erfc'(a) al / erfc(a) = 2/sqrt(pi) al / g) passed on as a relative correction."""
+    e1 = f32(0.0)
+    ia = f32(1.0)
+    if a < 1.5:
+        t = a - 1.0
+        c = _ERFC32_G0[0]
+        p = t * _perfc32a(t)
+        pe = pk.fma(t, _perfc32a(t), -p)
+    elif a < 3.0:
+        t = a - 2.25
+        c = _ERFC32_G0[1]
+        p = t * _perfc32b(t)
+        pe = pk.fma(t, _perfc32b(t), -p)
+    else:
+        w = 1.0 / (a * a)                                            # a g = c + w P(w), g = that / a
+        c = _ERFC32_G0[2]
+        p = w * _perfc32c(w)
+        pe = pk.fma(w, _perfc32c(w), -p)
+        ia = 1.0 / a
+        e1 = pk.fma(-a, ia, 1.0)                                     # 1/a = ia (1 + e1)
+    gh = c + p                                                       # |p| < c
+    gl = ((c - gh) + p) + pe
+    num = gl - _TWO_SQRTPI_32 * (al * a if a >= 3.0 else al)
+    if a >= 3.0:
+        g = gh * ia
+        num = num * ia + pk.fma(gh, ia, -g)
+        gh = g
+    return _expmsq_mul32(a, half * gh, num / gh + e1)
+
+
+@pk.func
+def _erfc_dw32(uh: f32, ul: f32, half: f32) -> f32:
+    """half * erfc(uh + ul) (half 1 or 0.5, folded in before the last rounding); uh not NaN, |ul| <= ulp(uh)."""
+    if uh < 0.5:
+        if uh > -1.0:
+            # 1 - erf(uh) - erf'(uh) ul, the leading 1 - uh in double-word
+            z = uh * uh
+            em = pk.fma(z, pk.fma(z, pk.fma(z, -0.16666667, 0.5), -1.0), 1.0)   # e^-z to 4%: only scales ul
+            s = 1.0 - uh
+            e = (1.0 - s) - uh
+            return half * (s + (e - pk.fma(uh, _erfx32(uh), ul * _TWO_SQRTPI_32 * em)))
+        if uh < -4.0:
+            return half * 2.0
+        return half * (2.0 - _erfc_tail32(-uh, -ul, 1.0))
+    if uh > 10.2:
+        return 0.0
+    return _erfc_tail32(uh, ul, half)
+
+
+@pk.func
+def _erf32(x: f32) -> f32:
+    if pk.isnan(x):
+        return x
+    ax = pk.fabs(x)
+    if ax < 1.0:
+        return pk.fma(x, _erfx32(x), x)
+    if ax >= 4.0:
+        return pk.copysign(1.0, x)
+    return pk.copysign(1.0 - _erfc_tail32(ax, 0.0, 1.0), x)
+
+
+@pk.func
+def _erfc32(x: f32) -> f32:
+    if pk.isnan(x):
+        return x
+    return _erfc_dw32(x, 0.0, 1.0)
+
+
+@pk.func
+def _normcdf32(x: f32) -> f32:
+    if pk.isnan(x):
+        return x
+    uh = -x * _RSQRT2_32
+    ul = pk.fma(-x, _RSQRT2_32, -uh) - x * _RSQRT2_32_LO             # -x/sqrt(2) = uh + ul
+    return _erfc_dw32(uh, ul, 0.5)
+
+
+@pk.func
+def _erf(x: T) -> T:
+    return _erf32(x) if T is f32 else _erf64(x)
+
+
+@pk.func
+def _erfc(x: T) -> T:
+    return _erfc32(x) if T is f32 else _erfc64(x)
+
+
+@pk.func
+def _normcdf(x: T) -> T:
+    return _normcdf32(x) if T is f32 else _normcdf64(x)
+
+
+# ---------------------------------------------------------------- pow
+@pk.func
+def _exp_r2(r: T, c: T, k: i32) -> T:
+    """2^k e^(r + c) for |r| <= 0.35, |c| tiny: 1 + r + (e^(r + c) - 1 - r) summed in double-word."""
+    q = r * r * _pexp(r)                                             # e^r - 1 - r
+    yl = q + pk.fma(c, r + q, c)
+    s = 1.0 + r
+    e = (1.0 - s) + r
+    return _scale(s + (e + yl), k)
+
+
+@pk.func
+def _pow_pos(ax: T, y: T) -> T:
     """ax^y for finite ax > 0 and finite y, via double-word log and exp."""
-    lh = _log_dd(ax, 0)
-    ll = _log_dd(ax, 1)
+    lh = _log_dd(ax, 4)
+    ll = _log_dd(ax, 5)
     ph = y * lh
     pl = pk.fma(y, lh, -ph) + y * ll
-    if ph > 710.0:
+    if ph > (89.0 if T is f32 else 710.0):
         return _INF
-    if ph < -750.0:
+    if ph < (-105.0 if T is f32 else -750.0):
         return 0.0
-    kf = pk.rint(ph * _IL2[f64])
-    r = pk.fma(kf, -_LN2[f64], ph)                                   # exact
-    r = pk.fma(kf, -_LN2_LO[f64], r) + pl
+    kf = pk.rint(ph * _IL2[T])
+    r = pk.fma(kf, -_LN2[T], ph)                                     # exact
+    if T is f32:
+        rr = pk.fma(kf, -_LN2_LO[T], r)
+        return _exp_r2(rr, pk.fma(kf, -_LN2_LO[T], r - rr) + pl, pk.i32(kf))
+    r = pk.fma(kf, -_LN2_LO[T], r) + pl
     return _exp_r(r, pk.i32(kf))
 
 
 @pk.func
-def _pow64(x: f64, y: f64) -> f64:
+def _pow(x: T, y: T) -> T:
     if y == 0.0 or x == 1.0:
         return 1.0
     if pk.isnan(x) or pk.isnan(y):
         return x + y
     ax = pk.fabs(x)
     yint = pk.trunc(y) == y
-    yodd = yint and pk.fabs(y) < 9007199254740992.0 and pk.trunc(y * 0.5) != y * 0.5
+    yodd = yint and pk.fabs(y) < (16777216.0 if T is f32 else 9007199254740992.0) and pk.trunc(y * 0.5) != y * 0.5
     if pk.isinf(y):
         if ax == 1.0:
             return 1.0
@@ -630,7 +787,7 @@ def _pow64(x: f64, y: f64) -> f64:
         return _INF
     if ax == 0.0 or pk.isinf(x):
         big = (ax == 0.0) == (y < 0.0)                                  # |result| is inf
-        mag = f64(_INF) if big else f64(0.0)
+        mag = T(_INF) if big else T(0.0)
         return pk.copysign(mag, x) if yodd else mag
     if x < 0.0 and not yint:
         return _NAN
@@ -698,19 +855,18 @@ cos = _public("cos", _cos, "Cosine (accurate for every finite argument).")
 tan = _public("tan", _tan, "Tangent (accurate for every finite argument).")
 tanh = _public("tanh", _tanh, "Hyperbolic tangent.")
 round = _public("round", _round, "Round to nearest, halves away from zero (C round; pk.rint rounds halves to even).")
-erf = _public("erf", _erf64, "Error function.", wide=f64)
-erfc = _public("erfc", _erfc64, "Complementary error function 1 - erf(x), accurate for large x.", wide=f64)
-normcdf = _public("normcdf", _normcdf64, "Standard normal CDF, 0.5 * erfc(-x / sqrt(2)), accurate in the lower tail.",
-                  wide=f64)
+erf = _public("erf", _erf, "Error function.")
+erfc = _public("erfc", _erfc, "Complementary error function 1 - erf(x), accurate for large x.")
+normcdf = _public("normcdf", _normcdf, "Standard normal CDF, 0.5 * erfc(-x / sqrt(2)), accurate in the lower tail.")
 
 
 @pk.func
 def pow(x: T, y: T) -> T:
     """x^y with C99 special cases (pow(x, 0) = pow(1, y) = 1, negative x with integer y, ...)."""
-    if T is f64:
-        return _pow64(x, y)
+    if T is f32 or T is f64:
+        return _pow(x, y)
     else:
-        return T(_pow64(pk.f64(x), pk.f64(y)))
+        return T(_pow(pk.f32(x), pk.f32(y)))
 
 
 @pk.func

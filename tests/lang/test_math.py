@@ -49,6 +49,7 @@ DTYPES = {"f32": (pk.f32, np.float32), "f64": (pk.f64, np.float64)}
 HALF_OPS = ["exp", "log", "sin", "tanh", "erf", "round", "rsqrt", "sqrt"]
 BOUND = {"f32": 2.0, "f64": 4.0}
 EXACT = {"sqrt", "fabs", "floor", "ceil", "round", "trunc"}
+ERF_FAMILY = ("erf", "erfc", "normcdf")
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +199,8 @@ def test_unary_accuracy(fns, op, dn):
         assert same(out, want), op
         record(op, dn, 0.0)
         return
+    if dn == "f32" and op in ERF_FAMILY:            # f32 algorithms against the f64 ones (<= 3 ulp of f64)
+        ref = run(fns, f"{op}_f64", x.astype(np.float64))
     if ref is not None:
         fin = np.isfinite(ref) & (np.abs(ref) <= np.finfo(DTYPES[dn][1]).max)
         err = ulps(out[fin], ref[fin], dn)
@@ -205,7 +208,7 @@ def test_unary_accuracy(fns, op, dn):
         record(op, dn, err[worst])
         assert err[worst] <= bound, f"{op}_{dn}({x[fin][worst]!r}) = {out[fin][worst]!r}, ref {ref[fin][worst]!r}: {err[worst]:.2f} ulp"
         assert np.array_equal(np.isinf(out[~fin]), np.isinf(ref[~fin].astype(np.float64)) | (np.abs(ref[~fin]) > np.finfo(DTYPES[dn][1]).max))
-    if op not in EXACT and (ref is None or dn == "f64"):
+    if op not in EXACT and (ref is None or dn == "f64" or op in ERF_FAMILY):
         k = 2000 if dn == "f64" else 4000
         idx = RNG.choice(x.size, k, replace=False)
         worst = mp_ulps(out[idx], x[idx], op, dn)
@@ -265,6 +268,23 @@ def test_pow_accuracy(fns, dn):
         worst = mp_ulps(out[idx], x[idx], "pow", dn, ys=y[idx])
         record("pow", dn, worst)
         assert worst <= BOUND[dn]
+
+
+# f32 erf family: the piece boundaries (erf/erfc: 0.5, 1, 1.5, 3, 4, 10.2; normcdf: the same times -sqrt(2)), where
+# erfc turns subnormal and zero, and the subnormal lower tail of normcdf
+ERF32_EDGES = [0.5, 1.0, 1.5, 2.25, 3.0, 3.919, 4.0, 9.3, 10.0, 10.05, 10.127, 10.2]
+
+
+def test_erf32_edges(fns):
+    e = np.array(ERF32_EDGES, np.float32)
+    near = lambda v: np.concatenate([v, np.nextafter(v, np.float32(np.inf)), np.nextafter(v, np.float32(-np.inf))])
+    for op, x in (("erf", near(np.concatenate([e, -e]))), ("erfc", near(np.concatenate([e, -e]))),
+                  ("normcdf", near(np.concatenate([e, -e]) * np.float32(-np.sqrt(2))))):
+        x = np.concatenate([x, np.linspace(-14.3 if op == "normcdf" else 9.0, -12.0 if op == "normcdf" else 10.13, 500)])
+        x = x.astype(np.float32)
+        worst = mp_ulps(run(fns, f"{op}_f32", x), x, op, "f32")
+        record(op, "f32", worst)
+        assert worst <= BOUND["f32"], f"{op}_f32: {worst:.2f} ulp against mpmath"
 
 
 # ---------------------------------------------------------------- special values
