@@ -28,7 +28,7 @@ from pykern import f32, f64, i32, i64, u32, u64
 
 __all__ = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
            "erf", "erfc", "normcdf", "pow", "fabs", "floor", "ceil", "round", "trunc", "copysign", "fma",
-           "isnan", "isinf", "fmin", "fmax", "minimum", "maximum"]
+           "isnan", "isinf", "fmin", "fmax", "minimum", "maximum", "fmod"]
 
 T = pk.TypeVar("T")
 
@@ -911,3 +911,62 @@ fmin = _exact("fmin", pk.fmin, "The smaller argument, ignoring a NaN (C fmin).",
 fmax = _exact("fmax", pk.fmax, "The larger argument, ignoring a NaN (C fmax).", binary=True)
 minimum = _exact("minimum", pk.minimum, "The smaller argument, NaN if either is NaN; -0 < +0.", binary=True)
 maximum = _exact("maximum", pk.maximum, "The larger argument, NaN if either is NaN; -0 < +0.", binary=True)
+
+
+_UINT = {pk.f32: pk.u32, pk.f64: pk.u64}
+
+
+@pk.func
+def fmod(x: T, y: T) -> T:
+    """C fmod: x - n*y with n = trunc(x / y), exact (the result is always representable), with the
+    sign of x. Bit-level long division (musl's algorithm), so every target gives the same bits;
+    NVPTX's own frem lowering rounds. What ``%`` on floats means in kernels."""
+    if T is not pk.f32 and T is not pk.f64:
+        return T(_fmod(pk.f32(x), pk.f32(y)))  # exact: the remainder of two halves fits a half
+    else:
+        return _fmod(x, y)
+
+
+@pk.func
+def _fmod(x: T, y: T) -> T:
+    if pk.isnan(x) or pk.isnan(y) or pk.isinf(x) or y == 0:
+        return (x * y) / (x * y)
+    if pk.fabs(x) < pk.fabs(y):
+        return x
+    ux = pk.bitcast(pk.fabs(x), _UINT[T])
+    uy = pk.bitcast(pk.fabs(y), _UINT[T])
+    ex = pk.i32(ux >> _MANT_BITS[T])
+    ey = pk.i32(uy >> _MANT_BITS[T])
+    mx = ux & _MANT_MASK[T]
+    my = uy & _MANT_MASK[T]
+    if ex == 0:  # subnormal: normalise the mantissa
+        ex = 1
+        while mx >> _MANT_BITS[T] == 0:
+            mx <<= 1
+            ex -= 1
+    else:
+        mx |= 1 << _MANT_BITS[T]
+    if ey == 0:
+        ey = 1
+        while my >> _MANT_BITS[T] == 0:
+            my <<= 1
+            ey -= 1
+    else:
+        my |= 1 << _MANT_BITS[T]
+    while ex > ey:
+        if mx >= my:
+            mx -= my
+        mx <<= 1
+        ex -= 1
+    if mx >= my:
+        mx -= my
+    if mx == 0:
+        return x * 0  # a zero with the sign of x
+    while mx >> _MANT_BITS[T] == 0:
+        mx <<= 1
+        ex -= 1
+    if ex > 0:
+        bits = (mx & _MANT_MASK[T]) | (_UINT[T](ex) << _MANT_BITS[T])
+    else:
+        bits = mx >> _UINT[T](1 - ex)
+    return pk.copysign(pk.bitcast(bits, T), x)

@@ -351,6 +351,9 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"bitwise operators need integers, got {ty!r}")
         if ty.is_int and op == "div":
             raise self.error(node, "'/' is float division; use '//' for integers (it truncates toward zero)")
+        if ty.is_float and op == "mod":  # exact C fmod, the same bits on every target
+            from .. import math as pkmath
+            return self.call_typed(pkmath.fmod, [a, b], node)
         return N.BinOp(ty, op, a, b, loc=self.loc(node))
 
     def power(self, a, b, node):
@@ -597,6 +600,16 @@ class Typer(ast.NodeVisitor):
             sub = Typer(src, {}, self.target, self.stack + [fdef])
             fn = sub.type_function(arg_types)
             fdef._typed[key] = fn
+        self.uses_sync |= fn.uses_sync
+        return N.Call(fn.ret, fn, args, loc=self.loc(node))
+
+    def call_typed(self, fdef: FuncDef, args: list[N.Expr], node) -> N.Call:
+        """A call of a library device function on already typed arguments."""
+        arg_types = [a.ty for a in args]
+        key = (tuple(arg_types), self.target.wave_size)
+        fn = fdef._typed.get(key)
+        if fn is None:
+            fn = fdef._typed[key] = Typer(fdef.source, {}, self.target, self.stack + [fdef]).type_function(arg_types)
         self.uses_sync |= fn.uses_sync
         return N.Call(fn.ret, fn, args, loc=self.loc(node))
 
