@@ -10,7 +10,7 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 
 from . import AFFINE, kernel_name
 from ._common import is_contiguous, strided_index
-from ._host import from_f64, map1
+from ._common import from_f64, map1
 
 T = pk.TypeVar("T")
 DTYPES = (f32, f64, f16, u8, u32, i16, i32, i64, bf16, f8e4m3)

@@ -15,7 +15,7 @@ from pykern import ConstPtr, Ptr, usize
 
 from . import BINARY, kernel_name
 from ._common import as_device_array, info_array, launch_stream, strided_index
-from ._host import output
+from ._common import output
 
 T = pk.TypeVar("T")
 U = pk.TypeVar("U")

@@ -13,7 +13,7 @@ from pykern.ir.types import dtype_of_numpy
 
 from . import CAST, kernel_name
 from ._common import as_device_array, is_contiguous, strided_index
-from ._host import map1
+from ._common import map1
 
 S, D = pk.TypeVar("S"), pk.TypeVar("D")
 DTYPES = (u8, u32, i16, i32, i64, bf16, f16, f32, f64, f8e4m3)

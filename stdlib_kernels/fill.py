@@ -7,7 +7,7 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 
 from . import FILL, kernel_name
 from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
-from ._host import from_f64
+from ._common import from_f64
 
 T = pk.TypeVar("T")
 DTYPES = (u8, u32, i64, f32, f64, f16, bf16, f8e4m3)

@@ -12,7 +12,7 @@ from pykern import ConstPtr, Ptr, usize
 
 from . import TERNARY, kernel_name
 from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
-from ._host import output
+from ._common import output
 from .binary import block_layout, broadcast_tail, operand_offset
 
 I = pk.TypeVar("I")

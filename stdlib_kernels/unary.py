@@ -10,7 +10,7 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 
 from . import UNARY, kernel_name
 from ._common import as_device_array, is_contiguous, strided_index
-from ._host import compute_type, map1
+from ._common import compute_type, map1
 
 try:
     from pykern import math as pkm

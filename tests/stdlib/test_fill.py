@@ -15,7 +15,7 @@ VALUES = [1.5, -0.0, float("nan"), float("inf"), 3e38, -7.0]
 def host_value(v, dtype):
     """candle's T::from_f64: ints truncate and saturate, floats round (f8 saturating)."""
     if dtype.is_int:
-        from stdlib_kernels._host import from_f64
+        from stdlib_kernels._common import from_f64
         return dtype.np.type(from_f64(v, dtype))
     return round_to(np.float64(v), dtype)[()]
 
