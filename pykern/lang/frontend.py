@@ -120,6 +120,9 @@ class Typer(ast.NodeVisitor):
             if arg_types is not None:  # device function: bind type variables from the call
                 self._bind_typevars(a.annotation, arg_types[i], a)
             ty = self.resolve_type(a.annotation)
+            if arg_types is not None and isinstance(ty, T.PtrType) and isinstance(arg_types[i], T.PtrType) \
+                    and arg_types[i].elem == ty.elem and arg_types[i].space != ty.space:
+                ty = T.PtrType(ty.elem, arg_types[i].space, ty.const)  # Ptr[T] params take shared pointers too
             if arg_types is not None and ty != arg_types[i] and not (
                     isinstance(ty, T.PtrType) and ty.const and isinstance(arg_types[i], T.PtrType)
                     and arg_types[i].elem == ty.elem):
@@ -583,7 +586,9 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"{fdef.name}() takes {len(src.tree.args.args)} arguments, got {len(node.args)}")
         if fdef in self.stack or (not self.is_kernel and fdef.source is self.src):
             raise self.error(node, f"recursive call of {fdef.name}: device functions cannot recurse")
-        args = [self.visit(a) for a in node.args]
+        # a shared array passes as a pointer into shared memory (the callee is typed for that space)
+        args = [self.shared_as_ptr(a) if not isinstance(a, CT) and isinstance(a.ty, T.SharedArrayType) else a
+                for a in (self.visit(a) for a in node.args)]
         # literal arguments adopt the parameter's type where it is concrete, else a typed sibling's
         typed = [a for a in args if not isinstance(a, CT)]
         arg_types = []
