@@ -146,6 +146,10 @@ wave.check:
 wave.resume:
   %r = phi i32 [ %w0, %wave.check ], [ %r.next, %wave.resume.next ]
   %rk = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %r, i32 2
+  %rkind = load i32, ptr %rk
+  %rwaits = icmp eq i32 %rkind, 2
+  br i1 %rwaits, label %wave.resume.one, label %wave.resume.next
+wave.resume.one:                              ; lanes that already returned stay finished
   store i32 0, ptr %rk
   %rh = getelementptr {[3 x i32], i32, i32, i32, ptr, ptr}, ptr %ctxs, i32 %r, i32 5
   %h = load ptr, ptr %rh
@@ -385,11 +389,17 @@ class CpuFrame(KernelFrame):
             inside = b.icmp_unsigned("<=", arg, lane)
         n = b.load(self._field(self._block(), BLOCK, B_NTHREADS), typ=I32)
         src_lin = b.add(base, b.select(inside, src, ir.Constant(I32, 0)))
-        valid = b.and_(inside, b.icmp_unsigned("<", src_lin, n))
+        valid = b.and_(b.and_(inside, b.icmp_unsigned("<", src_lin, n)), self._running(b.select(inside, src_lin, lin)))
         got = b.load(self._wave_slot(b.select(valid, src_lin, lin)), typ=I32)
         result = b.select(valid, got, value)
         self.suspend(WAIT_WAVE, loc)
         return result
+
+    def _running(self, lin):
+        """False for a thread of the block that has already returned (its exchange slot is stale)."""
+        ctxs = self.builder.load(self._field(self._block(), BLOCK, B_CTXS), typ=PTR)
+        kind = self.builder.load(self.builder.gep(ctxs, [lin, ir.Constant(I32, T_KIND)], source_etype=THREAD), typ=I32)
+        return self.builder.icmp_unsigned("!=", kind, ir.Constant(I32, WAIT_DONE))
 
     def ballot(self, pred, loc):
         b, ws = self.builder, self.target.wave_size
@@ -402,6 +412,7 @@ class CpuFrame(KernelFrame):
         for j in range(ws):  # unrolled: ws loads and ors, no loop state across blocks
             idx = b.add(base, ir.Constant(I32, j))
             ok = b.icmp_unsigned("<", idx, n)
+            ok = b.and_(ok, self._running(b.select(ok, idx, lin)))
             bit = b.load(self._wave_slot(b.select(ok, idx, lin)), typ=I32)
             bit = b.and_(b.zext(b.and_(ok, b.icmp_unsigned("!=", bit, ir.Constant(I32, 0))), I64), ir.Constant(I64, 1))
             mask = b.or_(mask, b.shl(bit, ir.Constant(I64, j)))
