@@ -6,13 +6,15 @@ the primary context is the one PyTorch and CuPy use, so device pointers pass bet
 ``cuda-bindings`` is the optional extra ``pykern[cuda]`` and is imported on first use.
 
 Launch cost is the point of ``CudaFunction``: everything that does not change between launches
-(the parameter buffer, the array of pointers into it that ``cuLaunchKernel`` wants) is built
-once per function, so a launch is one memcpy of the packed arguments and one driver call.
+(the parameter buffer, the array of pointers into it that ``cuLaunchKernel`` wants, both handles
+as ctypes pointers) is built once per function. ``launch.Function`` packs its arguments straight
+into that buffer, so a launch is one call of the driver's own ``cuLaunchKernel`` (``_raw_launch``).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from typing import Any
 
@@ -39,8 +41,39 @@ def _check(drv, result, what: str):
 
 
 def _error_name(drv, err) -> str:
-    r = drv.cuGetErrorName(err)
+    """The CUDA name of an error code, a CUresult or the plain int the raw launch returns."""
+    try:
+        r = drv.cuGetErrorName(drv.CUresult(err))
+    except Exception:  # a code this binding does not know
+        return f"CUresult {int(err)}"
     return r[1].decode() if not r[0] and r[1] else f"CUresult {int(err)}"
+
+
+@functools.cache
+def _raw_launch():
+    """The driver's own ``cuLaunchKernel``, called through ctypes rather than cuda-bindings.
+
+    Issue 4 budgets 5 us of host time per launch, and the driver itself takes most of it; the
+    wrapper converts and checks each of the eleven arguments on every call, which the raw entry
+    point leaves to launch.py's checks, done once. The entry point comes from ``cuGetProcAddress``,
+    so it is the very driver cuda-bindings loaded, on the same default stream (legacy, or
+    per-thread when cuda-bindings was told so by its environment variable).
+
+    The prototype leaves the argument types open on purpose: with ``argtypes`` ctypes calls a
+    ``from_param`` per argument, 0.7 us a launch. Without them a Python int travels as a C int --
+    the register or stack slot the driver reads its ``unsigned int`` dimensions from on the 64-bit
+    ABIs CUDA supports; launch.py keeps dimensions and shared memory below 2**32 -- so every
+    pointer must be passed as a ``c_void_p`` (or None for NULL), never as an int, which would be
+    cut to 32 bits.
+    """
+    drv = _driver()
+    flag = drv.CUdriverProcAddress_flags
+    ptds = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
+    res = drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                               if ptds else flag.CU_GET_PROC_ADDRESS_LEGACY_STREAM)
+    if res[0] != drv.CUresult.CUDA_SUCCESS or not res[1]:  # (err, pfn) or (err, pfn, status) by version
+        raise DeviceError(f"cuGetProcAddress(cuLaunchKernel) failed: {_error_name(drv, res[0])}")
+    return ctypes.CFUNCTYPE(ctypes.c_int)(int(res[1]))
 
 
 @functools.cache
@@ -65,14 +98,19 @@ def param_pointer_array(base: int, offsets) -> ctypes.Array:
 class CudaFunction:
     """A kernel ready to launch: its CUfunction and a fixed parameter buffer with its pointer array.
 
-    Launches copy the packed arguments into ``buffer`` under ``lock`` (the driver copies the
-    parameters out during ``cuLaunchKernel``, so reusing one buffer is safe once the call returns).
+    ``launch.py`` packs its arguments straight into ``buffer`` (through ``param_buffer``); other
+    packed arguments are copied in under ``lock``. The driver copies the parameters out during
+    ``cuLaunchKernel``, so reusing one buffer is safe once the call returns. ``c_handle`` and
+    ``c_params`` are the handle and the pointer array as the ``c_void_p`` (or None) that the raw
+    launch takes.
     """
 
-    __slots__ = ("handle", "name", "sig", "nbytes", "buffer", "view", "pointers", "params", "lock", "module")
+    __slots__ = ("handle", "name", "sig", "nbytes", "buffer", "view", "pointers", "params", "lock", "module",
+                 "c_handle", "c_params")
 
     def __init__(self, handle, name: str, sig, module):
         self.handle, self.name, self.module = handle, name, module  # module: keeps it loaded
+        self.c_handle = ctypes.c_void_p(int(handle))
         self.lock = threading.Lock()
         self.prepare(sig)
 
@@ -84,6 +122,12 @@ class CudaFunction:
         self.view = memoryview(self.buffer).cast("B")[: self.nbytes]
         self.pointers = param_pointer_array(ctypes.addressof(self.buffer), sig.offsets if sig else ())
         self.params = ctypes.addressof(self.pointers) if sig is not None and sig.params else 0
+        self.c_params = ctypes.c_void_p(self.params) if self.params else None
+
+    @property
+    def param_buffer(self) -> memoryview:
+        """Where ``launch.Function`` packs its arguments, so its launches skip the copy and the lock."""
+        return self.view
 
     def __repr__(self) -> str:
         return f"<CudaFunction {self.name}>"
@@ -143,12 +187,12 @@ class CudaStream:
 
 
 def _stream_handle(stream):
-    """None (the legacy default stream) or a raw handle, from pykern's, cuda.core's (the
+    """None (the default stream) or a raw handle as an int, from pykern's, cuda.core's (the
     ``__cuda_stream__`` protocol), PyTorch's (``cuda_stream``) or CuPy's (``ptr``) stream objects."""
     if stream is None or isinstance(stream, int):
         return stream
     if isinstance(stream, CudaStream):
-        return stream.handle
+        return int(stream.handle)
     if hasattr(stream, "__cuda_stream__"):
         return int(stream.__cuda_stream__()[1])
     for attr in ("cuda_stream", "ptr"):
@@ -163,7 +207,7 @@ class CudaDevice(Device):
     def __init__(self, index: int = 0, arch: str | None = None):
         super().__init__(index)
         self._drv = drv = _driver()
-        self._ok, self._launch = drv.CUresult.CUDA_SUCCESS, drv.cuLaunchKernel
+        self._ok, self._launch = drv.CUresult.CUDA_SUCCESS, _raw_launch()
         self._dev = _check(drv, drv.cuDeviceGet(index), f"cuDeviceGet({index})")
         # The primary context is retained for the life of the process: arrays may be freed by the
         # collector long after anyone holds this device object.
@@ -246,17 +290,23 @@ class CudaDevice(Device):
             self._current()
         if func.sig is None:
             func.prepare(sig)
-        n = func.nbytes
-        if len(args) != n:
-            if len(args) < n:
-                raise LaunchError(f"{func.name}: {len(args)} bytes of arguments, the kernel takes {n}")
-            args = memoryview(args)[:n]
-        handle = None if stream is None else _stream_handle(stream)
-        with func.lock:
-            func.view[:] = args
-            err = self._launch(func.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                               shared_mem, handle, func.params, 0)[0]
-        if err != self._ok:
+        handle = None if stream is None else ctypes.c_void_p(_stream_handle(stream))
+        # the raw driver entry point (see _raw_launch): ints for the dimensions, c_void_p or None for
+        # the pointers; extra=NULL, the parameters go through kernelParams
+        if args is func.view:  # packed in place by launch.Function
+            err = self._launch(func.c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                               shared_mem, handle, func.c_params, None)
+        else:
+            n = func.nbytes
+            if len(args) != n:
+                if len(args) < n:
+                    raise LaunchError(f"{func.name}: {len(args)} bytes of arguments, the kernel takes {n}")
+                args = memoryview(args)[:n]
+            with func.lock:
+                func.view[:] = args
+                err = self._launch(func.c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                   shared_mem, handle, func.c_params, None)
+        if err:
             raise DeviceError(f"cuLaunchKernel({func.name}, grid={tuple(grid)}, block={tuple(block)}, "
                               f"shared={shared_mem}) failed: {_error_name(self._drv, err)}")
 

@@ -42,18 +42,23 @@ def test_param_pointer_array_points_at_each_offset():
 
 
 class _FakeDriver:
-    """Stands in for cuda.bindings.driver: records what cuLaunchKernel would read through kernelParams."""
+    """Stands in for cuda.bindings.driver and the raw cuLaunchKernel entry point: records what the
+    driver would read through kernelParams, and checks the raw calling convention (ints for the
+    dimensions, c_void_p or None for every pointer: an int there would be cut to 32 bits)."""
 
-    class CUresult:
+    class CUresult(int):
         CUDA_SUCCESS = 0
 
     def __init__(self, sig, err=0):
         self.sig, self.err, self.seen = sig, err, None
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shm, stream, params, extra):
-        ptrs = (ctypes.c_void_p * len(self.sig.params)).from_address(params)
-        self.seen = [ctypes.string_at(ptrs[i], p[1]) for i, p in enumerate(self.sig.params)], (gx, gy, gz, bx, by, bz, shm, stream)
-        return (self.err,)
+        assert all(type(v) is int for v in (gx, gy, gz, bx, by, bz, shm))
+        assert all(v is None or type(v) is ctypes.c_void_p for v in (f, stream, params, extra))
+        ptrs = (ctypes.c_void_p * len(self.sig.params)).from_address(params.value)
+        self.seen = [ctypes.string_at(ptrs[i], p[1]) for i, p in enumerate(self.sig.params)], \
+            (gx, gy, gz, bx, by, bz, shm, stream and stream.value), f.value, extra
+        return self.err
 
     def cuGetErrorName(self, err):
         return (0, b"CUDA_ERROR_INVALID_VALUE")
@@ -69,14 +74,21 @@ def _fake_device(drv):
 def test_launch_packed_hands_the_driver_each_parameter():
     sig = sig_of("k", SIX)
     assert sig.offsets == (0, 8, 16, 24, 32, 36)
-    fn = C.CudaFunction("handle", "k", sig, None)
+    fn = C.CudaFunction(0x7F00_1234_5678, "k", sig, None)
     drv = _FakeDriver(sig)
     args = pack(sig, [f for _, f in SIX], [0x10, 0x20, 0x30, 0x40, -7, 1.5])
     _fake_device(drv).launch_packed(fn, (3, 2, 1), (128, 1, 1), 64, None, args, sig)
-    values, dims = drv.seen
+    values, dims, handle, extra = drv.seen
     assert [struct.unpack("<" + ("Q" if f == "P" else f), v)[0] for v, (_, f) in zip(values, SIX)] == \
         [0x10, 0x20, 0x30, 0x40, -7, 1.5]
-    assert dims == (3, 2, 1, 128, 1, 1, 64, None)
+    assert dims == (3, 2, 1, 128, 1, 1, 64, None) and handle == 0x7F00_1234_5678 and extra is None
+    # arguments packed in place (as launch.Function does) launch without a copy
+    fn.param_buffer[:] = pack(sig, [f for _, f in SIX], [0x11, 0x21, 0x31, 0x41, 9, 2.5])
+    _fake_device(drv).launch_packed(fn, (1, 1, 1), (1, 1, 1), 0, None, fn.param_buffer, sig)
+    assert struct.unpack("<i", drv.seen[0][4]) == (9,)
+    # a stream travels as a full 64-bit pointer
+    _fake_device(drv).launch_packed(fn, (1, 1, 1), (1, 1, 1), 0, 0x7F00_0000_0042, args, sig)
+    assert drv.seen[1][7] == 0x7F00_0000_0042
     # padding a packer leaves at the end is ignored; too few bytes is a LaunchError
     _fake_device(drv).launch_packed(fn, (1, 1, 1), (1, 1, 1), 0, None, args + bytes(4), sig)
     with pytest.raises(LaunchError, match="36"):
@@ -85,22 +97,22 @@ def test_launch_packed_hands_the_driver_each_parameter():
 
 def test_function_without_signature_is_prepared_at_first_launch():
     sig = sig_of("k", [("a", "i")])
-    fn = C.CudaFunction("handle", "k", None, None)
+    fn = C.CudaFunction(1, "k", None, None)
     drv = _FakeDriver(sig)
     _fake_device(drv).launch_packed(fn, (1, 1, 1), (1, 1, 1), 0, None, pack(sig, "i", [5]), sig)
     assert drv.seen[0] == [struct.pack("<i", 5)]
 
 
 def test_kernel_without_parameters_passes_null():
-    fn = C.CudaFunction("handle", "k", KernelSignature("k", ()), None)
-    assert fn.params == 0 and fn.nbytes == 0
+    fn = C.CudaFunction(1, "k", KernelSignature("k", ()), None)
+    assert fn.params == 0 and fn.c_params is None and fn.nbytes == 0
 
 
 def test_launch_error_carries_cuda_error_name():
     sig = sig_of("k", [("a", "i")])
     dev = _fake_device(_FakeDriver(sig, err=1))
     with pytest.raises(DeviceError, match="CUDA_ERROR_INVALID_VALUE"):
-        dev.launch_packed(C.CudaFunction("h", "k", sig, None), (1, 1, 1), (1, 1, 1), 0, None, pack(sig, "i", [1]), sig)
+        dev.launch_packed(C.CudaFunction(1, "k", sig, None), (1, 1, 1), (1, 1, 1), 0, None, pack(sig, "i", [1]), sig)
 
 
 def test_stream_handles():

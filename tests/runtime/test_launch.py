@@ -83,6 +83,7 @@ def test_bad_arguments(case):
 BAD_CONFIGS = [
     ("grid zero", dict(grid=0), ["grid", r"at least 1", r"\(0, 1, 1\)"]),
     ("grid negative dim", dict(grid=(2, -1)), ["grid", r"\(2, -1, 1\)"]),
+    ("grid beyond 32 bits", dict(grid=(2 ** 32 + 1,)), ["grid", r"below 2\*\*32", str(2 ** 32 + 1)]),
     ("grid four dims", dict(grid=(1, 1, 1, 1)), ["grid", "tuple of up to 3 ints", r"\(1, 1, 1, 1\)"]),
     ("grid float in a tuple", dict(grid=(2.0,)), ["grid", r"\(2.0,\)"]),
     ("grid string", dict(grid="4"), ["grid", "'4'"]),
