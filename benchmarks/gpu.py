@@ -65,15 +65,18 @@ class Bench:
 
 def elementwise(b: Bench, shape: str = "candle") -> None:
     """Elementwise families under candle's launch shape (one element per thread) or the wrappers'
-    own (``launch_stream``: four elements per thread, no idle blocks)."""
+    own (``launch_stream``: one 16-byte tile of the narrowest dtype per thread, no idle blocks)."""
     import stdlib_kernels as sk
-    from stdlib_kernels._common import launch_stream
     torch, n = b.torch, b.n
-    grid, block = (n + 1023) // 1024, 1024
-    if shape == "wrapper":
-        grid, block = launch_stream(n)
+    block = 1024
+
+    def launch(numel: int, itemsize: int) -> tuple[int, int]:
+        per_thread = max(1, b.dev.target.tile_bytes // itemsize) if shape == "wrapper" else 1
+        return (numel + block * per_thread - 1) // (block * per_thread), block
+
     b.suffix = f" [{shape}]"
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        grid, _ = launch(n, 2 if tag == "bf16" else 4)
         x = torch.randn(n, device="cuda").to(tdt)
         y = torch.randn(n, device="cuda").to(tdt)
         out = torch.empty_like(x)
@@ -100,7 +103,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
         cond = (torch.rand(n, device="cuda") > 0.5).to(torch.uint8)
         if f"where_u8_{tag}" in sk.TERNARY:
             f = b.fn(sk.TERNARY, f"where_u8_{tag}")
-            b.case(f"where u8 {tag}", 3 * nb + n, lambda f=f: f[grid, block](n, 1, None, cond.data_ptr(), px, py, po),
+            b.case(f"where u8 {tag}", 3 * nb + n, lambda f=f: f[launch(n, 1)](n, 1, None, cond.data_ptr(), px, py, po),
                    lambda: torch.where(cond.bool(), x, y))
         if f"fill_{tag}" in sk.FILL:
             f = b.fn(sk.FILL, f"fill_{tag}")
@@ -111,7 +114,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
             f = b.fn(sk.FILL, f"copy2d_{tag}")
             half = cols // 2
             src2, dst2 = x.view(rows, cols), out.view(rows, cols)
-            b.case(f"copy2d {tag} (half rows)", nb, lambda f=f: f[(rows * half + 1023) // 1024, 1024](
+            b.case(f"copy2d {tag} (half rows)", nb, lambda f=f: f[launch(rows * half, x.element_size())](
                 px, po, rows, half, cols, cols), lambda: dst2[:, :half].copy_(src2[:, :half]))
         if f"ucopy_{tag}" in sk.UNARY:  # transposed copy: strided input through info
             f = b.fn(sk.UNARY, f"ucopy_{tag}")
@@ -127,6 +130,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
                                 (xb, xf, "cast_bf16_f32", lambda: xb.to(torch.float32))):
         if name in sk.CAST:
             f = b.fn(sk.CAST, name)
+            grid, _ = launch(n, 2)
             nbytes = n * (src.element_size() + dst.element_size())
             b.case(name, nbytes, lambda f=f, s=src, d=dst: f[grid, block](n, 1, None, s.data_ptr(), d.data_ptr()), ref)
 

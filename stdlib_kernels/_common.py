@@ -49,9 +49,12 @@ def launch_1d(numel: int, block: int = BLOCK) -> tuple[int, int]:
     return max(1, -(-numel // block)), block
 
 
-def launch_stream(numel: int, block: int = BLOCK, per_thread: int = 4) -> tuple[int, int]:
-    """The wrappers' own shape for grid-stride kernels: enough blocks for ``per_thread`` elements a
-    thread (what the GPU lowering gives each thread per step), so no block is launched empty."""
+def launch_stream(numel: int, *arrays: DeviceArray, block: int = BLOCK) -> tuple[int, int]:
+    """The wrappers' own shape for grid-stride kernels over ``arrays``: one tile a thread (the GPU
+    lowering gives each thread ``tile_bytes`` of the narrowest dtype per step, ``lower/tiles.py``;
+    4 elements where tiles are off), so no block is launched empty."""
+    tile = arrays[0].device.target.tile_bytes
+    per_thread = max(1, tile // min(a.dtype.nbytes for a in arrays)) if tile else 4
     return max(1, -(-numel // (block * per_thread))), block
 
 
@@ -107,6 +110,6 @@ def map1(module, name: str, x, out=None, before=(), after=(), dtype=None, inplac
         inp, info = None, None
     else:
         inp, info = x, info_array(x.device, x.shape, x.strides)
-    grid, block = launch_stream(x.size)
+    grid, block = launch_stream(x.size, x, out)
     fn[grid, block](x.size, x.ndim, info, *before, inp, out, *after)
     return out

@@ -153,7 +153,7 @@ def _launch(name: str, a, b, out=None):
     out = output(a, out, a.dtype if name in ARITH else pk.u8)
     if out.size:
         info = info_array(a.device, shape, a.strides, b.strides)
-        a.device.get_or_load_func(kernel_name(ROOT[name], a.dtype), BINARY)[launch_stream(out.size)](
+        a.device.get_or_load_func(kernel_name(ROOT[name], a.dtype), BINARY)[launch_stream(out.size, a, out)](
             out.size, len(shape), info, a, b, out)
     return out
 

@@ -58,7 +58,7 @@ def const_set(x, value):
     x = as_device_array(x)
     if x.size:
         info = info_array(x.device, x.shape, x.strides)
-        x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[launch_stream(x.size)](
+        x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[launch_stream(x.size, x)](
             x.size, x.ndim, info, from_f64(value, x.dtype), x)
     return x
 
@@ -69,7 +69,7 @@ def fill_buffer(x, value):
     if not x.is_contiguous:
         raise ValueError("fill_buffer needs a contiguous array; use fill() for views")
     if x.size:
-        x.device.get_or_load_func(kernel_name("fill", x.dtype), FILL)[launch_stream(x.size)](x, from_f64(value, x.dtype), x.size)
+        x.device.get_or_load_func(kernel_name("fill", x.dtype), FILL)[launch_stream(x.size, x)](x, from_f64(value, x.dtype), x.size)
     return x
 
 
@@ -81,5 +81,5 @@ def copy2d(src, dst, d1: int, d2: int, src_s: int, dst_s: int, src_o: int = 0, d
     if d1 == 0 or d2 == 0:
         return dst
     fn = dst.device.get_or_load_func(kernel_name("copy2d", dst.dtype), FILL)
-    fn[launch_stream(d1 * d2)](src.as_strided((1,), (1,), src_o), dst.as_strided((1,), (1,), dst_o), d1, d2, src_s, dst_s)
+    fn[launch_stream(d1 * d2, dst)](src.as_strided((1,), (1,), src_o), dst.as_strided((1,), (1,), dst_o), d1, d2, src_s, dst_s)
     return dst

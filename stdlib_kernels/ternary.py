@@ -77,7 +77,7 @@ def where(cond, on_true, on_false, out=None):
     numel = out.size
     if numel:
         info = info_array(dev, shape, *(x.strides for x in ops))
-        dev.get_or_load_func(name, TERNARY)[launch_stream(numel)](numel, len(shape), info, *ops, out)
+        dev.get_or_load_func(name, TERNARY)[launch_stream(numel, *ops, out)](numel, len(shape), info, *ops, out)
     return out
 
 

@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..targets.base import KernelFrame, KernelSignature, Target
 from . import convert as C
 from .convert import F32, F64, I1, I32, I64, storage_type, value_type
+from .tiles import GridTiles
 
 _FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
 _INT_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
@@ -28,24 +29,6 @@ _FLOAT_INTRINSICS = {"sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": 
 _ATOMIC_OPS = {  # (int signed, int unsigned, float)
     "add": ("add", "add", "fadd"), "sub": ("sub", "sub", "fsub"), "min": ("min", "umin", "fmin"),
     "max": ("max", "umax", "fmax"), "exchange": ("xchg", "xchg", "xchg")}
-
-
-def _size(stmts) -> int:
-    """Typed-IR nodes under ``stmts``, callees counted where they are called (they are inlined)."""
-    total = 0
-    for node in N.walk(stmts):
-        total += 1 + (_size(node.func.body) if isinstance(node, N.Call) else 0)
-    return total
-
-
-def _streaming(body) -> bool:
-    """A small loop-free body (callees included): bandwidth-bound, worth several elements per
-    thread. Bodies with inner loops (strided indexing) or much inlined math are not; copying them
-    would only cost compile time."""
-    if _size(body) > 250:
-        return False
-    return not any(isinstance(n, (N.While, N.ForRange)) or
-                   (isinstance(n, N.Call) and not _streaming(n.func.body)) for n in N.walk(body))
 
 
 def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
@@ -71,7 +54,7 @@ def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_si
     return sig
 
 
-class FunctionLowering:
+class FunctionLowering(GridTiles):
     def __init__(self, target: Target, frame: KernelFrame):
         self.target, self.frame = target, frame
         self.scope: dict[str, tuple[ir.Value, T.Type]] = {}
@@ -79,7 +62,6 @@ class FunctionLowering:
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
         self.shared_types: dict[str, T.SharedArrayType] = {}
-        self.tile_offset: ir.Value | None = None
         self.dynamic_shared: ir.Value | None = None
         self.loc: N.Loc | None = None
 
@@ -163,6 +145,8 @@ class FunctionLowering:
     def stmt_Store(self, s: N.Store):
         ptr, elem = self.address(s.ptr, s.index)
         value = self.to_memory(self.expr(s.value), elem)
+        if self.defer_store(s, ptr, value, elem):
+            return
         self.guarded(ptr, elem, lambda: self.b.store(value, ptr))
 
     def stmt_If(self, s: N.If):
@@ -197,9 +181,7 @@ class FunctionLowering:
             self.b.branch(cont)
 
     def stmt_ForRange(self, s: N.ForRange):
-        ilp = self.target.grid_stride_ilp if s.grid else 1
-        if ilp > 1 and not _streaming(s.body):
-            ilp = 1
+        ilp = self.tile_width(s) if s.grid else 1
         offset = self.expr(s.offset) if s.offset is not None else None
         if ilp > 1:
             return self.grid_tiles(s, ilp, offset)
@@ -227,104 +209,6 @@ class FunctionLowering:
         self.b.store(self.b.add(self.b.load(counter), step), counter)
         self.b.branch(head)
         self.b.position_at_end(done)
-
-    def grid_tiles(self, s: N.ForRange, ilp: int, offset) -> None:
-        """``grid_stride(n)`` with ``ilp`` adjacent elements per thread and step, when every pointer
-        parameter is aligned to ``ilp`` elements (checked once): the loop runs over tiles
-        ``[ilp*j, ilp*j + ilp)``, full tiles as ``ilp`` unguarded copies of the body. With the
-        alignment stated to LLVM (``llvm.assume``) and ConstPtr data known unwritten, the copies'
-        loads and stores merge into vector accesses (16-byte ``ld.v4`` for f32). Otherwise, and on
-        the last partial tile, elements go one at a time as in a plain grid-stride loop."""
-        b, ty = self.b, s.start.ty
-        n, first, step = self.expr(s.stop), self.expr(s.start), self.expr(s.step)
-        # pa = p rounded down to the tile's alignment (llvm.ptrmask: LLVM knows its low bits are zero);
-        # p == pa for every pointer parameter means the vector path may use pa in p's place
-        # like the pointers below: the vector path uses the offset rounded down (its low bits are then
-        # known zero), taken when that equals the offset
-        self.tile_offset = None if offset is None else b.and_(offset, ir.Constant(offset.type, -ilp))
-        aligned = ir.Constant(I1, 1) if offset is None else b.icmp_unsigned(
-            "==", b.and_(offset, ir.Constant(offset.type, ilp - 1)), ir.Constant(offset.type, 0))
-        masked = []
-        for name, pty in self.tile_pointers(s):
-            slot = self.scope[name][0]
-            p = b.load(slot)
-            mask = ir.Constant(I64, -(ilp * pty.elem.nbytes))
-            fn = self.b.module.globals.get(f"llvm.ptrmask.{p.type.intrinsic_name}.i64") or ir.Function(
-                self.b.module, ir.FunctionType(p.type, [p.type, I64]), f"llvm.ptrmask.{p.type.intrinsic_name}.i64")
-            pa = b.call(fn, [p, mask])
-            masked.append((slot, p, pa))
-            # test the low bits, not p == pa: an equality would let GVN put p back in pa's place
-            low = b.and_(b.ptrtoint(p, I64), ir.Constant(I64, ilp * pty.elem.nbytes - 1))
-            aligned = b.and_(aligned, b.icmp_unsigned("==", low, ir.Constant(I64, 0)))
-        vec_bb, plain_bb, done = (b.append_basic_block(f"grid.{x}") for x in ("vector", "plain", "end"))
-        b.cbranch(aligned, vec_bb, plain_bb)
-        # --- one element at a time (unaligned pointers)
-        b.position_at_end(plain_bb)
-        aligned_offset, self.tile_offset = self.tile_offset, offset
-        self.grid_loop(s, first, n, step, 1, done)
-        self.tile_offset = aligned_offset
-        # --- tiles of ilp adjacent elements, through the aligned copies of the pointers
-        b.position_at_end(vec_bb)
-        for slot, _, pa in masked:
-            b.store(pa, slot)
-        q = b.udiv(b.add(n, ir.Constant(n.type, ilp - 1)), ir.Constant(n.type, ilp))
-        self.grid_loop(s, first, q, step, ilp, done, n)
-        b.position_at_end(done)
-        for slot, p, _ in masked:  # the parameters again for whatever follows the loop
-            b.store(p, slot)
-
-    def tile_pointers(self, s: N.ForRange) -> list[tuple[str, T.PtrType]]:
-        """Pointer variables the loop body reads but never reassigns: the ones tiles can align."""
-        used, assigned = set(), set()
-        for node in N.walk(s.body):
-            if isinstance(node, N.Var):
-                used.add(node.name)
-            elif isinstance(node, N.Assign):
-                assigned.add(node.name)
-        return [(name, ty) for name, (_, ty) in self.scope.items()
-                if name in used and name not in assigned and isinstance(ty, T.PtrType) and ty.space == "global"]
-
-    def grid_loop(self, s: N.ForRange, first, stop, step, ilp: int, done, n=None) -> None:
-        """for j in range(first, stop, step): the body for elements ilp*j + k (k < ilp, < n)."""
-        b = self.b
-        slot = self.frame.alloca(self.ltype(s.start.ty), s.var + ".tile")
-        b.store(first, slot)
-        head, body, nxt = (b.append_basic_block(f"grid.{x}") for x in ("cond", "body", "next"))
-        b.branch(head)
-        b.position_at_end(head)
-        b.cbranch(b.icmp_unsigned("<", b.load(slot), stop), body, done)
-        b.position_at_end(body)
-        if ilp == 1:
-            self.grid_copies(s, [(b.load(slot), None)], nxt, done)
-        else:
-            base = b.mul(b.load(slot), ir.Constant(stop.type, ilp))
-            whole, part = b.append_basic_block("grid.whole"), b.append_basic_block("grid.part")
-            b.cbranch(b.icmp_unsigned("<=", b.add(base, ir.Constant(stop.type, ilp)), n), whole, part)
-            b.position_at_end(whole)
-            self.grid_copies(s, [(b.add(base, ir.Constant(stop.type, k)), None) for k in range(ilp)], nxt, done)
-            b.position_at_end(part)  # the one partial tile of the grid: a plain loop up to n
-            self.grid_loop(s, base, n, ir.Constant(stop.type, 1), 1, nxt)
-        b.position_at_end(nxt)
-        b.store(b.add(b.load(slot), step), slot)
-        b.branch(head)
-
-    def grid_copies(self, s: N.ForRange, elements, nxt, done) -> None:
-        """The loop body once per (index, bound): ``continue`` goes to the next copy."""
-        b = self.b
-        for i, bound in elements:
-            after = b.append_basic_block("grid.copy")
-            if bound is not None:
-                go = b.append_basic_block("grid.in")
-                b.cbranch(b.icmp_unsigned("<", i, bound), go, after)
-                b.position_at_end(go)
-            b.store(i if self.tile_offset is None else b.add(self.tile_offset, i), self.scope[s.var][0])
-            self.loops.append((after, done))
-            self.stmts(s.body)
-            self.loops.pop()
-            if not b.block.is_terminated:
-                b.branch(after)
-            b.position_at_end(after)
-        b.branch(nxt)
 
     def stmt_Break(self, s):
         self.b.branch(self.loops[-1][1])
@@ -394,7 +278,12 @@ class FunctionLowering:
         return v
 
     def guarded(self, ptr: ir.Value, elem: T.DType, access):
-        ok = self.frame.guard(ptr, elem.nbytes, self.loc)
+        return self.guarded_bytes(ptr, elem.nbytes, access)
+
+    def guarded_bytes(self, ptr: ir.Value, nbytes: int, access):
+        """``access()`` when the bounds check of ``nbytes`` at ``ptr`` passes (always, unchecked); a
+        load that is skipped reads as zero."""
+        ok = self.frame.guard(ptr, nbytes, self.loc)
         if ok is None:
             return access()
         go, join = self.b.append_basic_block("access"), self.b.append_basic_block("access.end")
@@ -413,6 +302,9 @@ class FunctionLowering:
         return phi
 
     def expr_Load(self, e: N.Load):
+        staged = self.staged_load(e)
+        if staged is not None:
+            return staged
         ptr, elem = self.address(e.ptr, e.index)
         return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem))), elem)
 

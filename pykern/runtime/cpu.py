@@ -42,10 +42,11 @@ class CpuDevice(Device):
     kind = "cpu"
 
     def __init__(self, index: int = 0, wave_size: int | None = None, check_bounds: bool | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, tile_bytes: int = 0):
         super().__init__(index)
         self.check_bounds = config.check_bounds() if check_bounds is None else check_bounds
-        self._target = CpuTarget(wave_size=wave_size or config.wave_size(), check_bounds=self.check_bounds)
+        self._target = CpuTarget(wave_size=wave_size or config.wave_size(), check_bounds=self.check_bounds,
+                                 tile_bytes=tile_bytes)
         self.threads = threads or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pykern-cpu") if self.threads > 1 else None
 

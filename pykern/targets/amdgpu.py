@@ -89,7 +89,6 @@ class AmdgpuTarget(Target):
     # ---- capabilities ---------------------------------------------------------------------------
     #: one element per thread and step: the NVIDIA-measured tiles spilled scalar registers on wave64
     #: (where_*), and with no AMD GPU to measure them on, no-spill code wins
-    grid_stride_ilp = 1
 
     def check(self, feature: str, dtype, loc: Loc | None) -> None:
         """Reject atomics AMDGPU cannot do on ``dtype``; every other 32/64-bit atomic compiles on

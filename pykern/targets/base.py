@@ -83,9 +83,9 @@ class Target(ABC):
     binary_ext = ""
     #: static shared memory a kernel may declare (GPU targets narrow it per arch)
     max_shared_bytes = 1 << 20
-    #: independent elements a thread takes per step of a ``grid_stride`` loop: GPUs need several
-    #: loads in flight per thread to reach their memory bandwidth; the host vectorises instead
-    grid_stride_ilp = 4
+    #: bytes of each array a thread takes per step of a ``grid_stride`` loop (``lower/tiles.py``):
+    #: GPUs need several loads in flight per thread to reach their memory bandwidth; 0 = one element
+    tile_bytes = 0
 
     def __init__(self, arch: str):
         self.arch = arch
@@ -93,7 +93,7 @@ class Target(ABC):
     # ---- identity -------------------------------------------------------------------------------
     def cache_key(self) -> str:
         """Everything about this target that changes the artifact (folded into the cache key)."""
-        return f"{self.name}:{self.arch}:{self.wave_size}"
+        return f"{self.name}:{self.arch}:{self.wave_size}:{self.tile_bytes}"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.arch} wave{self.wave_size}>"

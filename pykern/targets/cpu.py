@@ -225,19 +225,19 @@ ret.done:
 class CpuTarget(Target):
     name = "cpu"
     binary_ext = ".o"
-    grid_stride_ilp = 1
 
-    def __init__(self, arch: str = "host", wave_size: int = 64, check_bounds: bool = False):
+    def __init__(self, arch: str = "host", wave_size: int = 64, check_bounds: bool = False, tile_bytes: int = 0):
         if wave_size not in (32, 64):
             raise ValueError(f"the CPU target emulates waves of 32 or 64 lanes, not {wave_size}")
         super().__init__(arch)
         self.wave_size = wave_size
         self.check_bounds = check_bounds
+        self.tile_bytes = tile_bytes  # GPU-style tiles on the host: only to test the GPU lowering here
         init_llvm()
         self.triple = llvm.get_process_triple()
 
     def cache_key(self) -> str:
-        return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:"
+        return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:{self.tile_bytes}:"
                 f"{llvm.get_host_cpu_features().flatten()}")
 
     def _make_target_machine(self):

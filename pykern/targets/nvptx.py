@@ -46,6 +46,7 @@ class NvptxTarget(Target):
     name = "cuda"
     triple = "nvptx64-nvidia-cuda"
     wave_size = 32
+    tile_bytes = 16  # one ld.global.v4 per array and thread (lower/tiles.py)
     global_as, shared_as = 1, 3
     #: The NVPTX datalayout has no ``A`` entry, so allocas live in the generic space 0; the
     #: backend's NVPTXLowerAlloca pass moves them to .local itself.

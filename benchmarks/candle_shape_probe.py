@@ -1,0 +1,106 @@
+"""What candle's launch shapes allow on this GPU, measured with hand-written CUDA C (cupy RawKernel).
+
+candle launches elementwise kernels as ceil(n/1024) blocks of 1024 threads, one element a thread,
+and ``fast_*`` reductions as one 1024-thread block per row. This probe times the simplest kernels
+under those shapes (an empty kernel, one element a thread, 16-byte vectors on a quarter of the
+threads of each block or on a quarter of the blocks) against PyTorch, to tell the limits of the
+shape from the limits of pykern's code. Run on the GPU machine: ``python benchmarks/candle_shape_probe.py``.
+"""
+from __future__ import annotations
+
+import statistics
+
+SRC = r"""
+typedef unsigned long long u64;
+extern "C" __global__ void empty_k(float* o, float v, u64 n) {}
+extern "C" __global__ void fill1(float* o, float v, u64 n) {
+  u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; if (i < n) o[i] = v; }
+extern "C" __global__ void fill_inblock(float* o, float v, u64 n) {   // threads t < blockDim/4: a float4
+  unsigned t = threadIdx.x; if (t >= blockDim.x / 4) return;
+  u64 base = blockIdx.x * (u64)blockDim.x + 4 * t;
+  if (base + 4 <= n) *(float4*)(o + base) = make_float4(v, v, v, v); else for (; base < n; base++) o[base] = v; }
+extern "C" __global__ void fill_quarter(float* o, float v, u64 n) {   // the first quarter of blocks: float4
+  u64 base = 4 * (blockIdx.x * (u64)blockDim.x + threadIdx.x); if (base >= n) return;
+  if (base + 4 <= n) *(float4*)(o + base) = make_float4(v, v, v, v); else for (; base < n; base++) o[base] = v; }
+extern "C" __global__ void add1(const float* __restrict__ a, const float* __restrict__ b, float* o, u64 n) {
+  u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; if (i < n) o[i] = a[i] + b[i]; }
+extern "C" __global__ void add_inblock(const float* __restrict__ a, const float* __restrict__ b, float* o, u64 n) {
+  unsigned t = threadIdx.x; if (t >= blockDim.x / 4) return;
+  u64 base = blockIdx.x * (u64)blockDim.x + 4 * t;
+  if (base + 4 <= n) { float4 x = *(const float4*)(a + base), y = *(const float4*)(b + base);
+    *(float4*)(o + base) = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }
+  else for (; base < n; base++) o[base] = a[base] + b[base]; }
+extern "C" __global__ void add_quarter(const float* __restrict__ a, const float* __restrict__ b, float* o, u64 n) {
+  u64 base = 4 * (blockIdx.x * (u64)blockDim.x + threadIdx.x); if (base >= n) return;
+  if (base + 4 <= n) { float4 x = *(const float4*)(a + base), y = *(const float4*)(b + base);
+    *(float4*)(o + base) = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }
+  else for (; base < n; base++) o[base] = a[base] + b[base]; }
+extern "C" __global__ void rowsum(const float* __restrict__ x, float* out, unsigned cols) {  // a block per row
+  __shared__ float part[32];
+  const float4* row = (const float4*)(x + blockIdx.x * (u64)cols);
+  float s = 0.f;
+  for (unsigned j = threadIdx.x; j < cols / 4; j += blockDim.x) { float4 v = row[j]; s += (v.x + v.y) + (v.z + v.w); }
+  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) { s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x == 0) out[blockIdx.x] = s; } }
+extern "C" __global__ void rowsum_warp(const float* __restrict__ x, float* out, unsigned cols, unsigned rows) {
+  // a warp per row, blocks of the grid spread: block b < rows/32 busy, 32 rows each
+  unsigned w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  u64 r = blockIdx.x * (u64)(blockDim.x >> 5) + w; if (r >= rows) return;
+  const float4* row = (const float4*)(x + r * cols);
+  float s0 = 0.f, s1 = 0.f;
+  for (unsigned j = lane; j < cols / 4; j += 64) { float4 v = row[j]; s0 += (v.x + v.y) + (v.z + v.w);
+    if (j + 32 < cols / 4) { float4 u = row[j + 32]; s1 += (u.x + u.y) + (u.z + u.w); } }
+  s0 += s1;
+  for (int o = 16; o; o >>= 1) s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+  if (lane == 0) out[r] = s0; }
+"""
+
+
+def main() -> None:
+    import cupy as cp
+    import torch
+
+    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
+    k = {name: mod.get_function(name) for name in ("empty_k", "fill1", "fill_inblock", "fill_quarter", "add1",
+                                                  "add_inblock", "add_quarter", "rowsum", "rowsum_warp")}
+
+    def timed(fn, reps=20):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        out = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); fn(); b.record(); b.synchronize()
+            out.append(a.elapsed_time(b) / 1e3)
+        return statistics.median(out)
+
+    n = 1 << 28
+    x, y, o = (torch.randn(n, device="cuda") for _ in range(3))
+    grid = (n + 1023) // 1024
+    ptr = lambda t: cp.uint64(t.data_ptr())  # noqa: E731
+    t_fill, t_add = timed(lambda: o.fill_(1.0)), timed(lambda: torch.add(x, y, out=o))
+    print(f"torch fill {t_fill * 1e6:.0f} us, add {t_add * 1e6:.0f} us")
+    for name, ref in (("empty_k", t_fill), ("fill1", t_fill), ("fill_inblock", t_fill), ("fill_quarter", t_fill)):
+        t = timed(lambda: k[name]((grid,), (1024,), (ptr(o), cp.float32(1.0), cp.uint64(n))))
+        print(f"{name:14} candle shape {t * 1e6:7.0f} us  torch/this {ref / t:5.2f}")
+    for name in ("add1", "add_inblock", "add_quarter"):
+        t = timed(lambda: k[name]((grid,), (1024,), (ptr(x), ptr(y), ptr(o), cp.uint64(n))))
+        print(f"{name:14} candle shape {t * 1e6:7.0f} us  torch/this {t_add / t:5.2f}")
+    for cols in (1024, 4096, 16384):
+        rows = n // cols
+        xs = x.view(rows, cols)
+        out = torch.empty(rows, device="cuda")
+        t_ref = timed(lambda: xs.sum(-1))
+        t = timed(lambda: k["rowsum"]((rows,), (1024,), (ptr(x), ptr(out), cp.uint32(cols))))
+        t2 = timed(lambda: k["rowsum_warp"]((rows,), (1024,), (ptr(x), ptr(out), cp.uint32(cols), cp.uint32(rows))))
+        print(f"row sum cols {cols:5}: block/row {t * 1e6:6.0f} us ({t_ref / t:4.2f}), "
+              f"warp/row on candle's grid {t2 * 1e6:6.0f} us ({t_ref / t2:4.2f}); torch {t_ref * 1e6:.0f} us")
+
+
+if __name__ == "__main__":
+    main()
