@@ -693,6 +693,15 @@ class Typer(ast.NodeVisitor):
     builtin_copysign, builtin_fmin, builtin_fmax = map(_math, ("copysign", "fmin", "fmax"), [2] * 3)
     builtin_isnan, builtin_isinf = _math("isnan", 1, True), _math("isinf", 1, True)
 
+    def builtin_select(self, node, args):
+        """``pk.select(c, a, b)``: ``a if c else b`` with both evaluated, no branch (straight-line code
+        the GPU runs without divergence and the tiles of a grid-stride loop can interleave)."""
+        c, a, b = self.args_exact(node, args, 3, "select")
+        if isinstance(c, CT):
+            return a if c.value else b
+        a, b, ty = self.unify(a, b, node, "pk.select()")
+        return self.intrinsic("select", ty, [self.truth(c, node.args[0]), a, b], node)
+
     def builtin_fast_exp2(self, node, args):
         vals, ty = self.float_args(node, args, 1, "fast_exp2")
         if ty is not T.f32:

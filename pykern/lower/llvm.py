@@ -484,6 +484,10 @@ class FunctionLowering(GridTiles):
 
     intr_minimum, intr_maximum = _minmax("minimum"), _minmax("maximum")
 
+    def intr_select(self, e):
+        c, a, b = (self.expr(x) for x in e.args)
+        return self.b.select(c, a, b)
+
     def intr_isnan(self, e):
         ty = e.args[0].ty
         v = self.expr(e.args[0])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, f32, f64, i32, i64, u32, u64, usize
+from pykern import ConstPtr, Ptr, f32, f64, i32, i64, u8, u32, u64, usize
 
 T = pk.TypeVar("T")
 ATOMIC_TYPES = [pk.i32, pk.u32, pk.i64, pk.u64, pk.f32, pk.f64]
@@ -487,3 +487,19 @@ def test_wave_size_default_is_64():
     assert pk.device("cpu").target.wave_size in (32, 64)
     assert pk.device("cpu", wave_size=32).target.wave_size == 32
     assert pk.device("cpu", wave_size=64).target.wave_size == 64
+
+
+@pk.kernel
+def k_select(n: usize, x: ConstPtr[f32], out: Ptr[f32], flags: Ptr[u8]):
+    for i in pk.grid_stride(n):
+        v = x[i]
+        out[i] = pk.select(v > 0, v * 2, 7)            # a constant side takes the other side's type
+        flags[i] = pk.select(pk.isnan(v), u8(1), u8(0)) + pk.select(True, u8(0), u8(5))
+
+
+def test_select_evaluates_both_sides_without_branching(device):
+    x = np.array([1.5, -2.0, 0.0, np.nan, 3.0], np.float32)
+    out, flags = device.zeros(5, f32), device.zeros(5, np.uint8)
+    k_select.launch(1, 32, 5, device.to_device(x), out, flags, device=device)
+    np.testing.assert_array_equal(out.to_host(), [3.0, 7.0, 7.0, 7.0, 6.0])
+    np.testing.assert_array_equal(flags.to_host(), [0, 0, 0, 1, 0])
