@@ -177,6 +177,70 @@ def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> u
     return offset
 
 
+@pk.func
+def row_offset(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> usize:
+    """row_base, with candle's usual layouts (no info; rows of a contiguous 1-D or 2-D tensor) told
+    apart by four independent loads: under candle's launch every one of a block's 1024 threads runs
+    this preamble for a 16 KB row, so row_base's loop of dependent loads is what the block waits on."""
+    if info is None:
+        return row * el
+    if num_dims == 1 or num_dims == 2:
+        d_last = info[num_dims - 1]
+        s_last = info[2 * num_dims - 1]
+        d_first = info[0]
+        s_first = info[num_dims]
+        if d_last == el and s_last == 1 and (num_dims == 1 or s_first == el or d_first == 1):
+            return row * el
+    return row_base(row, el, num_dims, info)
+
+
+@pk.func
+def combine(a: V, b: V, op: i32) -> V:
+    """SUM a + b; MIN/MAX the smaller/larger, NaN ignored (candle-cpu's fold never takes a NaN)."""
+    if op == SUM:
+        return a + b
+    if op == MIN:
+        return pk.fmin(a, b) if V is f32 or V is f64 else min(a, b)
+    return pk.fmax(a, b) if V is f32 or V is f64 else max(a, b)
+
+
+@pk.func
+def wave_reduce(v: V, lane: u32, count: u32, op: i32) -> V:
+    """``combine`` over the first ``count`` lanes of the wave, on lane 0 (on every lane of a full
+    wave): the unguarded xor butterfly when the whole wave is present. All lanes must call it."""
+    off: u32 = pk.wave_size // 2
+    if count == pk.wave_size:
+        while off > 0:
+            v = combine(v, pk.wave.shuffle_xor(v, off), op)
+            off = off // 2
+    else:
+        while off > 0:
+            o = pk.wave.shuffle_xor(v, off)
+            if (lane ^ off) < count:
+                v = combine(v, o, op)
+            off = off // 2
+    return v
+
+
+@pk.func
+def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
+    """``combine`` over the block's ``nt`` threads, on thread 0: each wave, then the waves' results
+    in wave 0 (one barrier). All threads call it."""
+    lane = t % pk.wave_size
+    wid = t // pk.wave_size
+    v = wave_reduce(v, lane, min(nt - wid * pk.wave_size, pk.u32(pk.wave_size)), op)
+    if nt > pk.wave_size:
+        if lane == 0:
+            sm[wid] = v
+        pk.syncthreads()
+        if wid == 0:
+            v = ident
+            if lane < (nt + pk.wave_size - 1) // pk.wave_size:
+                v = sm[lane]
+            v = wave_reduce(v, lane, pk.u32(pk.wave_size), op)
+    return v
+
+
 # ---------------------------------------------------------------------------------------------------
 # fast_* : one block per output, reduced dims last in info
 # ---------------------------------------------------------------------------------------------------
@@ -198,21 +262,25 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     row = pk.u64(pk.block_idx.x)
     start = row * el_to_sum_per_block
     n = min(start + el_to_sum_per_block, src_numel) - min(start, src_numel)
-    base = row_base(row, el_to_sum_per_block, num_dims, info)
+    base = row_offset(row, el_to_sum_per_block, num_dims, info)
     fast = base != ~pk.u64(0) and n < pk.u64(0x7FFFF000)
-    if K == 0:
+    if K <= MAX:
         acc: A = ident
         if fast:
             p = src + base
             for j in pk.parallel_range(pk.u32(0), pk.u32(n), t, nt):
-                acc += A(p[j])
+                acc = combine(acc, A(p[j]), K)
         else:
             k = pk.u64(t)
             while k < n:
-                acc += A(src[strided_index(start + k, num_dims, info, info + num_dims)])
+                acc = combine(acc, A(src[strided_index(start + k, num_dims, info, info + num_dims)]), K)
                 k += pk.u64(nt)
-        acc = block_sum(acc, sv + 0, t, nt)
+        acc = block_reduce(acc, sv + 0, t, nt, ident, K)
         if t == 0:
+            if K != SUM and n > 0:  # candle-cpu: a NaN first element is never replaced
+                f0 = A(src[base] if fast else src[strided_index(start, num_dims, info, info + num_dims)])
+                if f0 != f0:
+                    acc = f0
             dst[pk.block_idx.x] = O(acc)
     else:
         want_min = K == MIN or K == ARGMIN
