@@ -189,7 +189,7 @@ def row_offset(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) ->
         s_last = info[2 * num_dims - 1]
         d_first = info[0]
         s_first = info[num_dims]
-        if d_last == el and s_last == 1 and (num_dims == 1 or s_first == el or d_first == 1):
+        if (d_last == el) & (s_last == 1) & ((num_dims == 1) | (s_first == el) | (d_first == 1)):
             return row * el
     return row_base(row, el, num_dims, info)
 
