@@ -34,6 +34,8 @@ def _dim3(v, what: str, kernel: str) -> tuple[int, int, int]:
     t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
     if any(not 1 <= x < 1 << 32 for x in t):  # the driver takes unsigned 32-bit dimensions
         raise LaunchError(f"kernel {kernel}: every {what} dimension must be at least 1 and below 2**32, got {t}")
+    if v.__class__ is tuple and len(_GRID_CACHE) < 4096 and all(x.__class__ is int for x in v):
+        _GRID_CACHE[v] = t  # the next launch with this tuple skips the checks
     return t  # type: ignore[return-value]
 
 
@@ -58,6 +60,9 @@ class Function:
         self._check_bounds = getattr(device, "check_bounds", False)
         self._convert: list[Callable[[Any], Any]] = [self._converter(n, t) for n, t in zip(self.param_names, self.param_types)]
         self._pack_args = self._packer()
+        # packing into the device's own buffer, a device may hand out a launcher bound to this kernel
+        fast = getattr(device, "fast_launcher", None)
+        self._go = fast(handle, sig) if fast is not None and self._buf is own and not self._check_bounds else None
 
     def __repr__(self) -> str:
         return f"<pykern function {self.name} on {self.device}>"
@@ -74,8 +79,9 @@ class Function:
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
         # hot path: one dim check, then one generated convert-and-pack into the launch buffer
-        grid = (grid.__class__ is int and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
-        block = (block.__class__ is int and _GRID_CACHE.get(block)) or _dim3(block, "block", self.name)
+        grid = ((grid.__class__ is int or grid.__class__ is tuple) and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
+        block = ((block.__class__ is int or block.__class__ is tuple) and _GRID_CACHE.get(block)) or \
+            _dim3(block, "block", self.name)
         if block[0] * block[1] * block[2] > self._max_block:
             raise LaunchError(f"kernel {self.name}: a block of {block[0] * block[1] * block[2]} threads exceeds "
                               f"its maximum block size {self._max_block}")
@@ -83,6 +89,8 @@ class Function:
             raise LaunchError(f"kernel {self.name}: shared_mem must be an int of bytes in [0, {_MAX_SHARED}), "
                               f"got {shared_mem!r}")
         buf = self._pack_args(*args) if len(args) == self._nargs else self.pack(args)  # pack() names the arity error
+        if self._go is not None:
+            return self._go(grid, block, shared_mem, stream)
         try:
             if self._check_bounds:
                 self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig,
