@@ -73,10 +73,17 @@ def test_copy2d(device, dtype):
     assert_bits(dst.to_host().reshape(-1), want)
 
 
-def test_copy2d_launch_shapes(device):
-    src_h = random(f32, (33, 40))
+@pytest.mark.parametrize("d1,d2,src_s,dst_s", [(33, 40, 40, 40), (17, 64, 128, 96), (9, 1000, 1004, 1000),
+                                                (64, 3, 8, 4), (3, 4099, 4100, 4104)])
+def test_copy2d_launch_shapes(device, d1, d2, src_s, dst_s):
+    """Every launch covers every row: candle's one thread per element, fewer threads than a row,
+    grids with threads left over; aligned rows (vector tiles) and unaligned ones."""
+    src_h = random(f32, (d1 * src_s,))
     fn = device.get_or_load_func("copy2d_f32", FILL)
-    for grid, block in ((1, 1), (2, 33), (5, 1024)):
-        dst = device.zeros((33, 40), f32)
-        fn[grid, block](device.to_device(src_h), dst, 33, 40, 40, 40)
-        assert_bits(dst.to_host(), src_h)
+    want = np.zeros(d1 * dst_s, np.float32)
+    for r in range(d1):
+        want[r * dst_s: r * dst_s + d2] = src_h[r * src_s: r * src_s + d2]
+    for grid, block in ((1, 1), (2, 33), (5, 1024), (-(-d1 * d2 // 1024), 1024), (200, 64)):
+        dst = device.zeros(d1 * dst_s, f32)
+        fn[grid, block](device.to_device(src_h), dst, d1, d2, src_s, dst_s)
+        assert_bits(dst.to_host(), want, f"{grid}x{block}")
