@@ -8,8 +8,6 @@ shape from the limits of pykern's code. Run on the GPU machine: ``python benchma
 """
 from __future__ import annotations
 
-import statistics
-
 SRC = r"""
 typedef unsigned long long u64;
 extern "C" __global__ void empty_k(float* o, float v, u64 n) {}
@@ -57,6 +55,39 @@ extern "C" __global__ void rowsum_warp(const float* __restrict__ x, float* out, 
   s0 += s1;
   for (int o = 16; o; o >>= 1) s0 += __shfl_xor_sync(0xffffffffu, s0, o);
   if (lane == 0) out[r] = s0; }
+extern "C" __global__ void rms_regs(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ a,
+                                    unsigned cols, float eps) {  // a block per row, the row held in registers
+  __shared__ float part[32]; __shared__ float total;
+  const float4* xr = (const float4*)(x + blockIdx.x * (u64)cols); float4* yr = (float4*)(y + blockIdx.x * (u64)cols);
+  const float4* ar = (const float4*)a; unsigned n4 = cols / 4; float4 v[4]; float s = 0.f;
+  #pragma unroll
+  for (int k = 0; k < 4; k++) { unsigned j = threadIdx.x + k * blockDim.x;
+    if (j < n4) { v[k] = xr[j]; s += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w; } }
+  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) { s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x == 0) total = s; }
+  __syncthreads();
+  float r = rsqrtf(total / cols + eps);
+  #pragma unroll
+  for (int k = 0; k < 4; k++) { unsigned j = threadIdx.x + k * blockDim.x;
+    if (j < n4) { float4 al = ar[j]; yr[j] = make_float4(v[k].x * r * al.x, v[k].y * r * al.y, v[k].z * r * al.z,
+                                                          v[k].w * r * al.w); } } }
+extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __restrict__ y, unsigned cols) {
+  // candle's block (1, 32, 1): a warp per row; online max/sum over float4s, then a second pass
+  const float4* xr = (const float4*)(x + blockIdx.x * (u64)cols); float4* yr = (float4*)(y + blockIdx.x * (u64)cols);
+  unsigned lane = threadIdx.y, n4 = cols / 4; float m = -3.4e38f, s = 0.f;
+  for (unsigned j = lane; j < n4; j += 32) { float4 v = xr[j];
+    float cm = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+    if (cm > m) { s *= __expf(m - cm); m = cm; }
+    s += __expf(v.x - m) + __expf(v.y - m) + __expf(v.z - m) + __expf(v.w - m); }
+  for (int o = 16; o; o >>= 1) { float om = __shfl_xor_sync(0xffffffffu, m, o), os = __shfl_xor_sync(0xffffffffu, s, o);
+    float nm = fmaxf(m, om); s = s * __expf(m - nm) + os * __expf(om - nm); m = nm; }
+  float inv = 1.f / s;
+  for (unsigned j = lane; j < n4; j += 32) { float4 v = xr[j];
+    yr[j] = make_float4(__expf(v.x - m) * inv, __expf(v.y - m) * inv, __expf(v.z - m) * inv, __expf(v.w - m) * inv); } }
 """
 
 
@@ -66,18 +97,13 @@ def main() -> None:
 
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     k = {name: mod.get_function(name) for name in ("empty_k", "fill1", "fill_inblock", "fill_quarter", "add1",
-                                                  "add_inblock", "add_quarter", "rowsum", "rowsum_warp")}
+                                                  "add_inblock", "add_quarter", "rowsum", "rowsum_warp", "rms_regs",
+                                                  "softmax_warp")}
 
-    def timed(fn, reps=20):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        out = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(); fn(); b.record(); b.synchronize()
-            out.append(a.elapsed_time(b) / 1e3)
-        return statistics.median(out)
+    from gpu import timed as timed_with  # benchmarks/gpu.py: CUDA-event medians after warm-up
+
+    def timed(fn):
+        return timed_with(torch, fn)
 
     n = 1 << 28
     x, y, o = (torch.randn(n, device="cuda") for _ in range(3))
@@ -100,6 +126,16 @@ def main() -> None:
         t2 = timed(lambda: k["rowsum_warp"]((rows,), (1024,), (ptr(x), ptr(out), cp.uint32(cols), cp.uint32(rows))))
         print(f"row sum cols {cols:5}: block/row {t * 1e6:6.0f} us ({t_ref / t:4.2f}), "
               f"warp/row on candle's grid {t2 * 1e6:6.0f} us ({t_ref / t2:4.2f}); torch {t_ref * 1e6:.0f} us")
+        alpha = torch.ones(cols, device="cuda")
+        y = torch.empty_like(xs)
+        t_ref = timed(lambda: torch.nn.functional.rms_norm(xs, (cols,), alpha, 1e-5))
+        t = timed(lambda: k["rms_regs"]((rows,), (1024,), (ptr(x), ptr(y), ptr(alpha), cp.uint32(cols), cp.float32(1e-5))))
+        print(f"rmsnorm cols {cols:5}: block/row, row in registers {t * 1e6:6.0f} us ({t_ref / t:4.2f}); "
+              f"torch {t_ref * 1e6:.0f} us")
+        t_ref = timed(lambda: torch.softmax(xs, -1))
+        t = timed(lambda: k["softmax_warp"]((rows,), (1, 32, 1), (ptr(x), ptr(y), cp.uint32(cols))))
+        print(f"softmax cols {cols:5}: warp/row (candle's block) {t * 1e6:6.0f} us ({t_ref / t:4.2f}); "
+              f"torch {t_ref * 1e6:.0f} us")
 
 
 if __name__ == "__main__":
