@@ -196,48 +196,47 @@ def row_offset(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) ->
 
 @pk.func
 def combine(a: V, b: V, op: i32) -> V:
-    """SUM a + b; MIN/MAX the smaller/larger, NaN ignored (candle-cpu's fold never takes a NaN)."""
+    """SUM a + b; MIN/MAX ``b`` only when strictly smaller/larger: with ``a`` the earlier elements,
+    candle-cpu's fold exactly (NaNs never taken, ties keep the first, -0 and +0 included)."""
     if op == SUM:
         return a + b
     if op == MIN:
-        return pk.fmin(a, b) if V is f32 or V is f64 else min(a, b)
-    return pk.fmax(a, b) if V is f32 or V is f64 else max(a, b)
+        return pk.select(b < a, b, a)
+    return pk.select(b > a, b, a)
 
 
 @pk.func
-def wave_reduce(v: V, lane: u32, count: u32, op: i32) -> V:
-    """``combine`` over the first ``count`` lanes of the wave, on lane 0 (on every lane of a full
-    wave): the unguarded xor butterfly when the whole wave is present. All lanes must call it."""
-    off: u32 = pk.wave_size // 2
-    if count == pk.wave_size:
-        while off > 0:
-            v = combine(v, pk.wave.shuffle_xor(v, off), op)
-            off = off // 2
-    else:
-        while off > 0:
-            o = pk.wave.shuffle_xor(v, off)
-            if (lane ^ off) < count:
-                v = combine(v, o, op)
-            off = off // 2
+def wave_op(v: V, op: i32, lane: u32, present: u32) -> V:
+    """The combine of the wave's first ``present`` lanes, on lane 0. SUM: ``pk.wave.sum``. MIN/MAX: a
+    xor butterfly from the nearest lanes out, so that lane 0's partial always holds the lanes before
+    its partner's (the tie rule); partners past ``present`` are ignored."""
+    if op == SUM:
+        return pk.wave.sum(v)
+    off: u32 = 1
+    while off < pk.wave_size:
+        o = pk.wave.shuffle_xor(v, off)
+        if (lane ^ off) < present:
+            v = combine(v, o, op)
+        off = off * 2
     return v
 
 
 @pk.func
 def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
-    """``combine`` over the block's ``nt`` threads, on thread 0: each wave, then the waves' results
-    in wave 0 (one barrier). All threads call it."""
+    """``combine`` over the ``nt`` threads of a 1-D block in thread order, on thread 0: each wave,
+    then the waves' results in wave 0 (one barrier). All threads call it."""
     lane = t % pk.wave_size
-    wid = t // pk.wave_size
-    v = wave_reduce(v, lane, min(nt - wid * pk.wave_size, pk.u32(pk.wave_size)), op)
+    v = wave_op(v, op, lane, min(nt - (t - lane), pk.u32(pk.wave_size)))
     if nt > pk.wave_size:
         if lane == 0:
-            sm[wid] = v
+            sm[t // pk.wave_size] = v
         pk.syncthreads()
-        if wid == 0:
+        if t < pk.wave_size:
+            nw = (nt + pk.wave_size - 1) // pk.wave_size
             v = ident
-            if lane < (nt + pk.wave_size - 1) // pk.wave_size:
-                v = sm[lane]
-            v = wave_reduce(v, lane, pk.u32(pk.wave_size), op)
+            if t < nw:
+                v = sm[t]
+            v = wave_op(v, op, lane, nw)
     return v
 
 
