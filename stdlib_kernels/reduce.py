@@ -265,21 +265,25 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     fast = base != ~pk.u64(0) and n < pk.u64(0x7FFFF000)
     if K <= MAX:
         acc: A = ident
+        first: A = 0  # candle-cpu: a NaN first element is never replaced (min/max)
         if fast:
             p = src + base
             for j in pk.parallel_range(pk.u32(0), pk.u32(n), t, nt):
                 acc = combine(acc, A(p[j]), K)
+            if K != SUM and t == 0 and n > 0:
+                first = A(p[0])
         else:
             k = pk.u64(t)
             while k < n:
-                acc = combine(acc, A(src[strided_index(start + k, num_dims, info, info + num_dims)]), K)
+                x = A(src[strided_index(start + k, num_dims, info, info + num_dims)])
+                if K != SUM and k == 0:
+                    first = x
+                acc = combine(acc, x, K)
                 k += pk.u64(nt)
         acc = block_reduce(acc, sv + 0, t, nt, ident, K)
         if t == 0:
-            if K != SUM and n > 0:  # candle-cpu: a NaN first element is never replaced
-                f0 = A(src[base] if fast else src[strided_index(start, num_dims, info, info + num_dims)])
-                if f0 != f0:
-                    acc = f0
+            if first != first:
+                acc = first
             dst[pk.block_idx.x] = O(acc)
     else:
         want_min = K == MIN or K == ARGMIN
