@@ -81,22 +81,17 @@ def operand_offset(i: usize, numel: usize, inner: usize, outer: usize, num_dims:
 @pk.kernel
 def binary_op(numel: usize, num_dims: usize, info: ConstPtr[usize], lhs: ConstPtr[T], rhs: ConstPtr[T],
               out: Ptr[U], *, T, U, op):
-    l_in: usize = 1
-    l_out = numel
-    r_in: usize = 1
-    r_out = numel
-    if info is not None:
-        l_in = broadcast_tail(num_dims, info, info + num_dims)
-        l_out = block_layout(num_dims, info, info + num_dims)
-        r_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
-        r_out = block_layout(num_dims, info, info + 2 * num_dims)
-    if l_in == 1 and l_out == numel and r_in == 1 and r_out == numel:
+    if info is None:  # candle's contiguous launch: nothing else to work out before the loop
         for i in pk.grid_stride(numel):
             out[i] = op(lhs[i], rhs[i])
-    else:
-        for i in pk.grid_stride(numel):
-            out[i] = op(lhs[operand_offset(i, numel, l_in, l_out, num_dims, info, info + num_dims)],
-                        rhs[operand_offset(i, numel, r_in, r_out, num_dims, info, info + 2 * num_dims)])
+        return
+    l_in = broadcast_tail(num_dims, info, info + num_dims)
+    l_out = block_layout(num_dims, info, info + num_dims)
+    r_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
+    r_out = block_layout(num_dims, info, info + 2 * num_dims)
+    for i in pk.grid_stride(numel):
+        out[i] = op(lhs[operand_offset(i, numel, l_in, l_out, num_dims, info, info + num_dims)],
+                    rhs[operand_offset(i, numel, r_in, r_out, num_dims, info, info + 2 * num_dims)])
 
 
 # candle's CPU ops (``v1 < v2 ? v2 : v1`` for maximum); comparisons give 0/1 as u8

@@ -11,7 +11,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 
 from . import TERNARY, kernel_name
-from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
+from ._common import as_device_array, info_array, launch_stream, strided_index
 from ._common import output
 from .binary import block_layout, broadcast_tail, operand_offset
 
@@ -28,28 +28,20 @@ F8_CONDS = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
 @pk.kernel
 def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], t: ConstPtr[T], f: ConstPtr[T],
           out: Ptr[T], *, I, T):
-    t_in: usize = 1
-    t_out = numel
-    f_in: usize = 1
-    f_out = numel
-    if info is not None:
-        t_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
-        t_out = block_layout(num_dims, info, info + 2 * num_dims)
-        f_in = broadcast_tail(num_dims, info, info + 3 * num_dims)
-        f_out = block_layout(num_dims, info, info + 3 * num_dims)
-    if (info is None or is_contiguous(num_dims, info, info + num_dims)) and t_in == 1 and t_out == numel \
-            and f_in == 1 and f_out == numel:
+    if info is None:  # candle's contiguous launch: nothing else to work out before the loop
         for i in pk.grid_stride(numel):
-            tv = t[i]  # both loads unconditional: a select, no divergent branch
-            fv = f[i]
-            out[i] = tv if ids[i] != 0 else fv
-    else:
-        for i in pk.grid_stride(numel):
-            tv = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
-            fv = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
-            # the condition goes through the general strided index: one layout fewer to keep in
-            # scalar registers (three spilled SGPRs on wave64 AMDGPU)
-            out[i] = tv if ids[strided_index(i, num_dims, info, info + num_dims)] != 0 else fv
+            out[i] = pk.select(ids[i] != 0, t[i], f[i])  # both loads: no divergent branch
+        return
+    t_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
+    t_out = block_layout(num_dims, info, info + 2 * num_dims)
+    f_in = broadcast_tail(num_dims, info, info + 3 * num_dims)
+    f_out = block_layout(num_dims, info, info + 3 * num_dims)
+    for i in pk.grid_stride(numel):
+        tv = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
+        fv = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
+        # the condition goes through the general strided index: one layout fewer to keep in
+        # scalar registers (three spilled SGPRs on wave64 AMDGPU)
+        out[i] = tv if ids[strided_index(i, num_dims, info, info + num_dims)] != 0 else fv
 
 
 #: (condition, value, value tag): candle's table, then the ``f8e4m3`` spellings candle's Rust side
