@@ -24,6 +24,10 @@ FRAC_1_SQRT_2 = 0.7071067811865476
 
 @pk.kernel
 def unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], *, T, W, op):
+    if op is copy_:  # compile-time: only ucopy has the tiled transpose (candle's .t().contiguous())
+        if inp is not None and info is not None and is_transpose_2d(numel, num_dims, info):
+            transpose_tiles(info[0], info[1], info[3], inp, out)
+            return
     if inp is None:  # in place (candle's null inp); separate loops keep inp's reads unaliased (vectorisable)
         for i in pk.grid_stride(numel):
             out[i] = T(op(W(out[i])))
@@ -33,6 +37,75 @@ def unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T]
     else:
         for i in pk.grid_stride(numel):
             out[i] = T(op(W(inp[strided_index(i, num_dims, info, info + num_dims)])))
+
+
+TILE = 32  # transposes move tiles of TILE elements along i by TILE * LOADS[T] along j; see transpose_tiles
+
+
+@pk.func
+def is_transpose_2d(numel: usize, num_dims: usize, info: ConstPtr[usize]) -> bool:
+    """candle's ``.t()`` of a row-major matrix, maybe a column slice: dims (C, R), strides (1, S >= C).
+    From the arguments only, so every thread agrees (the tiled path has barriers)."""
+    if num_dims != 2:
+        return False
+    c = info[0]
+    r = info[1]
+    unit = info[2]
+    s = info[3]
+    return s >= c and unit == 1 and c > 1 and r > 1 and c * r == numel
+
+
+@pk.func
+def transpose_tiles(c: usize, r: usize, s: usize, inp: ConstPtr[T], out: Ptr[T]):
+    """``out[i*r + j] = inp[i + j*s]`` for i < c, j < r, through shared memory, one tile of TILE (i) x rows
+    (j, rows = TILE * LOADS[T]) at a time: the block reads it along the input's unit-stride dim i (a wave
+    reads TILE elements of one input row), a barrier, then writes it along the output's rows (rows
+    contiguous elements each), a barrier. Shared rows of TILE + 1 elements: no bank conflicts.
+
+    Each thread has LOADS[T] loads (16 bytes) in flight: candle's launch (a block of 1024 threads per
+    1024 elements) would otherwise wait on memory latency with 4 bytes a thread; its blocks beyond the
+    tile count return at once. Any launch shape is correct: blocks take tiles in a grid-stride loop and a
+    block's threads cover a tile in steps of block_dim.x; edge tiles are partial. Branches around the
+    barriers depend on the arguments and block ids only. Loads and shared stores are unconditional
+    (straight-line, so the loads issue together): lanes outside the matrix read the tile's first element
+    and write it to a spare row of ``sh`` (or to padding the write-out never reads)."""
+    sh = pk.shared.array((TILE * LOADS[T] + 1, TILE + 1), T)
+    rows = u32(TILE * LOADS[T])
+    elems = rows * TILE
+    tiles_c = (c + (TILE - 1)) // TILE
+    ntiles = tiles_c * ((r + (rows - 1)) // rows)
+    t = pk.thread_idx.x
+    step = pk.block_dim.x
+    tile = usize(pk.block_idx.x)
+    while tile < ntiles:
+        i0 = (tile % tiles_c) * TILE
+        j0 = (tile // tiles_c) * rows
+        ni = u32(min(c - i0, usize(TILE)))  # this tile's extent along i and j (smaller at the edges)
+        nj = u32(min(r - j0, usize(rows)))
+        src = inp + (j0 * s + i0)
+        dst = out + (i0 * r + j0)
+        k0 = t
+        while k0 < elems:  # read: k = jj * TILE + ii; k == elems is the spare row
+            for e in range(LOADS[T]):  # unrolled
+                k = min(k0 + u32(e) * step, elems)
+                ii = k % TILE
+                jj = k // TILE
+                sh[jj, ii] = src[pk.select(ii < ni and jj < nj, usize(jj) * s + ii, usize(0))]
+            k0 += LOADS[T] * step
+        pk.syncthreads()
+        k0 = t
+        while k0 < elems:  # write: k = ii * rows + jj; k == elems reads padding (ii = TILE, jj = 0)
+            for e in range(LOADS[T]):
+                k = min(k0 + u32(e) * step, elems)
+                jj = k % rows
+                ii = k // rows
+                v = sh[jj, ii]
+                if ii < ni and jj < nj:
+                    dst[usize(ii) * r + jj] = v
+            k0 += LOADS[T] * step
+        tile += usize(pk.grid_dim.x)
+        if tile < ntiles:  # the next tile overwrites sh
+            pk.syncthreads()
 
 
 @pk.kernel
@@ -51,7 +124,7 @@ def unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp:
 
 
 @pk.func
-def copy(x: T) -> T: return x
+def copy_(x: T) -> T: return x   # not 'copy': the host wrapper below takes that name
 @pk.func
 def neg(x: T) -> T: return -x
 @pk.func
@@ -116,6 +189,7 @@ OPS = PRIMITIVE | (MATH if pkm is not None else {})
 PARAM_OPS = {"elu": elu, "powf": powf} if pkm is not None else {}
 FLOATS = (f32, f64, f16, bf16, f8e4m3)
 COPY_DTYPES = (f32, f64, u8, u32, i64, f16, bf16, f8e4m3, i16, i32)  # i16/i32: requested by candle, absent there
+LOADS = {t: 16 // t.nbytes for t in COPY_DTYPES}  # transpose_tiles: 16 bytes of loads in flight per thread
 
 
 def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core asks for "f8e4m3"
@@ -124,7 +198,7 @@ def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core 
 
 for _t in COPY_DTYPES:
     for _tag in (_t.tag, "f8e4m3") if _t is f8e4m3 else (_t,):
-        UNARY.add(unary.instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy))
+        UNARY.add(unary.instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
 for _name, _op in OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):

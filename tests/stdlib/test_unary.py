@@ -162,3 +162,46 @@ def test_hypothesis_strided(shape, data):
     x = device.to_device(base).as_strided(shape, strides, offset)
     assert_bits(unary.neg(x).to_host(), -host)
     assert_bits(unary.round(x).to_host(), _round(host.astype(np.float64)))
+
+
+# ---- ucopy of a transposed matrix (candle's .t().contiguous()): the tiled shared-memory path -------------
+TRANSPOSE_CASES = [  # (C, R, S, offset): dims (C, R), strides (1, S), out[i*R + j] = inp[offset + i + j*S]
+    (1, 40, 1, 0), (1, 40, 3, 2), (40, 1, 40, 0), (2, 2, 2, 0), (31, 33, 31, 0), (32, 32, 32, 0), (33, 1000, 33, 0),
+    (1000, 33, 1000, 0), (64, 96, 64, 0),
+    (31, 33, 50, 7), (33, 70, 64, 3), (100, 65, 128, 5), (32, 32, 33, 1), (70, 1100, 80, 9),   # column slices of wider matrices
+]
+
+
+def _transpose_launches(numel: int):
+    """candle's (more blocks than tiles: a tile is 16 bytes a thread), one warp, odd blocks, a large grid."""
+    candle = -(-numel // 1024)
+    return [(candle, 1024), (1, 32), (5, 96), (3, 33), (4 * candle + 3, 1024)]
+
+
+def test_ucopy_transpose_path_only_in_ucopy():
+    """The tiled path (a shared array) is compiled into ucopy and nowhere else in the family."""
+    from pykern.compiler import lower_module
+    from pykern.targets import registry
+    target = registry.make_target("cuda", None)
+    shared = lambda name: "addrspace(3) global" in str(lower_module([UNARY.get(name)], target, name)[0])
+    assert shared("ucopy_f32") and shared("ucopy_u8") and shared("ucopy_f64")
+    assert not shared("uneg_f32") and not shared("usqrt_bf16")
+
+
+@pytest.mark.parametrize("dtype", unary.COPY_DTYPES, ids=str)
+def test_ucopy_transposed_tiles(device, dtype):
+    """Bit-exact against NumPy: every dtype, partial edge tiles, column slices with start offsets, and launch
+    shapes from candle's (ceil(numel/1024) x 1024) to one block of 32, odd blocks and more blocks than tiles."""
+    fn = device.get_or_load_func(unary._kernel_for("ucopy", dtype), UNARY)
+    for c, r, s, off in TRANSPOSE_CASES:
+        base = random(dtype, (off + s * r,))
+        host = base[off:].reshape(r, s)[:, :c].T
+        x = device.to_device(base).as_strided((c, r), (1, s), offset=off)
+        info = device.to_device(np.array([c, r, 1, s], np.uint64))
+        launches = _transpose_launches(c * r) if dtype in (f32, u8, f64) else _transpose_launches(c * r)[:3]
+        for grid, block in launches:
+            sentinel = random(dtype, (c, r))
+            out = device.to_device(sentinel)
+            fn[grid, block](c * r, 2, info, x, out)
+            assert_bits(out.to_host(), host, f"{dtype} {(c, r)} stride {s} offset {off} launch {(grid, block)}")
+        assert_bits(unary.copy(x).to_host(), host, f"{dtype} {(c, r)} stride {s} offset {off} wrapper")
