@@ -15,7 +15,9 @@ polynomials (Chebyshev fits, coefficients rounded to the working precision) for 
 cos, tan a four-constant double-word reduction by pi/2 up to 2^21 (f32) / 2^49 (f64) and a
 Payne-Hanek reduction beyond (exact integer product of the mantissa with a 192-bit window of 2/pi);
 ``erfc(x) = exp(-x^2) g(x)`` with piecewise polynomials for g (f32: its own f32 polynomials, g and
-exp(-x^2) carried in double-word, x^2 split exactly with fma). f32 functions use f32 arithmetic only.
+exp(-x^2) carried in double-word, x^2 split exactly with fma; f32 erf: 1 - exp(log(erfc(x))) from one
+polynomial above 0.75). f32 functions use f32 arithmetic only. The f32 exp, tanh and erf that candle's GPU
+kernels inline are straight-line code: both sides of each case computed, one chosen by ``pk.select``.
 
 The language has no run-time-indexed tables, multiple return values or compile-time loops, so two
 Python factories build device functions from data at import time: ``_horner`` (a polynomial from its
@@ -57,6 +59,10 @@ _TWO_SQRTPI = 1.1283791670955126
 _TWO_SQRTPI_32, _TWO_SQRTPI_M1_32 = 1.128379225730896, 0.12837916612625122   # 2/sqrt(pi), 2/sqrt(pi) - 1
 _RSQRT2_32, _RSQRT2_32_LO = 0.7071067690849304, 1.2101617485882343e-08        # 1/sqrt(2) in f32 parts
 _ERFC_C0, _ERFC_C1, _ERFC_C2 = 0.875, 1.625, 2.5
+# 1.5 * 2^23: t = fma(v, c, _MAGIC32) rounds v c to an integer k (|v c| < 2^22): k = t - _MAGIC32 as a float, and
+# t's bits are k + 0x4B400000, whose low 9 bits are 0, so that (bits << 23) = (k << 23)
+_MAGIC32 = 12582912.0
+_ONE32_BITS = 0x3F800000       # the bits of 1.0f: 2^k is (k << 23) + _ONE32_BITS for k in the normal range
 _C23 = _per_type(0.6666666865348816, 0.6666666666666666)                 # 2/3 = _C23 + _C23_LO
 _C23_LO = _per_type(-1.9868215517249155e-08, 3.700743415417188e-17)
 # the formats
@@ -182,7 +188,7 @@ _perfc3 = _poly(None, (  # a g(a) in 1/a^2 on [3, 28]
     -0.28209479177338026, 0.564189583547756))
 # f32 erf family: least-squares fits on Chebyshev nodes (relative error), rounded to f32 one coefficient at a time
 # from the constant term up, each refit absorbing the roundings before it
-_perf32 = _horner((  # (erf(x)/x - 2/sqrt(pi)) / x^2 in x^2 on |x| < 1
+_perf32 = _horner((  # (erf(x)/x - 2/sqrt(pi)) / x^2 in x^2 on |x| < 1 (for erfc, normcdf)
     -7.344888217630796e-06, 0.00010509399726288393, -0.0008389389258809388, 0.005215360317379236,
     -0.026863792911171913, 0.11283762753009796, -0.37612637877464294))
 # g(a) = erfc(a) e^(a^2) = G0 + t P(t) (the constant G0 kept apart, so that g comes in double-word)
@@ -197,6 +203,14 @@ _perfc32b = _horner((  # P in t = a - 2.25 on [1.5, 3)
 _perfc32c = _horner((  # a g(a) = G0 + w P(w) in w = 1/a^2 on [3, 10.2]
     13.085016250610352, -8.613580703735352, 3.1531784534454346, -1.0348024368286133, 0.42259031534194946,
     -0.28208813071250916))
+_perf32s = _horner((  # erf's own: the same on |x| < 0.75 (erf(x) = x + x (2/sqrt(pi) - 1 + x^2 P(x^2)))
+    -0.0006737326039001346, 0.005113136488944292, -0.026834331452846527, 0.11283379048109055, -0.3761261999607086))
+# f32 erf on [0.75, 4]: log(erfc(a)) = F0 + u P(u), u = a - C, C a multiple of 2^-22 just below 0.75 (so u is exact)
+# where F0 = log(erfc(C)) is an f32 to 2.7e-12; P near-minimax for the absolute error of erfc (weight erfc(a))
+_ERF32_C, _ERF32_F0 = 0.7495768070220947, -1.2409254312515259
+_perf32t = _horner((
+    -1.5518584405072033e-05, 0.0002923033607657999, -0.0023974848445504904, 0.012763907201588154,
+    -0.05293213203549385, -0.8077837228775024, -2.2251899242401123))
 _twoopi_word = _table(_TWOOPI_BITS)
 _twoopi_word32 = _table(_TWOOPI_BITS[:6])    # f32 exponents reach word 5
 
@@ -225,15 +239,50 @@ def _from_bits(x: T, bits: u64) -> T:
 
 @pk.func
 def _pow2(x: T, k: i32) -> T:
-    """2^k in x's type, for k in its normal exponent range."""
-    return _from_bits(x, pk.u64(k + _BIAS[T]) << _MANT_BITS[T])
+    """2^k in x's type, for k in its normal exponent range (f32: in i32 arithmetic)."""
+    if T is f32:
+        return pk.bitcast((k << 23) + _ONE32_BITS, f32)
+    else:
+        return _from_bits(x, pk.u64(k + _BIAS[T]) << _MANT_BITS[T])
 
 
 @pk.func
 def _scale(y: T, k: i32) -> T:
     """y * 2^k with one rounding, for |k| up to about twice the exponent range."""
-    k1 = k // 2
+    k1 = k >> 1                                                      # floor(k / 2): one shift
     return y * _pow2(y, k1) * _pow2(y, k - k1)
+
+
+# f32 exp pieces, straight-line (no branches: the copies of a GPU tile interleave): k = round(x / ln2) comes from
+# the _MAGIC32 rounding as a float and, in the bits, as an integer, with no float -> int conversion
+@pk.func
+def _expr32(x: f32, t: f32) -> f32:
+    """e^r - 1 for r = x - k ln2 (|r| <= 0.35), where t = fma(x, 1/ln2, _MAGIC32) holds k = round(x / ln2)."""
+    kf = t - _MAGIC32
+    r = pk.fma(kf, -_LN2[f32], x)                                    # exact
+    r = pk.fma(kf, -_LN2_LO[f32], r)
+    return pk.fma(r * r, _pexp(r), r)
+
+
+@pk.func
+def _pow2t32(t: f32) -> f32:
+    """2^k for the k held by t (see _expr32), k in the normal range."""
+    return pk.bitcast((pk.bitcast(t, i32) << 23) + _ONE32_BITS, f32)
+
+
+@pk.func
+def _exp32(x: f32) -> f32:
+    """e^x: the clamp keeps NaN (and takes +-inf in); 2^k applied in two steps (overflow, subnormals)."""
+    x = pk.minimum(pk.maximum(x, -110.0), 100.0)
+    t = pk.fma(x, _IL2[f32], _MAGIC32)
+    y = _expr32(x, t)
+    # t's bits are k + 0x4B400000, even, and 0x4B400000 / 2 ends in 9 zero bits: so h << 23 = floor(k/2) << 23
+    # and (b - h) << 23 = ceil(k/2) << 23 (no subtraction of the constant, no division)
+    b = pk.bitcast(t, i32)
+    h = b >> 1
+    s1 = pk.bitcast((h << 23) + _ONE32_BITS, f32)                    # 2^floor(k/2)
+    s2 = pk.bitcast(((b - h) << 23) + _ONE32_BITS, f32)              # 2^ceil(k/2)
+    return pk.fma(s1, y, s1) * s2                                    # s1 (1 + y) rounded once (s1 normal)
 
 
 @pk.func
@@ -245,13 +294,16 @@ def _exp_r(r: T, k: i32) -> T:
 
 @pk.func
 def _exp(x: T) -> T:
-    if pk.isnan(x):
-        return x
-    x = pk.fmin(pk.fmax(x, -110.0 if T is f32 else -750.0), 100.0 if T is f32 else 720.0)
-    kf = pk.rint(x * _IL2[T])
-    r = pk.fma(kf, -_LN2[T], x)                                      # exact
-    r = pk.fma(kf, -_LN2_LO[T], r)
-    return _exp_r(r, pk.i32(kf))
+    if T is f32:
+        return _exp32(x)
+    else:
+        if pk.isnan(x):
+            return x
+        x = pk.fmin(pk.fmax(x, -750.0), 720.0)
+        kf = pk.rint(x * _IL2[T])
+        r = pk.fma(kf, -_LN2[T], x)                                  # exact
+        r = pk.fma(kf, -_LN2_LO[T], r)
+        return _exp_r(r, pk.i32(kf))
 
 
 @pk.func
@@ -534,19 +586,31 @@ def _trig(x: T, fn: i32) -> T:
 
 
 @pk.func
+def _tanh32(x: f32) -> f32:
+    """Straight-line: on a = |x|, the odd polynomial (a < 0.55; it gives a itself below 2^-12) and
+    1 - 2/(e^(2a) + 1), both computed, one selected, x's sign put back (so tanh(-0) = -0).
+    e^(2a) + 1 = s (1 + y) + 1 is rounded once."""
+    a = pk.fabs(x)
+    z = a * a
+    small = pk.fma(a * z, _ptanh32(z), a)
+    a2 = pk.minimum(a, 9.5) * 2.0                                    # tanh rounds to 1 above 9.5; NaN kept
+    t = pk.fma(a2, _IL2[f32], _MAGIC32)
+    y = _expr32(a2, t)                                               # e^a2 = s (1 + y), s = 2^k, 0 <= k <= 28
+    s = _pow2t32(t)
+    big = 1.0 - 2.0 / pk.fma(s, y, s + 1.0)
+    return pk.copysign(pk.select(a < 0.55, small, big), x)
+
+
+@pk.func
 def _tanh(x: T) -> T:
-    ax = pk.fabs(x)
-    if ax < (2.0 ** -12 if T is f32 else 2.0 ** -27):
-        return x
-    if ax > (9.5 if T is f32 else 22.0):
-        return pk.copysign(1.0, x)
     if T is f32:
-        if ax < 0.55:
-            z = x * x
-            return pk.fma(x * z, _ptanh32(z), x)
-        e = _exp(ax * 2.0)
-        return pk.copysign(1.0 - 2.0 / (e + 1.0), x)
+        return _tanh32(x)
     else:
+        ax = pk.fabs(x)
+        if ax < 2.0 ** -27:
+            return x
+        if ax > 22.0:
+            return pk.copysign(1.0, x)
         t = _expm1(ax * 2.0)
         return pk.copysign(t / (t + 2.0), x)
 
@@ -698,14 +762,24 @@ def _erfc_dw32(uh: f32, ul: f32, half: f32) -> f32:
 
 @pk.func
 def _erf32(x: f32) -> f32:
-    if pk.isnan(x):
-        return x
-    ax = pk.fabs(x)
-    if ax < 1.0:
-        return pk.fma(x, _erfx32(x), x)
-    if ax >= 4.0:
-        return pk.copysign(1.0, x)
-    return pk.copysign(1.0 - _erfc_tail32(ax, 0.0, 1.0), x)
+    """Straight-line: x + x P(x^2) (|x| < 0.75) and 1 - e^f(a), a = min(|x|, 4), both computed, one selected.
+    f = log(erfc(a)) = F0 + q with q = u P(u), u = a - C exact; the reduction takes F0 - k ln2 + q without
+    rounding F0 + q (that rounding would count where erfc is large), and 1 - s (1 + y) is rounded once.
+    k is kept >= -24 so that 1 - s is exact: past a = 3.87, where that leaves r down to -1.4, s = 2^-24
+    scales y's extra error away."""
+    z = x * x
+    small = pk.fma(x, pk.fma(z, _perf32s(z), _TWO_SQRTPI_M1_32), x)
+    a = pk.minimum(pk.fabs(x), 4.0)                                  # erf rounds to +-1 above 3.92; NaN kept
+    u = a - _ERF32_C
+    q = u * _perf32t(u)
+    t = pk.fmax(pk.fma(q + _ERF32_F0, _IL2[f32], _MAGIC32), _MAGIC32 - 24.0)   # k = round(f / ln2) >= -24
+    kf = t - _MAGIC32
+    r = pk.fma(kf, -_LN2[f32], _ERF32_F0) + q
+    r = pk.fma(kf, -_LN2_LO[f32], r)
+    y = pk.fma(r * r, _pexp(r), r)                                   # erfc(a) = s (1 + y), s = 2^k
+    s = _pow2t32(t)
+    big = pk.fma(-s, y, 1.0 - s)
+    return pk.select(pk.fabs(x) < 0.75, small, pk.copysign(big, x))
 
 
 @pk.func

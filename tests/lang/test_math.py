@@ -287,6 +287,27 @@ def test_erf32_edges(fns):
         assert worst <= BOUND["f32"], f"{op}_f32: {worst:.2f} ulp against mpmath"
 
 
+# the straight-line f32 exp, tanh and erf select between two computed cases: around the switch points (tanh: 0.55, the
+# 9.5 clamp; erf: 0.75, 3.87 where k stops at -24, the 4.0 clamp), in the subnormal range of exp, against mpmath
+STRAIGHT32 = {"tanh": [0.55, 9.5, 2.0 ** -12], "erf": [0.75, 3.87, 3.9192, 4.0], "exp": [-87.3, -103.9, 88.72]}
+
+
+def test_straight_line_f32_edges(fns):
+    for op, edges in STRAIGHT32.items():
+        e = np.array(edges, np.float32)
+        x = np.concatenate([e + np.float32(d) * np.abs(e) for d in np.linspace(-2e-3, 2e-3, 41)]).astype(np.float32)
+        x = np.concatenate([x, np.nextafter(e, np.float32(np.inf)), np.nextafter(e, np.float32(-np.inf))])
+        x = np.concatenate([x, -x]) if op != "exp" else x
+        worst = mp_ulps(run(fns, f"{op}_f32", x), x, op, "f32")
+        record(op, "f32", worst)
+        assert worst <= BOUND["f32"], f"{op}_f32: {worst:.2f} ulp against mpmath"
+    signed = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-38, -1e-38], np.float32)
+    for op in ("tanh", "erf"):
+        got = run(fns, f"{op}_f32", signed)
+        assert np.array_equal(np.signbit(got), np.signbit(signed)), op
+    assert same(run(fns, "tanh_f32", signed[:4]), signed[:4])
+
+
 # ---------------------------------------------------------------- special values
 def same(a, b):
     """Bitwise-equal as floats, NaN equal to NaN, signed zeros distinguished."""
