@@ -377,13 +377,11 @@ class FunctionLowering(GridTiles):
             return self.b.xor(v, ir.Constant(v.type, -1))
         if ty.is_int:
             return self.b.sub(ir.Constant(v.type, 0), v)
-        # IEEE negate flips the sign bit, of NaNs too; NVPTX's neg.f32 would return the canonical
-        # (positive) NaN, so every float type flips the bit as an integer
-        sign = 1 << (ty.bits - 1)
-        if ty in (T.bf16, T.f8e4m3):  # stored in integers already
-            return self.b.xor(v, ir.Constant(v.type, sign))
-        bits = ir.IntType(ty.bits)
-        return self.b.bitcast(self.b.xor(self.b.bitcast(v, bits), ir.Constant(bits, sign)), v.type)
+        if ty in (T.bf16, T.f8e4m3):  # flip the sign bit: exact, NaN-preserving
+            return self.b.xor(v, ir.Constant(v.type, 1 << (ty.bits - 1)))
+        # fneg: the sign flip everywhere but NVIDIA, whose neg.f32/f64 returns the canonical NaN for a
+        # NaN (an integer xor would not help: LLVM folds it back into fneg)
+        return self.b.fneg(v)
 
     def expr_Compare(self, e: N.Compare):
         a, b, ty = self.expr(e.lhs), self.expr(e.rhs), e.lhs.ty

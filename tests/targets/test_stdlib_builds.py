@@ -97,6 +97,22 @@ AMD_PLANNED = [a for (t, a) in PLAN if t == "amdgpu"]
 PTX_PLANNED = [a for (t, a) in PLAN if t == "cuda"]
 
 
+def _have_lld() -> bool:
+    from pykern.targets.linker import find_lld
+    try:
+        find_lld()
+    except Exception:
+        return False
+    return True
+
+
+class _Builds(dict):
+    """(target, arch) -> (directory, manifest); a target that could not be built skips its tests."""
+
+    def __missing__(self, key):
+        pytest.skip(f"{key[0]} {key[1]} not built: no ld.lld here (pip install ziglang)")
+
+
 @pytest.fixture(scope="session")
 def stdlib_build(tmp_path_factory, request):
     """Run ``pykern build -j 2`` for the plan (one call per target and distinct module list, each
@@ -109,8 +125,10 @@ def stdlib_build(tmp_path_factory, request):
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (target, arch), mods in PLAN.items():
         groups.setdefault((target, tuple(mods)), []).append(arch)
-    figures, builds = [], {}
+    figures, builds = [], _Builds()
     for i, ((target, mods), archs) in enumerate(groups.items()):
+        if target == "amdgpu" and not _have_lld():
+            continue  # their tests skip (see _Builds); CI installs ziglang, the GPU machine may not
         out = root / f"{target}-{i}"
         cmd = [sys.executable, "-m", "pykern.cli.main", "build", *mods, "--target", target,
                "--arch", ",".join(archs), "--out", str(out), "-j", "2"]
