@@ -28,6 +28,7 @@ from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, strided_i
 T = pk.TypeVar("T")
 V = pk.TypeVar("V")
 S = pk.TypeVar("S")
+U = pk.TypeVar("U")
 
 FAST_DTYPES = (f32, f64, u32, i64, u8, f16, bf16)
 SUM_DTYPES = (f32, f64, u32, f16, bf16)
@@ -178,19 +179,26 @@ def row_base(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> u
 
 
 @pk.func
-def row_offset(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> usize:
-    """row_base, with candle's usual layouts (no info; rows of a contiguous 1-D or 2-D tensor) told
-    apart by four independent loads: under candle's launch every one of a block's 1024 threads runs
-    this preamble for a 16 KB row, so row_base's loop of dependent loads is what the block waits on."""
+def rows_contiguous(el: usize, num_dims: usize, info: ConstPtr[usize]) -> bool:
+    """Row r's elements are [r*el, r*el + el) for every r: no info, or a contiguous 1-D or 2-D layout,
+    told apart by four independent loads (no loop of dependent ones: under candle's launch every
+    thread of every block runs this preamble, and the block's first data load waits on it)."""
     if info is None:
-        return row * el
+        return True
     if num_dims == 1 or num_dims == 2:
         d_last = info[num_dims - 1]
         s_last = info[2 * num_dims - 1]
         d_first = info[0]
         s_first = info[num_dims]
-        if (d_last == el) & (s_last == 1) & ((num_dims == 1) | (s_first == el) | (d_first == 1)):
-            return row * el
+        return (d_last == el) & (s_last == 1) & ((num_dims == 1) | (s_first == el) | (d_first == 1))
+    return False
+
+
+@pk.func
+def row_offset(row: usize, el: usize, num_dims: usize, info: ConstPtr[usize]) -> usize:
+    """row_base, with the usual layouts (``rows_contiguous``) first."""
+    if rows_contiguous(el, num_dims, info):
+        return row * el
     return row_base(row, el, num_dims, info)
 
 
@@ -240,6 +248,36 @@ def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
     return v
 
 
+#: rows up to this long go one per wave in fast_sum/min/max (no barrier, no shared memory)
+WAVE_ROWS = 4096
+
+
+@pk.func
+def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt: u32, lane: u32, ident: V,
+              op: i32):
+    """Contiguous rows of at most WAVE_ROWS elements, one per wave: the block's waves take rows
+    ``block * waves + w``, stepping by the grid's waves, so candle's grid (a block per row) leaves the
+    later blocks without a row; any grid covers every row. A wave's lanes share the row through
+    parallel_range (16-byte loads), then one xor butterfly."""
+    waves = pk.u64(nt // pk.wave_size)
+    rows = (numel + el - 1) // el
+    r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
+    while r < rows:
+        start = r * el
+        n = min(start + el, numel) - start
+        p = src + start
+        acc: V = ident
+        for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
+            acc = combine(acc, V(p[j]), op)
+        acc = wave_op(acc, op, lane, pk.u32(pk.wave_size))
+        if lane == 0:
+            first = V(p[0])
+            if op != SUM and first != first:  # candle-cpu: a NaN first element is never replaced
+                acc = first
+            dst[r] = U(acc)
+        r += pk.u64(pk.grid_dim.x) * waves
+
+
 # ---------------------------------------------------------------------------------------------------
 # fast_* : one block per output, reduced dims last in info
 # ---------------------------------------------------------------------------------------------------
@@ -258,6 +296,10 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     lane = t % pk.wave_size
+    if K <= MAX and el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
+            and rows_contiguous(el_to_sum_per_block, num_dims, info):
+        wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(ident), K)
+        return
     row = pk.u64(pk.block_idx.x)
     start = row * el_to_sum_per_block
     n = min(start + el_to_sum_per_block, src_numel) - min(start, src_numel)

@@ -122,6 +122,28 @@ def test_candle_block_sizes(wave_device):
         np.testing.assert_array_equal(out.to_host(), x.argmax(1), err_msg=f"block {block}")
 
 
+@pytest.mark.parametrize("cols", [64, 300, 1024, 4096])
+def test_rows_by_wave_under_any_grid(wave_device, cols):
+    """Rows of up to 4096 elements go one per wave (fast_sum/min/max): candle's grid (a block per row)
+    leaves later blocks idle, and smaller or larger grids still cover every row once."""
+    rows = 37
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    x[5, 0] = np.nan  # a NaN first element is the row's min and max
+    xd = wave_device.to_device(x)
+    info = wave_device.to_device(np.array([rows, cols, cols, 1], np.uint64))
+    for op, ref in (("fast_sum", None), ("fast_min", x.min(1)), ("fast_max", x.max(1))):
+        fn = wave_device.get_or_load_func(f"{op}_f32", REDUCE)
+        for grid, block in ((rows, min(1024, 1 << (cols - 1).bit_length())), (1, 128), (3, 256), (rows + 5, 1024)):
+            out = wave_device.empty((rows,), np.float32)
+            fn[grid, block](x.size, cols, 2, info, xd, out)
+            got = out.to_host()
+            if ref is None:
+                want = x.astype(np.float64).sum(1)
+                np.testing.assert_allclose(got[np.arange(rows) != 5], want[np.arange(rows) != 5], rtol=1e-5, atol=1e-4)
+            else:
+                np.testing.assert_array_equal(got, ref, err_msg=f"{op} {grid}x{block}")
+
+
 NAN, INF = float("nan"), float("inf")
 SPECIAL_ROWS = [
     [NAN, 1.0, 5.0, -2.0],       # NaN first: candle-cpu keeps it (index 0)
