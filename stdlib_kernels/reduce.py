@@ -248,7 +248,7 @@ def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
     return v
 
 
-#: rows up to this long go one per wave in fast_sum/min/max (no barrier, no shared memory)
+#: rows up to this long go one per wave in fast_* (no barrier, no shared memory)
 WAVE_ROWS = 4096
 
 
@@ -266,15 +266,38 @@ def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt
         start = r * el
         n = min(start + el, numel) - start
         p = src + start
-        acc: V = ident
-        for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
-            acc = combine(acc, V(p[j]), op)
-        acc = wave_op(acc, op, lane, pk.u32(pk.wave_size))
-        if lane == 0:
-            first = V(p[0])
-            if op != SUM and first != first:  # candle-cpu: a NaN first element is never replaced
-                acc = first
-            dst[r] = U(acc)
+        if op <= MAX:
+            acc: V = ident
+            for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
+                acc = combine(acc, V(p[j]), op)
+            acc = wave_op(acc, op, lane, pk.u32(pk.wave_size))
+            if lane == 0:
+                first = V(p[0])
+                if op != SUM and first != first:  # candle-cpu: a NaN first element is never replaced
+                    acc = first
+                dst[r] = U(acc)
+        else:  # argmin/argmax: (value, index) pairs, ties to the lower index
+            want_min = op == ARGMIN
+            b0: V = ident
+            i0: u32 = 0xFFFFFFFF
+            for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
+                x = V(p[j])
+                if better_flat(want_min, x, j, b0, i0):
+                    b0 = x
+                    i0 = j
+            off: u32 = 1
+            while off < pk.wave_size:
+                o = pk.wave.shuffle_xor(b0, off)
+                oi = pk.wave.shuffle_xor(i0, off)
+                if better(want_min, o, oi, b0, i0):
+                    b0 = o
+                    i0 = oi
+                off = off * 2
+            if lane == 0:
+                first = V(p[0])
+                if first != first:
+                    i0 = 0
+                dst[r] = U(i0)
         r += pk.u64(pk.grid_dim.x) * waves
 
 
@@ -296,7 +319,7 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     lane = t % pk.wave_size
-    if K <= MAX and el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
+    if el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
             and rows_contiguous(el_to_sum_per_block, num_dims, info):
         wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(ident), K)
         return

@@ -124,17 +124,21 @@ def test_candle_block_sizes(wave_device):
 
 @pytest.mark.parametrize("cols", [64, 300, 1024, 4096])
 def test_rows_by_wave_under_any_grid(wave_device, cols):
-    """Rows of up to 4096 elements go one per wave (fast_sum/min/max): candle's grid (a block per row)
+    """Rows of up to 4096 elements go one per wave (every fast_*): candle's grid (a block per row)
     leaves later blocks idle, and smaller or larger grids still cover every row once."""
     rows = 37
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     x[5, 0] = np.nan  # a NaN first element is the row's min and max
+    x[7, cols // 2] = x[7, cols - 1] = x[7].max() + 1  # a tie: the lower index wins
     xd = wave_device.to_device(x)
     info = wave_device.to_device(np.array([rows, cols, cols, 1], np.uint64))
-    for op, ref in (("fast_sum", None), ("fast_min", x.min(1)), ("fast_max", x.max(1))):
+    arg_max = np.where(np.arange(rows) == 5, 0, np.nanargmax(x, 1)).astype(np.uint32)
+    arg_min = np.where(np.arange(rows) == 5, 0, np.nanargmin(x, 1)).astype(np.uint32)
+    for op, ref in (("fast_sum", None), ("fast_min", x.min(1)), ("fast_max", x.max(1)), ("fast_argmax", arg_max),
+                    ("fast_argmin", arg_min)):
         fn = wave_device.get_or_load_func(f"{op}_f32", REDUCE)
         for grid, block in ((rows, min(1024, 1 << (cols - 1).bit_length())), (1, 128), (3, 256), (rows + 5, 1024)):
-            out = wave_device.empty((rows,), np.float32)
+            out = wave_device.empty((rows,), ref.dtype if ref is not None else np.float32)
             fn[grid, block](x.size, cols, 2, info, xd, out)
             got = out.to_host()
             if ref is None:
