@@ -307,9 +307,10 @@ def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt
 @pk.kernel(min_blocks_per_sm=2)
 def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, info: ConstPtr[usize],
                 src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, ident):
-    """Contiguous rows (the usual case) go through pk.parallel_range with u32 indices (4 adjacent
-    elements per thread and step, vector loads when the row is aligned); other layouts go through
-    strided_index in a separate loop.
+    """Contiguous rows of up to WAVE_ROWS elements go one per wave (``wave_rows``) when the block has
+    several waves; longer rows take the block: pk.parallel_range with u32 indices (a 16-byte tile per
+    thread and step on GPUs, vector loads when the row is aligned), then one block reduction. Other
+    layouts go through strided_index in a separate loop.
     min_blocks_per_sm=2 (32 registers): two blocks of 1024 threads per SM, one reading while the
     other waits at its barriers."""
     sv = pk.shared.array(MAX_WAVES, A)
