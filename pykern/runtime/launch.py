@@ -24,6 +24,13 @@ _MAX_SHARED = 1 << 31  # no device has more; larger values would wrap in 32-bit 
 _GRID_CACHE: dict = {n: (n, 1, 1) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
 
 
+def _exact_dims(v) -> bool:
+    """An int, or a tuple of ints (not bools): a dims value the hot path may key on."""
+    if v.__class__ is int:
+        return True
+    return v.__class__ is tuple and all(x.__class__ is int for x in v)
+
+
 def _dim3(v, what: str, kernel: str) -> tuple[int, int, int]:
     if isinstance(v, list):
         v = tuple(v)
@@ -63,6 +70,9 @@ class Function:
         # packing into the device's own buffer, a device may hand out a launcher bound to this kernel
         fast = getattr(device, "fast_launcher", None)
         self._go = fast(handle, sig) if fast is not None and self._buf is own and not self._check_bounds else None
+        self._dims: dict = {}  # (grid, block) as given -> validated (grid3, block3), for the hot path
+        if self._go is not None:
+            self.launch = self._hot_launch()  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return f"<pykern function {self.name} on {self.device}>"
@@ -78,7 +88,9 @@ class Function:
         return self._pack_args(*args)
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
-        # hot path: one dim check, then one generated convert-and-pack into the launch buffer
+        # one dim check, then one generated convert-and-pack into the launch buffer
+        key = (grid, block)
+        key_ok = _exact_dims(grid) and _exact_dims(block)
         grid = ((grid.__class__ is int or grid.__class__ is tuple) and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
         block = ((block.__class__ is int or block.__class__ is tuple) and _GRID_CACHE.get(block)) or \
             _dim3(block, "block", self.name)
@@ -90,7 +102,10 @@ class Function:
                               f"got {shared_mem!r}")
         buf = self._pack_args(*args) if len(args) == self._nargs else self.pack(args)  # pack() names the arity error
         if self._go is not None:
-            return self._go(grid, block, shared_mem, stream)
+            self._go(grid, block, shared_mem, stream)
+            if key_ok and len(self._dims) < 256:
+                self._dims[key] = (grid, block)
+            return None
         try:
             if self._check_bounds:
                 self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig,
@@ -100,6 +115,23 @@ class Function:
         except LaunchError as exc:
             src = self.instance.kdef.source
             raise LaunchError(f"{exc} in {src.file}") from None
+
+    def _hot_launch(self) -> Callable[..., None]:
+        """``launch`` for a device with a bound launcher (CUDA): a (grid, block) pair seen before,
+        default shared memory and stream go straight to packing and the driver in one Python frame;
+        anything else takes the checked path (``Function.launch``), which remembers valid pairs."""
+        n = self._nargs
+        env = {**self._pack_env, "dims": self._dims, "go": self._go, "general": Function.launch.__get__(self)}
+        lines = ["def launch(grid, block, *args, shared_mem=0, stream=None):",
+                 f"    d = dims.get((grid, block)) if len(args) == {n} and stream is None and "
+                 "shared_mem.__class__ is int and shared_mem == 0 else None",
+                 "    if d is None:",
+                 "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream)"]
+        if n:
+            lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
+        lines += [f"    pack_into(buf, 0, {self._pack_exprs})", "    go(d[0], d[1], 0, None)"]
+        exec("\n".join(lines) + "\n", env)  # noqa: S102
+        return env["launch"]
 
     def _packer(self) -> Callable[..., bytearray | memoryview]:
         """``pack(*args)``: every argument converted and all packed into ``self._buf`` at once.
@@ -126,7 +158,8 @@ class Function:
                 fast = None
             exprs.append(f"{fast} else c{i}({a})" if fast else f"c{i}({a})")
         names = ", ".join(f"a{i}" for i in range(len(exprs)))
-        exec(f"def pack({names}):\n    pack_into(buf, 0, {', '.join(exprs)})\n    return buf\n", env)  # noqa: S102
+        self._pack_env, self._pack_exprs = env, ", ".join(exprs)
+        exec(f"def pack({names}):\n    pack_into(buf, 0, {self._pack_exprs})\n    return buf\n", env)  # noqa: S102
         return env["pack"]
 
     # ---- converters
