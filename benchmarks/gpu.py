@@ -214,6 +214,25 @@ def overheads(b: Bench) -> None:
     print(f"host launch overhead, 6 arguments: {host[0] * 1e6:.2f} us (median of 40 batches of 100; min "
           f"{host[1] * 1e6:.2f}); the driver's cuLaunchKernel alone: {floor[0] * 1e6:.2f} us (min "
           f"{floor[1] * 1e6:.2f})")
+    others = {"torch.add(t, 1, out=t)": lambda: b.torch.add(tt, 1, out=tt)}
+    tt = b.torch.zeros(1024, device="cuda")
+    try:
+        import cupy as cp
+        ck = cp.RawKernel(r"""extern "C" __global__ void six(unsigned long long n, float a, const float* x, float* y,
+            float* z, unsigned long long m) { unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = a * x[i] + z[i]; }""", "six")
+        cx = cp.zeros(1024, cp.float32)
+        others["cupy RawKernel, same six arguments"] = lambda: ck((1,), (32,), (cp.uint64(0), cp.float32(1.0), cx, cx, cx,
+                                                                              cp.uint64(0)))
+    except ImportError:
+        pass
+    for label, call in others.items():
+        try:
+            t = per_launch(call)
+        except Exception as exc:  # noqa: BLE001 - a comparison that cannot run here must not stop the harness
+            print(f"  same host, {label}: not measured ({type(exc).__name__}: {exc})")
+            continue
+        print(f"  same host, {label}: {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
     os.environ["PYKERN_CACHE"] = "0"
 
     @pk.kernel
