@@ -212,3 +212,54 @@ def test_scalar_conversions_round_like_ml_dtypes():
     fn = dev.get_or_load_func("k_scalars", k_scalars.instance().module)
     fn[(1, 1, 1), (1,), None, 64](dout, 3, 3, 3, 3, 3, None)
     assert dout.to_host().tolist() == [3, 3, 3, 3, 3, 1]
+
+
+class _BoundLauncherDevice:
+    """A stand-in for a device with a bound launcher (CUDA's ``fast_launcher``), recording launches,
+    so the generated hot path of ``launch.Function`` runs without a GPU."""
+
+    kind = "cpu"
+    check_bounds = False
+
+    def __init__(self, target, size):
+        self.target, self.launches = target, []
+        self.buffer = memoryview(bytearray(size))
+        self.handle = type("Handle", (), {"param_buffer": self.buffer})()
+
+    def fast_launcher(self, handle, sig):
+        return lambda grid, block, shared, stream: self.launches.append((grid, block, shared, stream,
+                                                                         bytes(self.buffer)))
+
+    def launch_packed(self, *args, **kwargs):
+        raise AssertionError("a device with a bound launcher is launched through it")
+
+
+def test_bound_launcher_hot_path_packs_like_the_checked_path():
+    from pykern.runtime.base import DeviceArray
+    from pykern.runtime.launch import Function
+    cpu = pk.device("cpu")
+    inst = k_args._only_instance()
+    sig = cpu.get_or_load_func(inst.name, inst.module).sig
+    dev = _BoundLauncherDevice(cpu.target, sig.kernarg_size)
+    fn = Function(dev, inst, sig, dev.handle)
+    x, y = DeviceArray(dev, 4096, (8,), f32), DeviceArray(dev, 8192, (8,), i32)
+    args = (8, 2.0, True, -3, 1.5, x, y)
+    fn.launch(3, 64, *args)                 # checked, then remembered
+    fn.launch(3, 64, *args)                 # hot
+    fn.launch((3, 2), (64, 2), *args)
+    fn.launch((3, 2), (64, 2), *args)
+    fn[3, 64](*args)
+    first, *rest = dev.launches
+    assert first[:4] == ((3, 1, 1), (64, 1, 1), 0, None)
+    assert all(r[4] == first[4] for r in rest)  # the same bytes packed either way
+    assert [r[:2] for r in rest] == [((3, 1, 1), (64, 1, 1)), ((3, 2, 1), (64, 2, 1)), ((3, 2, 1), (64, 2, 1)),
+                                     ((3, 1, 1), (64, 1, 1))]
+    fn.launch(3, 64, *args, shared_mem=128)  # not the default: the checked path, still launched
+    assert dev.launches[-1][2] == 128
+    for bad, message in (((3, 512), "exceeds its maximum block size 256"), ((3, True), "must be an int")):
+        with pytest.raises(pk.LaunchError, match=message):
+            fn.launch(*bad, *args)
+    with pytest.raises(pk.LaunchError, match="takes 7 arguments"):
+        fn.launch(3, 64, *args[:3])
+    with pytest.raises(pk.LaunchError, match="'a'"):
+        fn.launch(3, 64, 8, "two", *args[2:])
