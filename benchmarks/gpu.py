@@ -178,7 +178,6 @@ def reductions(b: Bench) -> None:
 def overheads(b: Bench) -> None:
     """Host launch overhead (six arguments) and compile times."""
     import os
-    import tempfile
 
     import stdlib_kernels as sk
     from pykern.compiler import build_module
