@@ -299,8 +299,7 @@ class CudaDevice(Device):
             err = raw(c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
                       None if stream is None else ctypes.c_void_p(_stream_handle(stream)), c_params, None)
             if err:
-                raise DeviceError(f"cuLaunchKernel({func.name}, grid={tuple(grid)}, block={tuple(block)}, "
-                                  f"shared={shared_mem}) failed: {_error_name(drv, err)}")
+                raise _launch_error(drv, func, grid, block, shared_mem, err)
         return go
 
     def launch_packed(self, func: CudaFunction, grid, block, shared_mem: int, stream, args, sig) -> None:
@@ -325,8 +324,12 @@ class CudaDevice(Device):
                 err = self._launch(func.c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                    shared_mem, handle, func.c_params, None)
         if err:
-            raise DeviceError(f"cuLaunchKernel({func.name}, grid={tuple(grid)}, block={tuple(block)}, "
-                              f"shared={shared_mem}) failed: {_error_name(self._drv, err)}")
+            raise _launch_error(self._drv, func, grid, block, shared_mem, err)
+
+
+def _launch_error(drv, func: CudaFunction, grid, block, shared_mem: int, err) -> DeviceError:
+    return DeviceError(f"cuLaunchKernel({func.name}, grid={tuple(grid)}, block={tuple(block)}, "
+                       f"shared={shared_mem}) failed: {_error_name(drv, err)}")
 
 
 @functools.cache

@@ -89,8 +89,7 @@ class Function:
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
         # one dim check, then one generated convert-and-pack into the launch buffer
-        key = (grid, block)
-        key_ok = _exact_dims(grid) and _exact_dims(block)
+        given = (grid, block)
         grid = ((grid.__class__ is int or grid.__class__ is tuple) and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
         block = ((block.__class__ is int or block.__class__ is tuple) and _GRID_CACHE.get(block)) or \
             _dim3(block, "block", self.name)
@@ -103,8 +102,8 @@ class Function:
         buf = self._pack_args(*args) if len(args) == self._nargs else self.pack(args)  # pack() names the arity error
         if self._go is not None:
             self._go(grid, block, shared_mem, stream)
-            if key_ok and len(self._dims) < 256:
-                self._dims[key] = (grid, block)
+            if len(self._dims) < 256 and _exact_dims(given[0]) and _exact_dims(given[1]):
+                self._dims[given] = (grid, block)  # the hot path's key: the pair as the caller wrote it
             return None
         try:
             if self._check_bounds:
