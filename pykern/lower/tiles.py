@@ -111,13 +111,15 @@ class GridTiles:
     #: (the final Store, where its copies' (address, value) pairs are collected)
     deferred_store: tuple[N.Store, list] | None = None
     tile_copy: int = 0
+    tile_streaming: bool = False
 
     def tile_width(self, s: N.ForRange) -> int:
         """Elements per tile for this loop on this target: 1 means a plain grid-stride loop."""
         pointers = self.tile_pointers(s)
         if not self.target.tile_bytes or not pointers or _has_loops(s.body):
             return 1
-        streaming = _streaming(s.body)
+        # grid_loop makes the same choice from this (tiled bodies have no loops, so no nesting)
+        self.tile_streaming = streaming = _streaming(s.body)
         if not streaming and not _stageable(s.body):
             return 1
         width = self.target.tile_bytes // min(ty.elem.nbytes for _, ty in pointers)
@@ -199,7 +201,7 @@ class GridTiles:
         else:
             base = b.mul(b.load(slot), ir.Constant(stop.type, ilp))
             indices = [b.add(base, ir.Constant(stop.type, k)) for k in range(ilp)]
-            if _streaming(s.body):
+            if self.tile_streaming:
                 self.grid_copies(s, indices, nxt, done)
             else:
                 self.staged_copies(s, indices, nxt)
