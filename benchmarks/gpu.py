@@ -177,6 +177,7 @@ def reductions(b: Bench) -> None:
 
 def overheads(b: Bench) -> None:
     """Host launch overhead (six arguments) and compile times."""
+    import ctypes
     import os
 
     import stdlib_kernels as sk
@@ -213,6 +214,18 @@ def overheads(b: Bench) -> None:
     print(f"host launch overhead, 6 arguments: {host[0] * 1e6:.2f} us (median of 40 batches of 100; min "
           f"{host[1] * 1e6:.2f}); the driver's cuLaunchKernel alone: {floor[0] * 1e6:.2f} us (min "
           f"{floor[1] * 1e6:.2f})")
+    # the driver's time by stream kind: the legacy default stream orders against every blocking
+    # stream of the context, a non-blocking one against nothing
+    drv = b.dev._drv
+    err, nb = drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+    snb = ctypes.c_void_p(int(nb))
+    for label, stream in (("legacy default stream", None), ("a non-blocking stream", snb),
+                          ("the per-thread default stream", ctypes.c_void_p(2))):
+        t = per_launch(lambda s=stream: raw(h.c_handle, 1, 1, 1, 32, 1, 1, 0, s, h.c_params, None))
+        print(f"  driver alone on {label}: {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
+    t = per_launch(lambda: fn.launch(1, 32, 0, 1.0, x, x, x, 0, stream=int(nb)))
+    print(f"  Function.launch on a non-blocking stream: {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
+    b.dev.synchronize()
     others = {"torch.add(t, 1, out=t)": lambda: b.torch.add(tt, 1, out=tt)}
     tt = b.torch.zeros(1024, device="cuda")
     try:
@@ -232,6 +245,8 @@ def overheads(b: Bench) -> None:
             print(f"  same host, {label}: not measured ({type(exc).__name__}: {exc})")
             continue
         print(f"  same host, {label}: {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
+    if os.environ.get("PYKERN_BENCH_SKIP_COMPILE"):
+        return
     os.environ["PYKERN_CACHE"] = "0"
 
     @pk.kernel

@@ -320,7 +320,7 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     lane = t % pk.wave_size
-    if el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
+    if 0 < el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
             and rows_contiguous(el_to_sum_per_block, num_dims, info):
         wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(ident), K)
         return
@@ -764,9 +764,17 @@ def next_power_of_two(v: int) -> int:
     return 1 if v <= 1 else 1 << (v - 1).bit_length()
 
 
-def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False):
-    """candle-core's ``FastReduce``: info = kept dims then reduced dims (in the given order), one block
-    of ``next_power_of_two(min(1024, E))`` threads per output."""
+#: the wrappers' block for rows that go one per wave, and for one long row per block (H100, rows of
+#: 1024/4096/16384 f32: 1.01-1.11x torch against 0.29-0.95x under candle's grid; benchmarks/reduce_shapes.py)
+WRAPPER_BLOCK = 256
+
+
+def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False, candle_shape: bool = False):
+    """candle-core's ``FastReduce`` info (kept dims, then the reduced dims in the given order) and, with
+    ``candle_shape``, its launch: one block of ``next_power_of_two(min(1024, E))`` threads per output.
+    By default the launch is the wrappers' own: trailing dims of a contiguous tensor are passed as one
+    2-D (rows, E) layout, so rows of up to WAVE_ROWS elements take the kernel's wave-per-row path on a
+    grid with no idle blocks; longer or strided rows take a block of WRAPPER_BLOCK threads each."""
     x = as_device_array(x)
     sum_dims = _norm_dims(dims, x.ndim)
     if op != "fast_sum" and x.size == 0:
@@ -777,16 +785,26 @@ def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False):
     dst_el = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
     src_el = x.size
     el = src_el // dst_el if dst_el else 0
-    block = next_power_of_two(min(1024, el))
     out_dtype = u32 if op in ("fast_argmin", "fast_argmax") else x.dtype
     shape = tuple(1 if i in sum_dims else n for i, n in enumerate(x.shape)) if keepdim else \
         tuple(x.shape[i] for i in kept)
     out = x.device.empty(shape, out_dtype)
     if dst_el == 0:
         return out
+    grid, block = dst_el, next_power_of_two(min(1024, el))
+    trailing = x.ndim and x.is_contiguous and sum_dims == list(range(len(kept), x.ndim))
+    if not candle_shape and trailing:
+        rdims, rstrides = [dst_el, el], [el, 1]  # the kernel's rows_contiguous layout
+    if not candle_shape:
+        ws = x.device.target.wave_size
+        block = max(WRAPPER_BLOCK, 2 * ws)
+        if trailing and 0 < el <= WAVE_ROWS:  # fast_reduce's wave_rows: any grid covers every row
+            grid = -(-dst_el // (block // ws))
+        else:
+            block = min(block, next_power_of_two(el))
     info = x.device.to_device(np.array(rdims + rstrides, dtype=np.uint64)) if x.ndim else None
     fn = x.device.get_or_load_func(kernel_name(op, x.dtype), REDUCE)
-    fn[(dst_el, 1, 1), (block, 1, 1)](src_el, el, x.ndim, info, x, out)
+    fn[(grid, 1, 1), (block, 1, 1)](src_el, el, len(rdims), info, x, out)
     return out
 
 
@@ -855,17 +873,35 @@ def _contiguous(x, what: str):
     return x
 
 
-def softmax_last_dim(x, block=(1, 32, 1)):
-    """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1), block (1, 32, 1)."""
+#: softmax lanes per row by row size in bytes (H100, rows of 1024/4096/16384 f32 and bf16: the best of
+#: 32-1024 lanes each, 0.94-1.59x torch against 0.71-1.39x at candle's 32; benchmarks/reduce_shapes.py)
+SOFTMAX_LANES = ((2048, 32), (8192, 128), (32768, 256))
+
+
+def softmax_lanes(row_bytes: int) -> int:
+    return next((lanes for limit, lanes in SOFTMAX_LANES if row_bytes <= limit), 1024)
+
+
+def softmax_last_dim(x, block=None):
+    """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1); candle's block is (1, 32, 1), the
+    wrappers' own (1, lanes, 1) with lanes from the row's size (``softmax_lanes``)."""
     x = _contiguous(x, "softmax input")
     out = x.device.empty(x.shape, x.dtype)
     n_cols = x.shape[-1] if x.ndim else 1
     rows = x.size // n_cols if n_cols else 0
     if rows == 0 or n_cols == 0:
         return out
+    if block is None:
+        block = (1, softmax_lanes(n_cols * x.dtype.nbytes), 1)
     fn = x.device.get_or_load_func(kernel_name("softmax", x.dtype), REDUCE)
     fn[(rows, 1, 1), block](x, out, n_cols)
     return out
+
+
+#: rms/layernorm rows up to this long go a wave per row, NORM_ROWS_PER_BLOCK rows a block, in the
+#: wrappers' own launch (H100, 1024 and 4096 columns: 0.60-1.42x torch against 0.49-0.89x with
+#: candle's 1024 threads); longer rows keep candle's block of 1024 threads, which is faster there
+NORM_WAVE_COLS, NORM_ROWS_PER_BLOCK = 4096, 4
 
 
 def _norm_launch(name, x, params, eps, block_size=None):
@@ -875,17 +911,23 @@ def _norm_launch(name, x, params, eps, block_size=None):
     rows = x.size // n_cols if n_cols else 0
     if rows == 0:
         return out
-    if block_size is None:
-        block_size = 32 if n_cols < 1024 else 1024
     fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
     params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
+    if block_size is None and n_cols <= NORM_WAVE_COLS:  # block (wave, R): row = block * R + y
+        ws = x.device.target.wave_size
+        per_block = NORM_ROWS_PER_BLOCK if rows % NORM_ROWS_PER_BLOCK == 0 else 1
+        fn[(rows // per_block, 1, 1), (ws, per_block, 1)](x, out, *params, n_cols, ws, float(eps))
+        return out
+    if block_size is None:
+        block_size = 1024
     fn[(rows, 1, 1), (block_size, 1, 1)](x, out, *params, n_cols, block_size, float(eps))
     return out
 
 
 def rms_norm(x, alpha, eps: float, block_size=None):
     """candle-nn's ``rms_norm``: ``x / sqrt(mean(x^2) + eps) * alpha`` over the last dim (alpha may be
-    None); block_size 32 below 1024 columns, else 1024."""
+    None). candle launches a block of ``block_size`` threads per row (32 below 1024 columns, else
+    1024); without one the wrappers' own launch is used (``_norm_launch``)."""
     return _norm_launch("rmsnorm", x, [alpha], eps, block_size)
 
 

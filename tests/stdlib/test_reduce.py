@@ -71,24 +71,31 @@ DIMS = [[2], [0], [1], [0, 2], [2, 0], [1, 2], [0, 1, 2]]
 
 
 @pytest.mark.parametrize("dims", DIMS, ids=lambda d: "-".join(map(str, d)))
-def test_reductions_of_strided_inputs(wave_device, dims):
+@pytest.mark.parametrize("candle_shape", [False, True], ids=["own-launch", "candle-launch"])
+@pytest.mark.parametrize("layout", ["strided", "contiguous"])
+def test_reductions_of_strided_inputs(wave_device, dims, candle_shape, layout):
+    """Every dims set over a transposed view and a contiguous tensor, under candle's launch (a block
+    per output) and the wrappers' own (contiguous trailing dims as rows, a wave per row)."""
     x = RNG.standard_normal((5, 6, 37)).astype(np.float32)
     xi = RNG.integers(-1000, 1000, (5, 6, 37)).astype(np.int64)
+
+    def run(op, v, d, keepdim=False):
+        return R.fast_reduce_launch(op, v, d, keepdim, candle_shape=candle_shape).to_host()
+
     for host, exact in ((x, False), (xi, True)):
-        v = dev_array(wave_device, host, transpose=(2, 0, 1))
-        got = R.sum(v, dims).to_host()
+        v = dev_array(wave_device, host, transpose=(2, 0, 1) if layout == "strided" else None)
+        got = run("fast_sum", v, dims)
         ref = host.astype(np.float64).sum(axis=tuple(dims))
         if exact:
             np.testing.assert_array_equal(got, host.sum(axis=tuple(dims)))
         else:
             tol = 1e-5 * np.abs(host.astype(np.float64)).sum(axis=tuple(dims))
             assert np.all(np.abs(got - ref) <= tol)
-        np.testing.assert_array_equal(R.max(v, dims).to_host(), host.max(axis=tuple(dims)))
-        np.testing.assert_array_equal(R.min(v, dims, keepdim=True).to_host(),
-                                      host.min(axis=tuple(dims), keepdims=True))
+        np.testing.assert_array_equal(run("fast_max", v, dims), host.max(axis=tuple(dims)))
+        np.testing.assert_array_equal(run("fast_min", v, dims, True), host.min(axis=tuple(dims), keepdims=True))
         if len(dims) == 1:
-            np.testing.assert_array_equal(R.argmax(v, dims[0]).to_host(), host.argmax(axis=dims[0]))
-            np.testing.assert_array_equal(R.argmin(v, dims[0]).to_host(), host.argmin(axis=dims[0]))
+            np.testing.assert_array_equal(run("fast_argmax", v, dims), host.argmax(axis=dims[0]))
+            np.testing.assert_array_equal(run("fast_argmin", v, dims), host.argmin(axis=dims[0]))
 
 
 @pytest.mark.parametrize("n", [1, 7, 33, 1000, 4097, 65537])
@@ -231,7 +238,7 @@ def test_softmax(wave_device, dtype):
             x[1, 0] = -np.inf
         ref = np.exp(as_f64(x) - as_f64(x).max(1, keepdims=True))
         ref /= ref.sum(1, keepdims=True)
-        for block in ((1, 32, 1), (1, 256, 1)):
+        for block in ((1, 32, 1), (1, 256, 1), None):  # candle's, a wider one, the wrappers' own
             got = as_f64(R.softmax_last_dim(wave_device.to_device(x), block).to_host())
             np.testing.assert_allclose(got, ref, rtol=TOL[dtype] * 4, atol=TOL[dtype] / 8, err_msg=f"n={n} {block}")
     bad = np.array([[1.0, np.nan, 2.0], [1.0, np.inf, 2.0]], dtype)
@@ -257,9 +264,13 @@ def test_rms_and_layer_norm(wave_device, dtype):
         np.testing.assert_allclose(as_f64(R.layer_norm(xd, wave_device.to_device(alpha), wave_device.to_device(beta),
                                                        eps).to_host()), ln * af + bf, **tol)
         np.testing.assert_allclose(as_f64(R.layer_norm(xd, None, None, eps).to_host()), ln, **tol)
-        # candle's other block size on the same row
-        other = 1024 if n < 1024 else 32
-        np.testing.assert_allclose(as_f64(R.rms_norm(xd, None, eps, block_size=other).to_host()), rms, **tol)
+        # candle's launches (a block of 32 or 1024 threads per row) on the same rows
+        for block_size in (32, 1024):
+            np.testing.assert_allclose(as_f64(R.rms_norm(xd, wave_device.to_device(alpha), eps, block_size)
+                                              .to_host()), rms * af, **tol)
+            np.testing.assert_allclose(as_f64(R.layer_norm(xd, wave_device.to_device(alpha),
+                                                           wave_device.to_device(beta), eps, block_size)
+                                              .to_host()), ln * af + bf, **tol)
 
 
 # ------------------------------------------------------------------------------------------------- rope
