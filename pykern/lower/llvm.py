@@ -319,7 +319,7 @@ class FunctionLowering(GridTiles):
         v = self.expr(e.operand)
         if isinstance(e.ty, T.PtrType):  # shared array used as a pointer: same address
             return v
-        return C.convert(self.b, v, e.operand.ty, e.ty)
+        return C.convert(self.b, v, e.operand.ty, e.ty, self.target)
 
     def expr_Bitcast(self, e: N.Bitcast):
         return self.b.bitcast(self.expr(e.operand), value_type(e.ty))
@@ -331,7 +331,7 @@ class FunctionLowering(GridTiles):
         bld = self.b
         if ty.is_float:
             if ty.is_storage_float:
-                return C.from_f32(bld, self.arith(op, C.to_f32(bld, a, ty), C.to_f32(bld, b, ty), T.f32), ty)
+                return C.from_f32(bld, self.arith(op, C.to_f32(bld, a, ty), C.to_f32(bld, b, ty), T.f32), ty, self.target)
             if op == "floordiv":
                 return self.call_intrinsic("floor", [bld.fdiv(a, b)])
             if op in ("minimum", "maximum"):
@@ -453,7 +453,7 @@ class FunctionLowering(GridTiles):
         ty = e.args[0].ty
         args = [self.expr(a) for a in e.args]
         if ty.is_storage_float:
-            return C.from_f32(self.b, fn([C.to_f32(self.b, a, ty) for a in args]), ty)
+            return C.from_f32(self.b, fn([C.to_f32(self.b, a, ty) for a in args]), ty, self.target)
         return fn(args)
 
     def _fp(name):  # noqa: N805
@@ -466,6 +466,11 @@ class FunctionLowering(GridTiles):
         # llvm.exp2.f32 lowers on every target: ex2.approx.f32 (NVIDIA), v_exp_f32 with range
         # handling (AMDGPU), exp2f (host) -- the one transcendental intrinsic that never fails
         return self.call_intrinsic("exp2", [self.expr(e.args[0])])
+
+    def intr_fast_rcp(self, e):
+        # an approximate-functions fdiv: rcp.approx.f32 (NVIDIA), v_rcp_f32 (AMDGPU), an exact
+        # division on the host; no branch to a slow path, unlike an IEEE division on GPUs
+        return self.b.fdiv(ir.Constant(F32, 1.0), self.expr(e.args[0]), flags=("afn",))
 
     def intr_abs(self, e):
         ty = e.ty
@@ -599,5 +604,6 @@ class FunctionLowering(GridTiles):
 
     def arith_or_minmax(self, op, a, b, ty):
         if op in ("minimum", "maximum") and ty.is_storage_float:
-            return C.from_f32(self.b, self.call_intrinsic(op, [C.to_f32(self.b, a, ty), C.to_f32(self.b, b, ty)]), ty)
+            return C.from_f32(self.b, self.call_intrinsic(op, [C.to_f32(self.b, a, ty), C.to_f32(self.b, b, ty)]), ty,
+                              self.target)
         return self.arith(op, a, b, ty)

@@ -110,6 +110,26 @@ TOKEN = TokenType()
 TOKEN_NONE = _TokenNone()
 
 
+class BFloatType(ir.Type):
+    """LLVM's ``bfloat``; llvmlite 0.50 has none. Only for targets that convert to it natively
+    (``Target.round_f32_to_bf16``): pykern's own bf16 is i16 storage (lower/convert.py)."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def _to_string(self):
+        return "bfloat"
+
+    def __eq__(self, other):
+        return isinstance(other, BFloatType)
+
+    def __hash__(self):
+        return hash("bfloat")
+
+
+BFLOAT = BFloatType()
+
+
 def fn_attr(fn: ir.Function, attr: str) -> None:
     """Add any function attribute, e.g. ``presplitcoroutine`` or ``"amdgpu-flat-work-group-size"="1,256"``.
 

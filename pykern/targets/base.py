@@ -109,6 +109,11 @@ class Target(ABC):
     def unsupported(self, what: str, loc: Loc | None) -> CompileError:
         return CompileError(f"{what} is not supported on {self.name} {self.arch}", loc)
 
+    def round_f32_to_bf16(self, b: ir.IRBuilder, v: ir.Value) -> ir.Value | None:
+        """``v`` (an f32) rounded to bf16 bits (an i16) by an instruction of this target, or None:
+        the lowering then rounds with integer arithmetic (lower/convert.py), the same bits everywhere."""
+        return None
+
     # ---- module ---------------------------------------------------------------------------------
     @functools.cached_property
     def target_machine(self) -> llvm.TargetMachine:

@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import CompileError
-from ..lower.llvm_ext import intrinsic
+from ..lower.llvm_ext import BFLOAT, intrinsic
 from .base import I1, I32, I64, KernelFrame, KernelSignature, Target
 
 #: Supported architectures and the oldest compute capability each one covers. LLVM picks the PTX
@@ -63,6 +63,13 @@ class NvptxTarget(Target):
         # every target, so results match the CPU and AMDGPU: fusing is what pk.fma is for
         llvm.set_option("", "--nvptx-fma-level=0")
         return llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.arch, opt=3)
+
+    def round_f32_to_bf16(self, b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+        # LLVM's own fptrunc to bfloat: sm_80's cvt.rn.bf16.f32, one instruction for the integer
+        # rounding's eight, which bound bf16 math kernels; a plain instruction to LLVM (inline asm
+        # was opaque: it kept loads and stores from being combined). The same value, but a NaN
+        # comes out canonical (as from candle's __float2bfloat16), its payload not kept
+        return b.bitcast(b.fptrunc(v, BFLOAT), ir.IntType(16))
 
     def check(self, feature: str, dtype, loc) -> None:
         """Atomics: every op on 8- to 64-bit integers and on f16/f32/f64 compiles (LLVM turns what
