@@ -589,7 +589,9 @@ def _trig(x: T, fn: i32) -> T:
 def _tanh32(x: f32) -> f32:
     """Straight-line: on a = |x|, the odd polynomial (a < 0.55; it gives a itself below 2^-12) and
     1 - 2/(e^(2a) + 1), both computed, one selected, x's sign put back (so tanh(-0) = -0).
-    e^(2a) + 1 = s (1 + y) + 1 is rounded once."""
+    e^(2a) + 1 = s (1 + y) + 1 is rounded once; it lies in [4, 2^29], so its reciprocal is the
+    hardware's estimate and one Newton step (no IEEE division, whose slow-path branch on GPUs
+    splits a tile's copies apart)."""
     a = pk.fabs(x)
     z = a * a
     small = pk.fma(a * z, _ptanh32(z), a)
@@ -597,7 +599,10 @@ def _tanh32(x: f32) -> f32:
     t = pk.fma(a2, _IL2[f32], _MAGIC32)
     y = _expr32(a2, t)                                               # e^a2 = s (1 + y), s = 2^k, 0 <= k <= 28
     s = _pow2t32(t)
-    big = 1.0 - 2.0 / pk.fma(s, y, s + 1.0)
+    d = pk.fma(s, y, s + 1.0)
+    r = pk.fast_rcp(d)
+    r = pk.fma(pk.fma(-d, r, 1.0), r, r)
+    big = pk.fma(-2.0, r, 1.0)
     return pk.copysign(pk.select(a < 0.55, small, big), x)
 
 

@@ -708,6 +708,12 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"fast_exp2() is for f32 (the hardware instruction), got {ty!r}")
         return self.intrinsic("fast_exp2", ty, vals, node)
 
+    def builtin_fast_rcp(self, node, args):
+        vals, ty = self.float_args(node, args, 1, "fast_rcp")
+        if ty is not T.f32:
+            raise self.error(node, f"fast_rcp() is for f32 (the hardware instruction), got {ty!r}")
+        return self.intrinsic("fast_rcp", ty, vals, node)
+
     def builtin_fabs(self, node, args, name="fabs"):
         (v,) = self.args_exact(node, args, 1, name)
         if isinstance(v, CT):
