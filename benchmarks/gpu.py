@@ -67,16 +67,19 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
     """Elementwise families under candle's launch shape (one element per thread) or the wrappers'
     own (``launch_stream``: one 16-byte tile of the narrowest dtype per thread, no idle blocks)."""
     import stdlib_kernels as sk
+    from stdlib_kernels._common import STREAM_BLOCK
     torch, n = b.torch, b.n
-    block = 1024
+    block = STREAM_BLOCK if shape == "wrapper" else 1024
 
-    def launch(numel: int, itemsize: int) -> tuple[int, int]:
-        per_thread = max(1, b.dev.target.tile_bytes // itemsize) if shape == "wrapper" else 1
+    def launch(numel: int, itemsize: int, tiles: int = 1) -> tuple[int, int]:
+        """launch_stream's shape (the unary wrappers take 2 tiles a thread), or candle's."""
+        per_thread = tiles * max(1, b.dev.target.tile_bytes // itemsize) if shape == "wrapper" else 1
         return (numel + block * per_thread - 1) // (block * per_thread), block
 
     b.suffix = f" [{shape}]"
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         grid, _ = launch(n, 2 if tag == "bf16" else 4)
+        ugrid, _ = launch(n, 2 if tag == "bf16" else 4, tiles=2)
         x = torch.randn(n, device="cuda").to(tdt)
         y = torch.randn(n, device="cuda").to(tdt)
         out = torch.empty_like(x)
@@ -88,7 +91,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
             name = f"u{op}_{tag}"
             if name in sk.UNARY:
                 f = b.fn(sk.UNARY, name)
-                b.case(f"unary {op} {tag}", 2 * nb, lambda f=f: f[grid, block](n, 1, None, px, po),
+                b.case(f"unary {op} {tag}", 2 * nb, lambda f=f: f[ugrid, block](n, 1, None, px, po),
                        lambda ref=ref: ref(x))
         for op, ref in (("add", torch.add), ("mul", torch.mul)):
             name = f"b{op}_{tag}"
@@ -122,7 +125,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
             src = x[: side * side].view(side, side)
             info = b.dev.to_device(np.array([side, side, 1, side], dtype=np.uint64))
             b.case(f"transposed copy {tag}", 2 * side * side * x.element_size(),
-                   lambda f=f: f[(side * side + 1023) // 1024, 1024](side * side, 2, info, px, po),
+                   lambda f=f: f[launch(side * side, x.element_size())](side * side, 2, info, px, po),
                    lambda: src.t().contiguous())
     xf = torch.randn(n, device="cuda")
     xb = torch.empty(n, dtype=torch.bfloat16, device="cuda")
@@ -135,9 +138,14 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
             b.case(name, nbytes, lambda f=f, s=src, d=dst: f[grid, block](n, 1, None, s.data_ptr(), d.data_ptr()), ref)
 
 
-def reductions(b: Bench) -> None:
+def reductions(b: Bench, shape: str = "candle") -> None:
+    """The reduce family under candle's launch shapes or the wrappers' own (stdlib_kernels.reduce:
+    fast_* a wave per row on a dense grid, softmax lanes by row size, norms a wave per row)."""
     import stdlib_kernels as sk
-    b.suffix = ""
+    from stdlib_kernels import reduce as R
+    b.suffix = f" [{shape}]"
+    own = shape == "wrapper"
+    ws = b.dev.target.wave_size
     torch, n = b.torch, b.n
     for cols in (1024, 4096, 16384):
         rows = n // cols
@@ -145,33 +153,39 @@ def reductions(b: Bench) -> None:
             x = torch.randn(rows, cols, device="cuda").to(tdt)
             out = torch.empty_like(x)
             nb = x.nbytes
-            threads = min(1024, 1 << (cols - 1).bit_length())
             red = torch.empty(rows, device="cuda", dtype=tdt)
             if tag == "f32":
                 idx = torch.empty(rows, device="cuda", dtype=torch.uint32)
                 info = b.dev.to_device(np.array([rows, cols, cols, 1], dtype=np.uint64))
-                threads = min(1024, 1 << (cols - 1).bit_length())
+                grid, threads = rows, min(1024, 1 << (cols - 1).bit_length())
+                if own:
+                    threads = R.WRAPPER_BLOCK
+                    grid = -(-rows // (threads // ws)) if cols <= R.WAVE_ROWS else rows
                 for op, ref, o in (("fast_sum", lambda: x.sum(-1), red), ("fast_max", lambda: x.amax(-1), red),
                                    ("fast_argmax", lambda: x.argmax(-1), idx)):
                     if f"{op}_{tag}" in sk.REDUCE:
                         f = b.fn(sk.REDUCE, f"{op}_{tag}")
-                        b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[rows, threads](
+                        b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[grid, threads](
                             n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
             if f"softmax_{tag}" in sk.REDUCE:
                 f = b.fn(sk.REDUCE, f"softmax_{tag}")
-                b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, 32, 1)](
+                lanes = R.softmax_lanes(cols * x.element_size()) if own else 32
+                b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, lanes, 1)](
                     x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
             alpha = torch.ones(cols, device="cuda", dtype=tdt)
             beta = torch.zeros(cols, device="cuda", dtype=tdt)
+            ngrid, nblock = (rows, 1, 1), (1024, 1, 1)
+            if own and cols <= R.NORM_WAVE_COLS:
+                ngrid, nblock = (rows // R.NORM_ROWS_PER_BLOCK, 1, 1), (ws, R.NORM_ROWS_PER_BLOCK, 1)
             if f"rmsnorm_{tag}" in sk.REDUCE:
                 f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
-                b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[rows, 1024](
-                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, 1024, 1e-5),
+                b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
+                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, nblock[0], 1e-5),
                     lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
             if f"layernorm_{tag}" in sk.REDUCE:
                 f = b.fn(sk.REDUCE, f"layernorm_{tag}")
-                b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[rows, 1024](
-                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, 1024, 1e-5),
+                b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
+                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, nblock[0], 1e-5),
                     lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))
 
 
@@ -273,7 +287,7 @@ def overheads(b: Bench) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
-    ap.add_argument("--only", choices=["elementwise", "wrapper", "reduce", "overheads"])
+    ap.add_argument("--only", choices=["elementwise", "wrapper", "reduce", "reduce-wrapper", "overheads"])
     args = ap.parse_args()
     import torch
 
@@ -284,7 +298,7 @@ def main() -> None:
     dev = pk.device("cuda")
     b = Bench(torch, dev, 1 << args.size_log2)
     parts = {"elementwise": elementwise, "wrapper": lambda b: elementwise(b, "wrapper"), "reduce": reductions,
-             "overheads": overheads}
+             "reduce-wrapper": lambda b: reductions(b, "wrapper"), "overheads": overheads}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

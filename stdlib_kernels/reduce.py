@@ -873,9 +873,10 @@ def _contiguous(x, what: str):
     return x
 
 
-#: softmax lanes per row by row size in bytes (H100, rows of 1024/4096/16384 f32 and bf16: the best of
-#: 32-1024 lanes each, 0.94-1.59x torch against 0.71-1.39x at candle's 32; benchmarks/reduce_shapes.py)
-SOFTMAX_LANES = ((2048, 32), (8192, 128), (32768, 256))
+#: softmax lanes per row by row size in bytes (benchmarks/reduce_shapes.py tries 32-1024; on the H200,
+#: rows of 4096/16384 f32 and bf16: 1.06-1.90x torch against 0.82-1.76x at candle's 32; rows of up
+#: to 4 KiB keep 32)
+SOFTMAX_LANES = ((4096, 32), (8192, 128), (32768, 256))
 
 
 def softmax_lanes(row_bytes: int) -> int:

@@ -219,7 +219,8 @@ def _wrapper(op: str, param: bool):
         x = as_device_array(x)
         if len(args) != param:
             raise TypeError(f"{op}() takes {'x and one parameter' if param else 'x'}")
-        return map1(UNARY, _kernel_for("u" + op if op != "copy" else "ucopy", x.dtype), x, out, args)
+        return map1(UNARY, _kernel_for("u" + op if op != "copy" else "ucopy", x.dtype), x, out, args,
+                    tiles=2 if op in MATH else 1)
     run.__name__ = run.__qualname__ = op
     run.__doc__ = f"candle's ``u{op}`` on a device array (strided inputs allowed); ``out=x`` runs in place."
     return run

@@ -116,19 +116,20 @@ class Function:
             raise LaunchError(f"{exc} in {src.file}") from None
 
     def _hot_launch(self) -> Callable[..., None]:
-        """``launch`` for a device with a bound launcher (CUDA): a (grid, block) pair seen before,
-        default shared memory and stream go straight to packing and the driver in one Python frame;
-        anything else takes the checked path (``Function.launch``), which remembers valid pairs."""
+        """``launch`` for a device with a bound launcher (CUDA): a (grid, block) pair seen before and
+        default shared memory go straight to packing and the driver in one Python frame, on any
+        stream (the launcher takes the stream as the checked path would); anything else takes the
+        checked path (``Function.launch``), which remembers valid pairs."""
         n = self._nargs
         env = {**self._pack_env, "dims": self._dims, "go": self._go, "general": Function.launch.__get__(self)}
         lines = ["def launch(grid, block, *args, shared_mem=0, stream=None):",
-                 f"    d = dims.get((grid, block)) if len(args) == {n} and stream is None and "
+                 f"    d = dims.get((grid, block)) if len(args) == {n} and "
                  "shared_mem.__class__ is int and shared_mem == 0 else None",
                  "    if d is None:",
                  "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream)"]
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
-        lines += [f"    pack_into(buf, 0, {self._pack_exprs})", "    go(d[0], d[1], 0, None)"]
+        lines += [f"    pack_into(buf, 0, {self._pack_exprs})", "    go(d[0], d[1], 0, stream)"]
         exec("\n".join(lines) + "\n", env)  # noqa: S102
         return env["launch"]
 
@@ -283,7 +284,7 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
 def _unpack_config(config, kernel: str):
     if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
         raise LaunchError(f"kernel {kernel}: launch as kernel[grid, block] or kernel[grid, block, stream, shared_mem]")
-    grid, block, stream, shared = (tuple(config) + (None, 0))[:4]
+    grid, block, stream, shared = config + (None, 0)[len(config) - 2:]  # kernel[g, b, stream]: shared 0
     return grid, block, stream, shared
 
 

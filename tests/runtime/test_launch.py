@@ -256,6 +256,10 @@ def test_bound_launcher_hot_path_packs_like_the_checked_path():
                                      ((3, 1, 1), (64, 1, 1))]
     fn.launch(3, 64, *args, shared_mem=128)  # not the default: the checked path, still launched
     assert dev.launches[-1][2] == 128
+    fn.launch(3, 64, *args, stream=7)        # a stream stays on the hot path and reaches the launcher
+    fn[3, 64, 9](*args)
+    assert [r[:4] for r in dev.launches[-2:]] == [((3, 1, 1), (64, 1, 1), 0, 7), ((3, 1, 1), (64, 1, 1), 0, 9)]
+    assert dev.launches[-1][4] == first[4]
     for bad, message in (((3, 512), "exceeds its maximum block size 256"), ((3, True), "must be an int")):
         with pytest.raises(pk.LaunchError, match=message):
             fn.launch(*bad, *args)
