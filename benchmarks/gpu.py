@@ -138,6 +138,16 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
             b.case(name, nbytes, lambda f=f, s=src, d=dst: f[grid, block](n, 1, None, s.data_ptr(), d.data_ptr()), ref)
 
 
+def row_cases(torch, n: int):
+    """The reduce benchmarks' inputs: (cols, rows, torch dtype, tag, x, out) for rows of 1024, 4096
+    and 16384 columns over ``n`` elements, f32 and bf16."""
+    for cols in (1024, 4096, 16384):
+        rows = n // cols
+        for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+            x = torch.randn(rows, cols, device="cuda").to(tdt)
+            yield cols, rows, tdt, tag, x, torch.empty_like(x)
+
+
 def reductions(b: Bench, shape: str = "candle") -> None:
     """The reduce family under candle's launch shapes or the wrappers' own (stdlib_kernels.reduce:
     fast_* a wave per row on a dense grid, softmax lanes by row size, norms a wave per row)."""
@@ -147,46 +157,42 @@ def reductions(b: Bench, shape: str = "candle") -> None:
     own = shape == "wrapper"
     ws = b.dev.target.wave_size
     torch, n = b.torch, b.n
-    for cols in (1024, 4096, 16384):
-        rows = n // cols
-        for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
-            x = torch.randn(rows, cols, device="cuda").to(tdt)
-            out = torch.empty_like(x)
-            nb = x.nbytes
-            red = torch.empty(rows, device="cuda", dtype=tdt)
-            if tag == "f32":
-                idx = torch.empty(rows, device="cuda", dtype=torch.uint32)
-                info = b.dev.to_device(np.array([rows, cols, cols, 1], dtype=np.uint64))
-                grid, threads = rows, min(1024, 1 << (cols - 1).bit_length())
-                if own:
-                    threads = R.WRAPPER_BLOCK
-                    grid = -(-rows // (threads // ws)) if cols <= R.WAVE_ROWS else rows
-                for op, ref, o in (("fast_sum", lambda: x.sum(-1), red), ("fast_max", lambda: x.amax(-1), red),
-                                   ("fast_argmax", lambda: x.argmax(-1), idx)):
-                    if f"{op}_{tag}" in sk.REDUCE:
-                        f = b.fn(sk.REDUCE, f"{op}_{tag}")
-                        b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[grid, threads](
-                            n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
-            if f"softmax_{tag}" in sk.REDUCE:
-                f = b.fn(sk.REDUCE, f"softmax_{tag}")
-                lanes = R.softmax_lanes(cols * x.element_size()) if own else 32
-                b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, lanes, 1)](
-                    x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
-            alpha = torch.ones(cols, device="cuda", dtype=tdt)
-            beta = torch.zeros(cols, device="cuda", dtype=tdt)
-            ngrid, nblock = (rows, 1, 1), (1024, 1, 1)
-            if own and cols <= R.NORM_WAVE_COLS:
-                ngrid, nblock = (rows // R.NORM_ROWS_PER_BLOCK, 1, 1), (ws, R.NORM_ROWS_PER_BLOCK, 1)
-            if f"rmsnorm_{tag}" in sk.REDUCE:
-                f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
-                b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
-                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, nblock[0], 1e-5),
-                    lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
-            if f"layernorm_{tag}" in sk.REDUCE:
-                f = b.fn(sk.REDUCE, f"layernorm_{tag}")
-                b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
-                    x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, nblock[0], 1e-5),
-                    lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))
+    for cols, rows, tdt, tag, x, out in row_cases(torch, n):
+        nb = x.nbytes
+        red = torch.empty(rows, device="cuda", dtype=tdt)
+        if tag == "f32":
+            idx = torch.empty(rows, device="cuda", dtype=torch.uint32)
+            info = b.dev.to_device(np.array([rows, cols, cols, 1], dtype=np.uint64))
+            grid, threads = rows, min(1024, 1 << (cols - 1).bit_length())
+            if own:
+                threads = R.WRAPPER_BLOCK
+                grid = -(-rows // (threads // ws)) if cols <= R.WAVE_ROWS else rows
+            for op, ref, o in (("fast_sum", lambda: x.sum(-1), red), ("fast_max", lambda: x.amax(-1), red),
+                               ("fast_argmax", lambda: x.argmax(-1), idx)):
+                if f"{op}_{tag}" in sk.REDUCE:
+                    f = b.fn(sk.REDUCE, f"{op}_{tag}")
+                    b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[grid, threads](
+                        n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
+        if f"softmax_{tag}" in sk.REDUCE:
+            f = b.fn(sk.REDUCE, f"softmax_{tag}")
+            lanes = R.softmax_lanes(cols * x.element_size()) if own else 32
+            b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, lanes, 1)](
+                x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
+        alpha = torch.ones(cols, device="cuda", dtype=tdt)
+        beta = torch.zeros(cols, device="cuda", dtype=tdt)
+        ngrid, nblock = (rows, 1, 1), (1024, 1, 1)
+        if own and cols <= R.NORM_WAVE_COLS:
+            ngrid, nblock = (rows // R.NORM_ROWS_PER_BLOCK, 1, 1), (ws, R.NORM_ROWS_PER_BLOCK, 1)
+        if f"rmsnorm_{tag}" in sk.REDUCE:
+            f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
+            b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
+                x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, nblock[0], 1e-5),
+                lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
+        if f"layernorm_{tag}" in sk.REDUCE:
+            f = b.fn(sk.REDUCE, f"layernorm_{tag}")
+            b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
+                x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, nblock[0], 1e-5),
+                lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))
 
 
 def overheads(b: Bench) -> None:

@@ -79,17 +79,14 @@ def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type], a
     return fn
 
 
-class TokenType(ir.Type):
-    """LLVM's ``token`` type (coroutine intrinsics use it); llvmlite 0.50 has none."""
+def _named_type(spelling: str, doc: str, **attrs) -> type:
+    """An ``ir.Type`` that prints as ``spelling``: a type llvmlite 0.50 lacks (equal to any other of it)."""
+    return type(f"{spelling.capitalize()}Type", (ir.Type,), {
+        "__doc__": doc, "_to_string": lambda self: spelling, "__eq__": lambda self, other: type(other) is type(self),
+        "__hash__": lambda self: hash(spelling), **attrs})
 
-    def _to_string(self):
-        return "token"
 
-    def __eq__(self, other):
-        return isinstance(other, TokenType)
-
-    def __hash__(self):
-        return hash("token")
+TokenType = _named_type("token", "LLVM's ``token`` type (coroutine intrinsics use it).")
 
 
 class _TokenNone(ir.Constant):
@@ -110,23 +107,9 @@ TOKEN = TokenType()
 TOKEN_NONE = _TokenNone()
 
 
-class BFloatType(ir.Type):
-    """LLVM's ``bfloat``; llvmlite 0.50 has none. Only for targets that convert to it natively
-    (``Target.round_f32_to_bf16``): pykern's own bf16 is i16 storage (lower/convert.py)."""
-
-    null = "0.0"
-    intrinsic_name = "bf16"
-
-    def _to_string(self):
-        return "bfloat"
-
-    def __eq__(self, other):
-        return isinstance(other, BFloatType)
-
-    def __hash__(self):
-        return hash("bfloat")
-
-
+BFloatType = _named_type("bfloat", """LLVM's ``bfloat``, only for targets that convert to it natively
+(``Target.round_f32_to_bf16``): pykern's own bf16 is i16 storage (lower/convert.py).""",
+                         null="0.0", intrinsic_name="bf16")
 BFLOAT = BFloatType()
 
 
