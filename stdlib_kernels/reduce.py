@@ -260,9 +260,8 @@ def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt
     later blocks without a row; any grid covers every row. A wave's lanes share the row through
     parallel_range (16-byte loads), then one xor butterfly."""
     waves = pk.u64(nt // pk.wave_size)
-    rows = (numel + el - 1) // el
     r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
-    while r < rows:
+    while r * el < numel:  # row r starts below numel (no 64-bit division: every idle thread runs this)
         start = r * el
         n = min(start + el, numel) - start
         p = src + start
