@@ -265,6 +265,17 @@ def overheads(b: Bench) -> None:
             print(f"  same host, {label}: not measured ({type(exc).__name__}: {exc})")
             continue
         print(f"  same host, {label}: {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
+    # a wrapper call: output allocated, kernel launched, output freed, from the stream-ordered pool
+    # (the default) and with cuMemAlloc/cuMemFree (whose free waits for the whole device)
+    import stdlib_kernels.unary as U
+    from pykern import config
+    from pykern.runtime.cuda import CudaDevice
+    with config.override(cuda_pool=False):
+        plain = CudaDevice(b.dev.index)
+    for label, d in (("stream-ordered pool", b.dev), ("cuMemAlloc/cuMemFree", plain)):
+        xs = d.to_device(np.ones(1 << 16, np.float32))
+        t = per_launch(lambda xs=xs: U.exp(xs))
+        print(f"  unary.exp wrapper on 2^16 f32, memory from {label}: {t[0] * 1e6:.2f} us a call (min {t[1] * 1e6:.2f})")
     if os.environ.get("PYKERN_BENCH_SKIP_COMPILE"):
         return
     os.environ["PYKERN_CACHE"] = "0"

@@ -22,6 +22,7 @@ KNOBS: dict[str, str] = {
     "PYKERN_WAVE_SIZE": "wave width the CPU target emulates: 32 or 64 (default 64)",
     "PYKERN_DEBUG": '"1" keeps intermediate IR and adds debug info',
     "PYKERN_VERBOSE": '"1" logs what the compiler and cache do',
+    "PYKERN_CUDA_POOL": '"0" allocates CUDA memory with cuMemAlloc/cuMemFree instead of the stream-ordered pool',
 }
 
 _FALSE = {"", "0", "false", "no", "off"}
@@ -71,6 +72,11 @@ def lld() -> Path | None:
 def prebuilt_dir() -> Path | None:
     """A directory of prebuilt code objects (lets machines without LLVM tooling run kernels)."""
     return _path("PYKERN_PREBUILT")
+
+
+def cuda_pool() -> bool:
+    """CUDA arrays come from the device's stream-ordered memory pool (default on)."""
+    return _flag("PYKERN_CUDA_POOL", True)
 
 
 def check_bounds() -> bool:

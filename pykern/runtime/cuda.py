@@ -148,17 +148,22 @@ class CudaModule:
 
 
 class _Allocation:
-    """Owner of one cuMemAlloc block; frees it when collected."""
+    """Owner of one block of device memory; frees it when collected: back to the pool, in stream
+    order (``cuMemFreeAsync`` on the default stream, after the work already queued there), or with
+    ``cuMemFree``, which waits for the whole device."""
 
-    __slots__ = ("device", "ptr")
+    __slots__ = ("device", "ptr", "pooled")
 
-    def __init__(self, device: "CudaDevice", ptr):
-        self.device, self.ptr = device, ptr
+    def __init__(self, device: "CudaDevice", ptr, pooled: bool):
+        self.device, self.ptr, self.pooled = device, ptr, pooled
 
     def __del__(self):
         try:
             self.device._current()
-            self.device._drv.cuMemFree(self.ptr)
+            if self.pooled:
+                self.device._drv.cuMemFreeAsync(self.ptr, 0)
+            else:
+                self.device._drv.cuMemFree(self.ptr)
         except Exception:
             pass
 
@@ -224,6 +229,20 @@ class CudaDevice(Device):
             raise DeviceError(f"{self.name} (compute capability {'.'.join(map(str, self.compute_capability))}) "
                               "is older than sm_80, the oldest arch pykern targets")
         self._target = NvptxTarget(self.arch)
+        self._pooled = self._keep_pool() if get(attr.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) else False
+
+    def _keep_pool(self) -> bool:
+        """Allocate from the device's default memory pool, which keeps freed blocks for reuse (the
+        release threshold raised from 0): a wrapper's temporary output costs no driver allocation and
+        no device-wide wait when it is freed. PYKERN_CUDA_POOL=0 turns it off."""
+        from .. import config
+        if not config.cuda_pool():
+            return False
+        drv = self._drv
+        pool = _check(drv, drv.cuDeviceGetDefaultMemPool(self._dev), "cuDeviceGetDefaultMemPool")
+        _check(drv, drv.cuMemPoolSetAttribute(pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                              drv.cuuint64_t(2 ** 64 - 1)), "cuMemPoolSetAttribute")
+        return True
 
     def __repr__(self) -> str:
         return f"cuda:{self.index}"
@@ -241,8 +260,11 @@ class CudaDevice(Device):
     # ---- memory ---------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> tuple[int, Any]:
         self._current()
-        ptr = _check(self._drv, self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")
-        return int(ptr), _Allocation(self, ptr)
+        if self._pooled:  # stream-ordered on the default stream: copies and launches there follow it
+            ptr = _check(self._drv, self._drv.cuMemAllocAsync(nbytes, 0), f"cuMemAllocAsync({nbytes})")
+        else:
+            ptr = _check(self._drv, self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")
+        return int(ptr), _Allocation(self, ptr, self._pooled)
 
     def copy_to_device(self, dst: int, src: np.ndarray) -> None:
         self._current()

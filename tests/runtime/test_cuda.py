@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
+from pykern import config
 from pykern.errors import DeviceError, LaunchError
 from pykern.ir import types as T
 from pykern.runtime import cuda as C
@@ -266,6 +267,25 @@ def test_arrays_round_trip(dev):
     np.testing.assert_array_equal(arr.to_host(), host)
     assert arr.__cuda_array_interface__["data"][0] == arr.ptr
     np.testing.assert_array_equal(dev.zeros((3, 4), np.int64).to_host(), np.zeros((3, 4), np.int64))
+
+
+@gpu
+def test_pooled_memory_is_reused_in_stream_order(dev):
+    """Arrays come from the stream-ordered pool: a freed block comes back for the next allocation of
+    its size, and what a kernel queued before the free still reads the old contents correctly."""
+    assert dev._pooled  # every GPU pykern supports (sm_80+) has memory pools
+    import stdlib_kernels.unary as U
+    x = dev.to_device(np.arange(1 << 20, dtype=np.float32))
+    first = U.neg(x)
+    ptr = first.ptr
+    del first  # cuMemFreeAsync after the launch queued on the default stream
+    again = U.neg(x)
+    assert again.ptr == ptr  # the same block, no driver allocation
+    np.testing.assert_array_equal(again.to_host(), -np.arange(1 << 20, dtype=np.float32))
+    with config.override(cuda_pool=False):
+        plain = C.CudaDevice(0)
+    assert not plain._pooled
+    np.testing.assert_array_equal(plain.to_device(np.ones(7, np.int32)).to_host(), np.ones(7, np.int32))
 
 
 @gpu
