@@ -17,6 +17,8 @@ candle's CPU backend where its CUDA kernels differ:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import pykern as pk
@@ -781,7 +783,7 @@ def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False, candle_shap
     kept = [i for i in range(x.ndim) if i not in sum_dims]
     rdims = [x.shape[i] for i in kept] + [x.shape[i] for i in sum_dims]
     rstrides = [x.strides[i] for i in kept] + [x.strides[i] for i in sum_dims]
-    dst_el = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    dst_el = int(math.prod(x.shape[i] for i in kept))
     src_el = x.size
     el = src_el // dst_el if dst_el else 0
     out_dtype = u32 if op in ("fast_argmin", "fast_argmax") else x.dtype

@@ -8,6 +8,7 @@ argument checking and packing of a launch — lives here once.
 from __future__ import annotations
 
 import difflib
+import math
 import threading
 from abc import ABC, abstractmethod
 from typing import Any
@@ -54,7 +55,7 @@ class DeviceArray:
         strides = tuple(0 if s == 1 and n != 1 else st for s, n, st in zip(src_shape, shape, src_strides))
         return self.as_strided(shape, strides)
 
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: int(math.prod(self.shape)))
     nbytes = property(lambda self: self.size * self.dtype.nbytes)
     ndim = property(lambda self: len(self.shape))
 
@@ -78,7 +79,7 @@ class DeviceArray:
 
     def reshape(self, *shape) -> "DeviceArray":
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape {self.shape} into {shape}")
         if not self.is_contiguous:
             raise ValueError("reshape needs a contiguous array")
@@ -155,7 +156,7 @@ class Device(ABC):
     def empty(self, shape, dtype) -> DeviceArray:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         dt = _as_dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.nbytes
+        nbytes = int(math.prod(shape)) * dt.nbytes
         ptr, owner = self.alloc(max(nbytes, 1))
         return DeviceArray(self, ptr, shape, dt, owner)
 
