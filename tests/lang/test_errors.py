@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, f32, i32, u32, usize
+from pykern import ConstPtr, Ptr, f32, f64, i32, u32, usize
 
 MARK = "# <-"
 
@@ -516,6 +516,11 @@ def must_return(x: f32) -> f32:
 
 
 @pk.kernel
+def e_fast_rcp_f64(p: Ptr[f64]):
+    p[0] = pk.fast_rcp(p[1])  # <-
+
+
+@pk.kernel
 def e_bare_return_in_func(p: Ptr[f32]):
     p[0] = must_return(p[0])
 
@@ -600,6 +605,7 @@ CASES = [
     (e_while_else, "while ... else is not supported"),
     ((e_return_without_annotation, no_annotation_returns), "returning a value from a function without a return annotation"),
     ((e_bare_return_in_func, must_return), "this function must return a f32"),
+    (e_fast_rcp_f64, r"fast_rcp\(\) is for f32 \(the hardware instruction\), got f64"),
 ]
 
 

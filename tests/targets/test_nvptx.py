@@ -269,3 +269,25 @@ def test_front_end_kernel(arch):
         assert lines(text, pattern), pattern
     if ptxas_path():
         ptxas_check(ptx, arch)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_bf16_rounding_and_fast_reciprocal_use_the_instructions(arch):
+    """bf16 results come from cvt.rn.bf16.f32 (paired into bf16x2 where LLVM merges two), not from
+    integer rounding; pk.fast_rcp is rcp.approx, and a tile of f32 tanh has no IEEE division."""
+    from pykern.compiler import compile_kernels
+    from pykern import bf16
+    from pykern import math as pkm
+
+    @pk.kernel
+    def to_bf16(n: usize, x: pk.ConstPtr[f32], y: Ptr[bf16], r: Ptr[f32]):
+        for i in pk.grid_stride(n):
+            y[i] = bf16(x[i] * 3.0)
+            r[i] = pk.fast_rcp(x[i]) + pkm.tanh(x[i])
+
+    ptx, _ = compile_kernels([to_bf16._only_instance()], NvptxTarget(arch), "to_bf16")
+    text = ptx.decode()
+    assert lines(text, r"cvt\.rn\.bf16(x2)?\.f32") and lines(text, r"rcp\.approx\.f32")
+    assert not lines(text, r"div\.rn\.f32")
+    if ptxas_path():
+        ptxas_check(ptx, arch)
