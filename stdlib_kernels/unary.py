@@ -181,6 +181,24 @@ def elu(x: T, alpha: T) -> T: return x if pk.copysign(1, x) > 0 else pkm.expm1(x
 def powf(x: T, e: T) -> T: return pkm.pow(x, e)
 
 
+# Results rounded to 16 bits or fewer (f16, bf16, f8) need far less than f32 accuracy, and their kernels
+# are bound by arithmetic: e^x from the hardware's 2^x and a reciprocal estimate (relative error below
+# 2^-17 before the final rounding; exact libm and division on the host), gelu as x * sigmoid(2u), its
+# tanh form without cancellation. A result may differ from the correctly rounded one by 1 ulp of its type.
+LOG2E = 1.4426950408889634
+
+
+@pk.func
+def exp_narrow(x: T) -> T: return pk.fast_exp2(x * LOG2E)
+@pk.func
+def sigmoid_narrow(x: T) -> T: return pk.fast_rcp(1 + pk.fast_exp2(-x * LOG2E))
+@pk.func
+def silu_narrow(x: T) -> T: return x * sigmoid_narrow(x)
+@pk.func
+def gelu_narrow(x: T) -> T: return x * sigmoid_narrow(2 * SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x))
+
+
+NARROW = {"exp": exp_narrow, "sigmoid": sigmoid_narrow, "silu": silu_narrow, "gelu": gelu_narrow}
 PRIMITIVE = {"neg": neg, "recip": recip, "sqr": sqr, "sqrt": sqrt, "abs": abs_, "ceil": ceil, "floor": floor,
              "round": round_, "relu": relu, "sign": sign}
 MATH = {"exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "normcdf": normcdf, "gelu": gelu,
@@ -202,7 +220,8 @@ for _t in COPY_DTYPES:
 for _name, _op in OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):
-            UNARY.add(unary.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t), op=_op))
+            UNARY.add(unary.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t),
+                                     op=NARROW.get(_name, _op) if _t.is_storage_float else _op))
 for _name, _op in PARAM_OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):
