@@ -331,7 +331,8 @@ class FunctionLowering(GridTiles):
         bld = self.b
         if ty.is_float:
             if ty.is_storage_float:
-                return C.from_f32(bld, self.arith(op, C.to_f32(bld, a, ty), C.to_f32(bld, b, ty), T.f32), ty, self.target)
+                wide = self.arith(op, C.to_f32(bld, a, ty), C.to_f32(bld, b, ty), T.f32)
+                return C.from_f32(bld, wide, ty, self.target)
             if op == "floordiv":
                 return self.call_intrinsic("floor", [bld.fdiv(a, b)])
             if op in ("minimum", "maximum"):
