@@ -191,7 +191,10 @@ LOG2E = 1.4426950408889634
 @pk.func
 def exp_narrow(x: T) -> T: return pk.fast_exp2(x * LOG2E)
 @pk.func
-def sigmoid_narrow(x: T) -> T: return pk.fast_rcp(1 + pk.fast_exp2(-x * LOG2E))
+def sigmoid_narrow(x: T) -> T:  # e = e^-|x| in (0, 1]: the reciprocal is of [1, 2], never of a huge or infinite value
+    e = pk.fast_exp2(-pk.fabs(x) * LOG2E)
+    r = pk.fast_rcp(1 + e)
+    return pk.select(x >= 0, r, e * r)
 @pk.func
 def silu_narrow(x: T) -> T: return x * sigmoid_narrow(x)
 @pk.func
