@@ -630,21 +630,28 @@ def wave_row() -> usize:
     return pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.x // pk.wave_size) + pk.u64(pk.thread_idx.x // pk.wave_size)
 
 
+@pk.func
+def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
+              sm: S):
+    """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``), or the block's x
+    threads on row ``block_idx.x * block_dim.y + thread_idx.y``."""
+    if norm_by_wave(n_cols):
+        r = wave_row()
+        if r < pk.u64(pk.grid_dim.x):
+            off = r * pk.u64(n_cols)
+            norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,
+                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True)
+        return
+    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
+    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, sm, pk.thread_idx.x, pk.block_dim.x, False)
+
+
 @pk.kernel(min_blocks_per_sm=2)
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    if norm_by_wave(n_cols):
-        r = wave_row()
-        if r < pk.u64(pk.grid_dim.x):
-            off = r * pk.u64(n_cols)
-            norm_row(src + off, dst + off, alpha, alpha, pk.u32(n_cols), A(eps), False, sm + 0,
-                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True)
-        return
-    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    norm_row(src + row, dst + row, alpha, alpha, pk.u32(n_cols), A(eps), False, sm + 0, pk.thread_idx.x,
-             pk.block_dim.x, False)
+    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0)
 
 
 @pk.kernel(min_blocks_per_sm=2)
@@ -652,16 +659,7 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
                      block_size: i32, eps: f32, *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    if norm_by_wave(n_cols):
-        r = wave_row()
-        if r < pk.u64(pk.grid_dim.x):
-            off = r * pk.u64(n_cols)
-            norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), A(eps), True, sm + 0,
-                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True)
-        return
-    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), A(eps), True, sm + 0, pk.thread_idx.x,
-             pk.block_dim.x, False)
+    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0)
 
 
 _rmsnorm_wide = pk.kernel(rmsnorm_kernel.__wrapped__)
