@@ -150,7 +150,7 @@ def row_cases(torch, n: int):
 
 def reductions(b: Bench, shape: str = "candle") -> None:
     """The reduce family under candle's launch shapes or the wrappers' own (stdlib_kernels.reduce:
-    fast_* a wave per row on a dense grid, softmax lanes by row size, norms a wave per row)."""
+    fast_* a wave per row on a dense grid, softmax and norms row_threads a row)."""
     import stdlib_kernels as sk
     from stdlib_kernels import reduce as R
     b.suffix = f" [{shape}]"
@@ -175,14 +175,12 @@ def reductions(b: Bench, shape: str = "candle") -> None:
                         n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
         if f"softmax_{tag}" in sk.REDUCE:
             f = b.fn(sk.REDUCE, f"softmax_{tag}")
-            lanes = R.softmax_lanes(cols * x.element_size()) if own else 32
+            lanes = R.softmax_block(cols, getattr(pk, tag), ws)[1] if own else 32
             b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, lanes, 1)](
                 x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
         alpha = torch.ones(cols, device="cuda", dtype=tdt)
         beta = torch.zeros(cols, device="cuda", dtype=tdt)
-        ngrid, nblock = (rows, 1, 1), (1024, 1, 1)
-        if own and cols <= R.NORM_WAVE_COLS:
-            ngrid, nblock = (rows // R.NORM_ROWS_PER_BLOCK, 1, 1), (ws, R.NORM_ROWS_PER_BLOCK, 1)
+        ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws) if own else ((rows, 1, 1), (1024, 1, 1))
         if f"rmsnorm_{tag}" in sk.REDUCE:
             f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
             b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
@@ -193,6 +191,36 @@ def reductions(b: Bench, shape: str = "candle") -> None:
             b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
                 x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, nblock[0], 1e-5),
                 lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))
+
+
+def c_launch_loop(b: Bench, raw, h) -> tuple[float, float] | None:
+    """The driver's own cost of a launch, from a C loop (cc builds it; None without a C compiler)."""
+    import ctypes
+    import subprocess
+    import tempfile
+    src = r"""typedef int (*launch_t)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, void*, void**, void**);
+        #include <time.h>
+        double loop(void* fp, void* f, void** params, int n) {
+            launch_t launch = (launch_t)fp; struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a);
+            for (int i = 0; i < n; i++) launch(f, 1, 1, 1, 32, 1, 1, 0, 0, params, 0);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            return ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n / 1e3; }"""
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            open(f"{d}/l.c", "w").write(src)
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", f"{d}/l.c", "-o", f"{d}/l.so"], check=True,
+                           capture_output=True)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        lib = ctypes.CDLL(f"{d}/l.so")
+        lib.loop.restype = ctypes.c_double
+        lib.loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        times = []
+        for _ in range(40):
+            times.append(lib.loop(ctypes.cast(raw, ctypes.c_void_p).value, h.c_handle.value, h.params, 100))
+            b.dev.synchronize()
+    return statistics.median(times), min(times)
 
 
 def overheads(b: Bench) -> None:
@@ -234,6 +262,14 @@ def overheads(b: Bench) -> None:
     print(f"host launch overhead, 6 arguments: {host[0] * 1e6:.2f} us (median of 40 batches of 100; min "
           f"{host[1] * 1e6:.2f}); the driver's cuLaunchKernel alone: {floor[0] * 1e6:.2f} us (min "
           f"{floor[1] * 1e6:.2f})")
+    from pykern.runtime.cuda import LaunchConfig, _raw_launch_ex
+    ex, cfg = _raw_launch_ex(), LaunchConfig((1, 1, 1), (32, 1, 1), 0, None, None, 0)
+    pcfg = ctypes.c_void_p(ctypes.addressof(cfg))
+    t = per_launch(lambda: ex(pcfg, h.c_handle, h.c_params, None))
+    print(f"  the driver's cuLaunchKernelEx alone (through ctypes): {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")
+    t = c_launch_loop(b, raw, h)
+    if t:
+        print(f"  the driver's cuLaunchKernel from C (100 in a loop): {t[0]:.2f} us (min {t[1]:.2f}): the floor")
     # the driver's time by stream kind: the legacy default stream orders against every blocking
     # stream of the context, a non-blocking one against nothing
     drv = b.dev._drv

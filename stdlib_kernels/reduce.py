@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, i32, i64, u8, u16, u32, usize
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, i32, i64, u8, u16, u32, u64, usize
 
 from . import REDUCE, kernel_name
 from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, strided_index
@@ -31,6 +31,7 @@ T = pk.TypeVar("T")
 V = pk.TypeVar("V")
 S = pk.TypeVar("S")
 U = pk.TypeVar("U")
+W = pk.TypeVar("W")
 
 FAST_DTYPES = (f32, f64, u32, i64, u8, f16, bf16)
 SUM_DTYPES = (f32, f64, u32, f16, bf16)
@@ -73,24 +74,32 @@ def exp_diff(a: V, b: V) -> V:
 
 
 @pk.func
-def wave_sum_n(v: V, lane: u32, count: u32) -> V:
-    """Sum over the first ``count`` lanes of the wave, exact on lane 0 (every lane of a full wave).
-    Partners at or past ``count`` (outside the block) are ignored. All lanes must call it."""
+def merge(a: V, b: V, op: i32) -> V:
+    """The cross-lane step of a sum (SUM) or of softmax's max (MAX: NaN-skipping, as f32::max)."""
+    if op == SUM:
+        return a + b
+    return pk.fmax(a, b)
+
+
+@pk.func
+def wave_sum_n(v: V, lane: u32, count: u32, op: i32) -> V:
+    """``merge`` over the first ``count`` lanes of the wave, exact on lane 0 (every lane of a full
+    wave). Partners at or past ``count`` (outside the block) are ignored. All lanes must call it."""
     off: u32 = pk.wave_size // 2
     while off > 0:
         o = pk.wave.shuffle_xor(v, off)
         if (lane ^ off) < count:
-            v = v + o
+            v = merge(v, o, op)
         off = off // 2
     return v
 
 
 @pk.func
-def wave_sum_full(v: V) -> V:
-    """Sum over a whole wave (every lane present), on every lane: the unguarded xor butterfly."""
+def wave_sum_full(v: V, op: i32) -> V:
+    """``merge`` over a whole wave (every lane present), on every lane: the unguarded xor butterfly."""
     off: u32 = pk.wave_size // 2
     while off > 0:
-        v = v + pk.wave.shuffle_xor(v, off)
+        v = merge(v, pk.wave.shuffle_xor(v, off), op)
         off = off // 2
     return v
 
@@ -101,30 +110,30 @@ def block_sum(v: V, sm: S, t: u32, nt: u32) -> V:
     thread. ``sm`` holds at least one V per wave; it is free again on return. All threads call it."""
     lane = t % pk.wave_size
     wid = t // pk.wave_size
-    v = wave_sum_n(v, lane, min(nt - wid * pk.wave_size, pk.u32(pk.wave_size)))
+    v = wave_sum_n(v, lane, min(nt - wid * pk.wave_size, pk.u32(pk.wave_size)), SUM)
     if nt > pk.wave_size:
         if lane == 0:
             sm[wid] = v
         pk.syncthreads()
         if lane < (nt + pk.wave_size - 1) // pk.wave_size:
             v = sm[lane]
-        v = wave_sum_n(v, lane, (nt + pk.wave_size - 1) // pk.wave_size)
+        v = wave_sum_n(v, lane, (nt + pk.wave_size - 1) // pk.wave_size, SUM)
         pk.syncthreads()
     return pk.wave.shuffle(v, 0)
 
 
 @pk.func
-def block_sum_whole(v: V, sm: S, t: u32, nt: u32) -> V:
-    """block_sum (same contract) with fewer instructions per thread: whole waves (every candle
-    launch but blocks narrower than a wave) skip the partner guards; the per-thread
+def block_sum_whole(v: V, sm: S, t: u32, nt: u32, op: i32) -> V:
+    """block_sum (same contract, any ``merge``) with fewer instructions per thread: whole waves
+    (every candle launch but blocks narrower than a wave) skip the partner guards; the per-thread
     instruction count, not bandwidth, bounds rows of a few elements per thread."""
     lane = t % pk.wave_size
     wid = t // pk.wave_size
     present = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
     if present == pk.wave_size:
-        v = wave_sum_full(v)
+        v = wave_sum_full(v, op)
     else:
-        v = wave_sum_n(v, lane, present)
+        v = wave_sum_n(v, lane, present, op)
     if nt > pk.wave_size:
         if lane == 0:
             sm[wid] = v
@@ -133,10 +142,12 @@ def block_sum_whole(v: V, sm: S, t: u32, nt: u32) -> V:
         v = V(0)
         if lane < nw:
             v = sm[lane]
+        elif op != SUM:
+            v = sm[0]  # fmax's neutral value here: one of the operands
         if present == pk.wave_size:
-            v = wave_sum_full(v)
+            v = wave_sum_full(v, op)
         else:
-            v = wave_sum_n(v, lane, nw)
+            v = wave_sum_n(v, lane, nw, op)
         pk.syncthreads()
     if present == pk.wave_size:
         return v
@@ -458,8 +469,103 @@ for _t in SUM_DTYPES:
 
 
 # ---------------------------------------------------------------------------------------------------
+# rows in registers: softmax and the norms read a row that fits in its threads' registers once
+# ---------------------------------------------------------------------------------------------------
+#: bytes of a row each thread keeps in registers, by element size (each kernel's choice, within its
+#: register budget); ROW_WORD: what one load reads (16-bit elements four at a time: a warp then reads
+#: 256 bytes a load)
+SOFTMAX_CACHE = {2: 32, 4: 64, 8: 64}
+NORM_CACHE = {2: 16, 4: 64, 8: 64}  # 16-bit norms: 32 registers (two blocks of 1024 an SM)
+ROW_WORD = {2: u64, 4: f32, 8: f64}
+
+
+@pk.func
+def row_total(v: V, sm: S, t: u32, nt: u32, by_wave: bool, op: i32) -> V:
+    """``merge`` of ``v`` over the row's threads, on each of them: a wave (no barrier), or the block."""
+    if by_wave or nt <= pk.wave_size:
+        return block_sum_whole(v, sm, t % pk.wave_size, min(nt, pk.u32(pk.wave_size)), op)
+    return block_sum_whole(v, sm, t, nt, op)
+
+
+@pk.func
+def row_fits(x: ConstPtr[T], y: Ptr[T], n: u32, nt: u32, *, cache) -> bool:
+    """Does the row fit in its ``nt`` threads' registers (``cache`` bytes each)? Rows of words of
+    several elements also need a length and pointers that words divide; others take two passes."""
+    W = ROW_WORD[T.nbytes]
+    fits = n <= pk.u32(cache // T.nbytes) * nt
+    if W.nbytes > T.nbytes:
+        return fits and n % (W.nbytes // T.nbytes) == 0 and pk.is_aligned(x, W.nbytes) and pk.is_aligned(y, W.nbytes)
+    return fits
+
+
+@pk.func
+def cache_load(x: ConstPtr[T], v: Ptr[W], n: u32, t: u32, nt: u32, *, cache):
+    """The thread's words of the row: word w holds elements ``(w * nt + t) * K + k``, k < K, for K
+    elements a word; zero past the row's end."""
+    xw = pk.bitcast(x, ConstPtr[W])
+    for w in pk.static_range(cache // W.nbytes):
+        p = w * nt + t
+        v[w] = xw[p] if p * (W.nbytes // T.nbytes) < n else W(0)
+
+
+@pk.func
+def word_element(x: ConstPtr[T], word: W, k: u32, like: V) -> V:
+    """Element ``k`` of a cached word, in the accumulation type (``like``'s)."""
+    if W.nbytes > T.nbytes:
+        return V(pk.bitcast(u16((word >> W(k * 16)) & 0xFFFF), T))
+    else:
+        return V(pk.bitcast(word, T))
+
+
+@pk.func
+def store_word(y: Ptr[T], o: Ptr[V], p: u32, n: u32, like: W):
+    """Word ``p`` of the row from ``o`` (its elements rounded to T and packed)."""
+    if p * (W.nbytes // T.nbytes) < n:
+        if W.nbytes > T.nbytes:
+            word = W(0)
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                word = word | (W(pk.bitcast(T(o[k]), u16)) << (k * 16))
+            pk.bitcast(y, Ptr[W])[p] = word
+        else:
+            y[p] = T(o[0])
+
+
+# ---------------------------------------------------------------------------------------------------
 # softmax over the last dim: row = block_idx.x * block_dim.x + thread_idx.x, lanes along y
 # ---------------------------------------------------------------------------------------------------
+@pk.func
+def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt: u32, *, cache):
+    """softmax of a row that fits in its threads' registers (``row_fits``), read once: the max, the
+    sum of e**(x - max), the output."""
+    W = ROW_WORD[T.nbytes]
+    v = pk.local.array(cache // W.nbytes, W)
+    cache_load(x, v, n, t, nt, cache=cache)
+    lowest = V(_LOWEST[V])
+    m = lowest
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
+            m = pk.fmax(m, pk.select(e < n, word_element(x, v[w], k, m), lowest))
+    m = row_total(m, sm, t, nt, False, MAX)
+    s = V(0)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
+            s += pk.select(e < n, exp_diff(word_element(x, v[w], k, m), m), V(0))
+    inv = 1.0 / row_total(s, sm, t, nt, False, SUM)
+    o = pk.local.array(4, V)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            o[k] = exp_diff(word_element(x, v[w], k, m), m) * inv
+        store_word(y, o, w * nt + t, n, v[w])
+
+
+#: softmax rows go through registers in blocks of at most this many lanes: a block of 1024 (one an SM
+#: at 64 registers) waits at its barriers with nothing in flight (H100, 16384 f32: 0.81x torch against
+#: 1.02x for two passes)
+SOFTMAX_CACHED_LANES = 512
+
+
 @pk.kernel
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
@@ -477,24 +583,25 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     x = src + row * n
     y = dst + row * n
     step = pk.u64(nt)
+    if nt <= SOFTMAX_CACHED_LANES and row_fits(x, y, pk.u32(n_cols), nt, cache=SOFTMAX_CACHE[T.nbytes]):
+        softmax_row_cached(x, y, pk.u32(n_cols), sm + 0, t, nt, cache=SOFTMAX_CACHE[T.nbytes])
+        return
     m: A = _LOWEST[A]
     s: A = 0.0
     c = pk.u64(t)
+    chunk = pk.local.array(8, A)
     while c + 7 * step < n:
-        v0 = A(x[c])
-        v1 = A(x[c + step])
-        v2 = A(x[c + 2 * step])
-        v3 = A(x[c + 3 * step])
-        v4 = A(x[c + 4 * step])
-        v5 = A(x[c + 5 * step])
-        v6 = A(x[c + 6 * step])
-        v7 = A(x[c + 7 * step])
-        cm = pk.fmax(pk.fmax(pk.fmax(m, v0), pk.fmax(v1, v2)), pk.fmax(pk.fmax(v3, v4), pk.fmax(pk.fmax(v5, v6), v7)))
+        cm = m
+        for k in pk.static_range(8):
+            chunk[k] = A(x[c + k * step])
+            cm = pk.fmax(cm, chunk[k])
         if cm > m:  # NaN-skipping max, as f32::max
             s = s * exp_diff(m, cm)
             m = cm
-        s += ((exp_diff(v0, m) + exp_diff(v1, m)) + (exp_diff(v2, m) + exp_diff(v3, m))) + \
-            ((exp_diff(v4, m) + exp_diff(v5, m)) + (exp_diff(v6, m) + exp_diff(v7, m)))
+        part: A = 0.0
+        for k in pk.static_range(8):
+            part += exp_diff(chunk[k], m)
+        s += part
         c += 8 * step
     while c < n:
         v = A(x[c])
@@ -530,22 +637,10 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
     while c + 7 * step < n:
-        v0 = A(x[c])
-        v1 = A(x[c + step])
-        v2 = A(x[c + 2 * step])
-        v3 = A(x[c + 3 * step])
-        v4 = A(x[c + 4 * step])
-        v5 = A(x[c + 5 * step])
-        v6 = A(x[c + 6 * step])
-        v7 = A(x[c + 7 * step])
-        y[c] = T(exp_diff(v0, m) * inv)
-        y[c + step] = T(exp_diff(v1, m) * inv)
-        y[c + 2 * step] = T(exp_diff(v2, m) * inv)
-        y[c + 3 * step] = T(exp_diff(v3, m) * inv)
-        y[c + 4 * step] = T(exp_diff(v4, m) * inv)
-        y[c + 5 * step] = T(exp_diff(v5, m) * inv)
-        y[c + 6 * step] = T(exp_diff(v6, m) * inv)
-        y[c + 7 * step] = T(exp_diff(v7, m) * inv)
+        for k in pk.static_range(8):
+            chunk[k] = A(x[c + k * step])
+        for k in pk.static_range(8):
+            y[c + k * step] = T(exp_diff(chunk[k], m) * inv)
         c += 8 * step
     while c < n:
         y[c] = T(exp_diff(A(x[c]), m) * inv)
@@ -560,6 +655,40 @@ for _t in NN_DTYPES:
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
+def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
+                    sm: S, t: u32, nt: u32, by_wave: bool, *, cache):
+    """norm_row for a row that fits in its threads' registers (``row_fits``), read once."""
+    W = ROW_WORD[T.nbytes]
+    v = pk.local.array(cache // W.nbytes, W)
+    cache_load(x, v, n, t, nt, cache=cache)  # zero past the row's end
+    zero = V(0)
+    mean = zero
+    if ln:
+        s = zero
+        for w in pk.static_range(cache // W.nbytes):
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                s += word_element(x, v[w], k, s)
+        mean = row_total(s, sm, t, nt, by_wave, SUM) / V(n)
+    q = zero
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
+            d = word_element(x, v[w], k, q) - mean
+            q += pk.select(e < n, d * d, zero)
+    r = 1.0 / pk.sqrt(row_total(q, sm, t, nt, by_wave, SUM) / V(n) + eps)
+    o = pk.local.array(4, V)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
+            o[k] = (word_element(x, v[w], k, q) - mean) * r
+            if alpha is not None and e < n:
+                o[k] = o[k] * V(alpha[e])
+            if ln and beta is not None and e < n:
+                o[k] = o[k] + V(beta[e])
+        store_word(y, o, w * nt + t, n, v[w])
+
+
+@pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
              sm: S, t: u32, nt: u32, by_wave: bool):
     """One row of rmsnorm (ln false) or layernorm (ln true), shared by ``nt`` threads (``t`` this
@@ -567,7 +696,11 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     wave (``by_wave``: wave sums, no barrier). pk.parallel_range gives each thread adjacent elements
     per step, vector loads and stores when the row is aligned. Each pass reads the row again (from
     L1: the row was just read). layernorm: the mean, then the mean squared deviation (the biased
-    variance, without the cancellation of candle's one-pass E[x^2] - mean^2)."""
+    variance, without the cancellation of candle's one-pass E[x^2] - mean^2). Rows that fit in the
+    threads' registers take ``norm_row_cached``."""
+    if row_fits(x, y, n, nt, cache=NORM_CACHE[T.nbytes]):
+        norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=NORM_CACHE[T.nbytes])
+        return
     zero = V(0)
     mean = zero
     if ln:
@@ -592,7 +725,7 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     elif ln:
         tq = block_sum(q, sm, t, nt)
     else:
-        tq = block_sum_whole(q, sm, t, nt)
+        tq = block_sum_whole(q, sm, t, nt, SUM)
     r = 1.0 / pk.sqrt(tq / V(n) + eps)
     if alpha is None:
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
@@ -611,18 +744,20 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
             y[j] = T(o * r * V(alpha[j]))
 
 
-#: rmsnorm/layernorm rows up to this long go one per wave when a block of several waves has one row
-#: (H200, candle's 1024 threads: rmsnorm f32 1024 cols 0.24 -> 0.51x torch, bf16 4096 cols 0.43 -> 0.65x)
-WAVE_NORM_COLS = 4096
+#: rmsnorm/layernorm rows of at most this many elements a thread go one per wave when a block of several
+#: waves has one row (candle's 1024 threads on rows of 1024+): a block-wide sum per element or two costs
+#: more than the wave's three passes over its row (H200, rmsnorm f32 1024 cols 0.24 -> 0.51x torch)
+WAVE_NORM_PER_THREAD = 4
 
 
 @pk.func
 def norm_by_wave(n_cols: i32) -> bool:
-    """A block of whole waves on one row (block_dim.y == 1: candle's 1024 threads) of a short row: its
-    waves take a row each instead, rows ``block * waves + w`` below grid_dim.x (the row count of such
-    a launch), so candle's grid leaves the later blocks idle."""
+    """A block of whole waves on one short row (block_dim.y == 1): its waves take a row each instead,
+    rows ``block * waves + w`` below grid_dim.x (the row count of such a launch), so candle's grid
+    leaves the later blocks idle."""
     nt = pk.block_dim.x
-    return n_cols <= WAVE_NORM_COLS and pk.block_dim.y == 1 and nt % pk.wave_size == 0 and nt > pk.wave_size
+    return pk.block_dim.y == 1 and nt % pk.wave_size == 0 and nt > pk.wave_size and \
+        pk.u32(n_cols) <= nt * WAVE_NORM_PER_THREAD
 
 
 @pk.func
@@ -643,10 +778,12 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
                      pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True)
         return
     row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, sm, pk.thread_idx.x, pk.block_dim.x, False)
+    row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
+    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, row_sm, pk.thread_idx.x, pk.block_dim.x,
+             False)
 
 
-@pk.kernel(min_blocks_per_sm=2)
+@pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
@@ -654,7 +791,7 @@ def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i3
     norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0)
 
 
-@pk.kernel(min_blocks_per_sm=2)
+@pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A):
     sm = pk.shared.array(MAX_WAVES, A)
@@ -662,12 +799,15 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
     norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0)
 
 
-_rmsnorm_wide = pk.kernel(rmsnorm_kernel.__wrapped__)
-_layernorm_wide = pk.kernel(layernorm_kernel.__wrapped__)
-for _t in NN_DTYPES:  # f64 keeps the default register budget (at 32 registers it would spill)
-    REDUCE.add((_rmsnorm_wide if _t is f64 else rmsnorm_kernel).instance(kernel_name("rmsnorm", _t), T=_t, A=_acc(_t)))
-    REDUCE.add((_layernorm_wide if _t is f64 else layernorm_kernel).instance(kernel_name("layernorm", _t), T=_t,
+# f32/f64: the default register budget (64 at 1024 threads), where their cached rows live; 16-bit rows
+# cache 8 elements in 4 registers, and keep two blocks of 1024 per SM for candle's two-pass launches
+_rmsnorm_narrow = pk.kernel(min_blocks_per_sm=2)(rmsnorm_kernel.__wrapped__)
+_layernorm_narrow = pk.kernel(min_blocks_per_sm=2)(layernorm_kernel.__wrapped__)
+for _t in NN_DTYPES:
+    REDUCE.add((_rmsnorm_narrow if _t.nbytes == 2 else rmsnorm_kernel).instance(kernel_name("rmsnorm", _t), T=_t,
                                                                               A=_acc(_t)))
+    REDUCE.add((_layernorm_narrow if _t.nbytes == 2 else layernorm_kernel).instance(kernel_name("layernorm", _t),
+                                                                                  T=_t, A=_acc(_t)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -872,19 +1012,30 @@ def _contiguous(x, what: str):
     return x
 
 
-#: softmax lanes per row by row size in bytes (benchmarks/reduce_shapes.py tries 32-1024; on the H200,
-#: rows of 4096/16384 f32 and bf16: 1.06-1.90x torch against 0.82-1.76x at candle's 32; rows of up
-#: to 4 KiB keep 32)
-SOFTMAX_LANES = ((4096, 32), (8192, 128), (32768, 256))
+def row_threads(n_cols: int, dtype, wave: int, cache: dict) -> int:
+    """Threads per row in the wrappers' own launches: enough for the row to fit in their registers
+    (``row_fits``), a power of two from a wave up to 1024."""
+    per_thread = cache[dtype.nbytes] // dtype.nbytes
+    return min(1024, max(wave, next_power_of_two(-(-n_cols // per_thread))))
 
 
-def softmax_lanes(row_bytes: int) -> int:
-    return next((lanes for limit, lanes in SOFTMAX_LANES if row_bytes <= limit), 1024)
+#: softmax lanes for rows that do not fit in 512 lanes' registers, by row size in bytes (two passes;
+#: benchmarks/reduce_shapes.py tries 32-1024; H200, 16384 f32 and bf16: 1.06-1.10x torch)
+SOFTMAX_LANES = ((32768, 256),)
+
+
+def softmax_block(n_cols: int, dtype, wave: int) -> tuple[int, int, int]:
+    """The wrappers' own softmax block: the row in registers (``row_threads``) when 512 lanes or fewer
+    hold it, else SOFTMAX_LANES by the row's size (1024 past them)."""
+    lanes = row_threads(n_cols, dtype, wave, SOFTMAX_CACHE)
+    if lanes > SOFTMAX_CACHED_LANES:
+        lanes = next((n for limit, n in SOFTMAX_LANES if n_cols * dtype.nbytes <= limit), 1024)
+    return 1, lanes, 1
 
 
 def softmax_last_dim(x, block=None):
     """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1); candle's block is (1, 32, 1), the
-    wrappers' own (1, lanes, 1) with lanes from the row's size (``softmax_lanes``)."""
+    wrappers' own ``softmax_block``."""
     x = _contiguous(x, "softmax input")
     out = x.device.empty(x.shape, x.dtype)
     n_cols = x.shape[-1] if x.ndim else 1
@@ -892,16 +1043,24 @@ def softmax_last_dim(x, block=None):
     if rows == 0 or n_cols == 0:
         return out
     if block is None:
-        block = (1, softmax_lanes(n_cols * x.dtype.nbytes), 1)
+        block = softmax_block(n_cols, x.dtype, x.device.target.wave_size)
     fn = x.device.get_or_load_func(kernel_name("softmax", x.dtype), REDUCE)
     fn[(rows, 1, 1), block](x, out, n_cols)
     return out
 
 
-#: rms/layernorm rows up to this long go a wave per row, NORM_ROWS_PER_BLOCK rows a block, in the
-#: wrappers' own launch (H100, 1024 and 4096 columns: 0.60-1.42x torch against 0.49-0.89x with
-#: candle's 1024 threads); longer rows keep candle's block of 1024 threads, which is faster there
-NORM_WAVE_COLS, NORM_ROWS_PER_BLOCK = 4096, 4
+#: threads a block in the wrappers' norm launches: rows of few threads share a block (along y)
+NORM_BLOCK_THREADS = 256
+
+
+def norm_shape(rows: int, n_cols: int, dtype, wave: int) -> tuple[tuple, tuple]:
+    """The wrappers' own (grid, block) for rmsnorm/layernorm: block (row_threads, R), row = block * R + y,
+    R rows a block when they divide the row count."""
+    nt = row_threads(n_cols, dtype, wave, NORM_CACHE)
+    per_block = max(1, NORM_BLOCK_THREADS // nt)
+    while rows % per_block:
+        per_block //= 2
+    return (rows // per_block, 1, 1), (nt, per_block, 1)
 
 
 def _norm_launch(name, x, params, eps, block_size=None):
@@ -913,13 +1072,10 @@ def _norm_launch(name, x, params, eps, block_size=None):
         return out
     fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
     params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
-    if block_size is None and n_cols <= NORM_WAVE_COLS:  # block (wave, R): row = block * R + y
-        ws = x.device.target.wave_size
-        per_block = NORM_ROWS_PER_BLOCK if rows % NORM_ROWS_PER_BLOCK == 0 else 1
-        fn[(rows // per_block, 1, 1), (ws, per_block, 1)](x, out, *params, n_cols, ws, float(eps))
-        return out
     if block_size is None:
-        block_size = 1024
+        grid, block = norm_shape(rows, n_cols, x.dtype, x.device.target.wave_size)
+        fn[grid, block](x, out, *params, n_cols, block[0], float(eps))
+        return out
     fn[(rows, 1, 1), (block_size, 1, 1)](x, out, *params, n_cols, block_size, float(eps))
     return out
 

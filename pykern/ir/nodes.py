@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import DType, PtrType, SharedArrayType, Type
+from .types import DType, PtrType, ArrayType, Type
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,10 @@ class Intrinsic(Expr):
 
 
 @dataclass(eq=False)
-class SharedRef(Expr):
-    """The address of a shared array (static, or the one dynamic array when ``ty.shape`` is None)."""
+class ArrayRef(Expr):
+    """The address of a shared or local array (the dynamic shared one when ``ty.shape`` is None)."""
 
-    ty: SharedArrayType
+    ty: ArrayType
     name: str
 
 
@@ -232,7 +232,7 @@ class Function:
     ret: Type
     body: list[Stmt]
     locals: dict[str, Type]
-    shared: dict[str, SharedArrayType]
+    arrays: dict[str, ArrayType]
     loc: Loc
     uses_sync: bool = False  # barriers or wave operations anywhere (callees included)
 
@@ -253,4 +253,4 @@ def walk(stmts: list[Stmt]):
                 stack.extend(c for c in reversed(child) if isinstance(c, Node))
 
 
-__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "PtrType", "SharedArrayType"]
+__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "PtrType", "ArrayType"]

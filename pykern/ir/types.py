@@ -110,18 +110,20 @@ class PtrType(Type):
 
 
 @dataclass(frozen=True)
-class SharedArrayType(Type):
-    """A statically sized shared-memory array of ``shape`` (``None`` for the dynamic one)."""
+class ArrayType(Type):
+    """A statically sized array of ``shape`` in shared memory (``None``: the dynamic one) or in the
+    thread's private memory (``space="local"``: registers once LLVM's SROA sees constant indices)."""
 
     elem: DType
     shape: tuple[int, ...] | None
+    space: str = "shared"
 
     @property
     def count(self) -> int:
         return int(np.prod(self.shape)) if self.shape else 0
 
     def __repr__(self) -> str:
-        return f"shared[{self.elem!r}, {self.shape if self.shape else 'dynamic'}]"
+        return f"{self.space}[{self.elem!r}, {self.shape if self.shape else 'dynamic'}]"
 
 
 class VoidType(Type):

@@ -32,7 +32,7 @@ class Dim3:
 
 
 class Namespace:
-    """A group of built-ins (``pk.atomic``, ``pk.wave``, ``pk.shared``)."""
+    """A group of built-ins (``pk.atomic``, ``pk.wave``, ``pk.shared``, ``pk.local``)."""
 
     def __init__(self, prefix: str, names: list[str]):
         for n in names:
@@ -43,13 +43,15 @@ thread_idx, block_idx, block_dim, grid_dim = (Dim3(n) for n in ("thread_idx", "b
 
 _FLAT = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads", "threadfence", "threadfence_block",
          "threadfence_system", "bitcast", "sqrt", "fma", "fabs", "floor", "ceil", "trunc", "rint",
-         "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2", "fast_rcp", "select"]
+         "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2", "fast_rcp", "select",
+         "static_range", "is_aligned"]
 globals().update({n: Builtin(n) for n in _FLAT})
 
 atomic = Namespace("atomic", ["add", "sub", "min", "max", "exchange", "cas"])
 wave = Namespace("wave", ["shuffle", "shuffle_xor", "shuffle_up", "shuffle_down", "ballot", "any", "all",
                           "sum", "min", "max"])
 shared = Namespace("shared", ["array", "dynamic"])
+local = Namespace("local", ["array"])
 
 
 class WaveSize:
@@ -61,5 +63,6 @@ class WaveSize:
 
 wave_size = WaveSize()
 
-__all__ = _FLAT + ["thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "wave_size",
+__all__ = _FLAT + ["thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local",
+                   "wave_size",
                    "Builtin", "Dim3", "Namespace", "WaveSize"]

@@ -52,6 +52,12 @@ if hasattr(ast, "TryStar"):
 _PY_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "bool": T.bool_, "None": None,
                 "True": True, "False": False, "len": len, "print": print, "int": int, "float": float}
 _BUILTIN_INT = {T.bool_: 0}
+_UNBOUND = object()
+#: a local array lives in registers only when every index is a compile-time constant (pk.static_range);
+#: otherwise in the thread's stack (scratch on AMDGPU, local memory on NVIDIA): keep it small either way
+MAX_LOCAL_ARRAY_BYTES = 4096
+#: pk.static_range copies its body once per value: a bound on the copies keeps compile time sane
+MAX_STATIC_UNROLL = 1024
 
 
 def type_kernel(inst: KernelInstance, target) -> N.Function:
@@ -67,8 +73,10 @@ class Typer(ast.NodeVisitor):
         self.kernel_name = kernel_name
         self.is_kernel = kernel_name is not None
         self.locals: dict[str, T.Type] = {}
-        self.shared: dict[str, T.SharedArrayType] = {}
-        self.shared_names: dict[str, N.SharedRef] = {}
+        self.arrays: dict[str, T.ArrayType] = {}
+        self.array_names: dict[str, N.ArrayRef] = {}
+        self.in_static_loop = False  # typing a pk.static_range body (break/continue would be wrong)
+        self.static_vars: set[str] = set()
         self.ret_type: T.Type = T.void
         self.uses_sync = False
         self.loop_depth = 0
@@ -136,7 +144,7 @@ class Typer(ast.NodeVisitor):
                 self.ret_type = self.resolve_type(tree.returns)
         body = self.block(tree.body)
         name = self.kernel_name or self.src.name
-        return N.Function(name, params, self.ret_type, body, dict(self.locals), dict(self.shared),
+        return N.Function(name, params, self.ret_type, body, dict(self.locals), dict(self.arrays),
                           self.loc(tree), self.uses_sync)
 
     def _bind_typevars(self, ann: ast.AST, actual: T.Type, node) -> None:
@@ -171,8 +179,8 @@ class Typer(ast.NodeVisitor):
         raise KeyError(name)
 
     def visit_Name(self, node: ast.Name):
-        if node.id in self.shared_names:
-            return self.shared_names[node.id]
+        if node.id in self.array_names:
+            return self.array_names[node.id]
         if node.id in self.locals:
             return N.Var(self.locals[node.id], node.id, loc=self.loc(node))
         try:
@@ -330,14 +338,14 @@ class Typer(ast.NodeVisitor):
         a, b = self.visit(node.left), self.visit(node.right)
         if isinstance(a, CT) and isinstance(b, CT):
             return CT(self.fold_binop(op, a.value, b.value, node))
-        if op in ("add", "sub") and not isinstance(a, CT) and isinstance(a.ty, (T.PtrType, T.SharedArrayType)):
+        if op in ("add", "sub") and not isinstance(a, CT) and isinstance(a.ty, (T.PtrType, T.ArrayType)):
             idx = self.index_expr(b, node.right)
             if op == "sub":
                 idx = N.UnaryOp(idx.ty, "neg", idx, loc=self.loc(node)) if idx.ty.is_signed else \
                     self.error(node, "subtract a signed offset from a pointer (cast the index to i64)")
                 if isinstance(idx, CompileError):
                     raise idx
-            ptr = a if isinstance(a.ty, T.PtrType) else self.shared_as_ptr(a)
+            ptr = a if isinstance(a.ty, T.PtrType) else self.array_as_ptr(a)
             return N.PtrAdd(ptr.ty, ptr, idx, loc=self.loc(node))
         if op == "pow":
             return self.power(a, b, node)
@@ -489,27 +497,30 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"an index must be an integer, got {v.ty!r}")
         return v
 
-    def shared_as_ptr(self, ref: N.Expr) -> N.Expr:
-        return N.Cast(T.PtrType(ref.ty.elem, "shared"), ref, loc=ref.loc)
+    def array_as_ptr(self, ref: N.Expr) -> N.Expr:
+        return N.Cast(T.PtrType(ref.ty.elem, ref.ty.space), ref, loc=ref.loc)
 
     def subscript(self, node: ast.Subscript):
         base = self.visit(node.value)
         if isinstance(base, CT):
             idx = self.visit(node.slice)
             if not isinstance(idx, CT):
-                raise self.error(node.slice, "only pointers and shared arrays can be indexed at run time")
+                raise self.error(node.slice, "only pointers and arrays can be indexed at run time")
             try:
                 return CT(base.value[idx.value]), None
             except Exception as exc:
                 raise self.error(node, f"cannot index {_describe(base.value)}: {exc}") from None
-        if isinstance(base.ty, T.SharedArrayType):
+        if isinstance(base.ty, T.ArrayType):
             shape = base.ty.shape or (None,)
             idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if len(idx_nodes) != len(shape):
-                raise self.error(node.slice, f"this shared array has {len(shape)} dimension(s)")
+                raise self.error(node.slice, f"this {base.ty.space} array has {len(shape)} dimension(s)")
             flat = None
             for dim, idx_node in zip(shape, idx_nodes):
-                i = self.index_expr(self.visit(idx_node), idx_node)
+                i = self.visit(idx_node)
+                if dim is not None and isinstance(i, CT) and isinstance(i.value, int) and not 0 <= i.value < dim:
+                    raise self.error(idx_node, f"index {i.value} is out of bounds for a dimension of {dim}")
+                i = self.index_expr(i, idx_node)
                 i = self.cast_to(i, T.i64) if not i.ty == T.i64 else i
                 if flat is None:
                     flat = i
@@ -534,7 +545,7 @@ class Typer(ast.NodeVisitor):
         if not isinstance(callee, CT):
             raise self.error(node.func, f"a {callee.ty!r} value is not callable")
         fn = callee.value
-        if node.keywords and not isinstance(fn, B.Builtin):
+        if node.keywords and not isinstance(fn, (B.Builtin, FuncDef)):
             raise self.error(node.keywords[0], "keyword arguments are not supported here")
         if isinstance(fn, B.Builtin):
             handler = getattr(self, "builtin_" + fn.name.replace(".", "_"))
@@ -582,12 +593,17 @@ class Typer(ast.NodeVisitor):
 
     def call_func(self, fdef: FuncDef, node: ast.Call):
         src = fdef.source
+        for kw in node.keywords:
+            if kw.arg in {a.arg for a in src.tree.args.args}:
+                raise self.error(kw, f"pass '{kw.arg}' by position: keyword arguments are for {fdef.name}()'s "
+                                     f"compile-time (keyword-only) parameters")
         if len(node.args) != len(src.tree.args.args):
             raise self.error(node, f"{fdef.name}() takes {len(src.tree.args.args)} arguments, got {len(node.args)}")
         if fdef in self.stack or (not self.is_kernel and fdef.source is self.src):
             raise self.error(node, f"recursive call of {fdef.name}: device functions cannot recurse")
-        # a shared array passes as a pointer into shared memory (the callee is typed for that space)
-        args = [self.shared_as_ptr(a) if not isinstance(a, CT) and isinstance(a.ty, T.SharedArrayType) else a
+        compile_time = self.compile_time_args(fdef, node)
+        # an array passes as a pointer into its memory (the callee is typed for that space)
+        args = [self.array_as_ptr(a) if not isinstance(a, CT) and isinstance(a.ty, T.ArrayType) else a
                 for a in (self.visit(a) for a in node.args)]
         # literal arguments adopt the parameter's type where it is concrete, else a typed sibling's
         typed = [a for a in args if not isinstance(a, CT)]
@@ -599,14 +615,30 @@ class Typer(ast.NodeVisitor):
                 a = self.materialize(a, an, ty)
             arg_types.append(a.ty)
         args = [self.materialize(a, an, t) for a, an, t in zip(args, node.args, arg_types)]
-        key = (tuple(arg_types), self.target.wave_size)
+        key = (tuple(arg_types), self.target.wave_size, tuple(compile_time.items()))
         fn = fdef._typed.get(key)
         if fn is None:
-            sub = Typer(src, {}, self.target, self.stack + [fdef])
+            sub = Typer(src, dict(compile_time), self.target, self.stack + [fdef])
             fn = sub.type_function(arg_types)
             fdef._typed[key] = fn
         self.uses_sync |= fn.uses_sync
         return N.Call(fn.ret, fn, args, loc=self.loc(node))
+
+    def compile_time_args(self, fdef: FuncDef, node: ast.Call) -> dict[str, Any]:
+        """A device function's keyword-only parameters, passed by keyword: compile-time values (as a
+        kernel instance's), one typed copy of the function per set of values."""
+        params = fdef.source.compile_params
+        values = {}
+        for kw in node.keywords:
+            if kw.arg not in params:
+                raise self.error(kw, f"{fdef.name}() has no compile-time parameter '{kw.arg}'"
+                                     + (f"; it takes {', '.join(params)}" if params else ""))
+            values[kw.arg] = self.ct_eval(kw.value, f"{fdef.name}()'s compile-time argument '{kw.arg}'")
+        missing = [p for p in params if p not in values]
+        if missing:
+            raise self.error(node, f"{fdef.name}() needs its compile-time argument(s) {', '.join(missing)} "
+                                   f"by keyword")
+        return {p: values[p] for p in params}
 
     def call_typed(self, fdef: FuncDef, args: list[N.Expr], node) -> N.Call:
         """A call of a library device function on already typed arguments."""
@@ -632,6 +664,9 @@ class Typer(ast.NodeVisitor):
         raise self.error(node, "pk.grid_stride() and pk.parallel_range() can only be the iterable of a for loop")
 
     builtin_parallel_range = builtin_grid_stride
+
+    def builtin_static_range(self, node, args):
+        raise self.error(node, "pk.static_range() can only be the iterable of a for loop")
 
     def global_id(self, node) -> N.Expr:
         def idx(name):
@@ -667,9 +702,25 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, "bitcast(x, T) takes 2 arguments")
         v, ty = self.visit(args[0]), self.ct_eval(args[1], "the target type of bitcast")
         v = self.materialize(v, node)
+        if isinstance(v.ty, T.ArrayType):
+            v = self.array_as_ptr(v)
+        if isinstance(v.ty, T.PtrType) and isinstance(ty, T.PtrType):  # the same address, other elements
+            return N.Bitcast(T.PtrType(ty.elem, v.ty.space, v.ty.const or ty.const), v, loc=self.loc(node))
         if not (isinstance(ty, T.DType) and isinstance(v.ty, T.DType) and ty.bits == v.ty.bits):
             raise self.error(node, f"bitcast needs types of the same size, got {v.ty!r} and {ty!r}")
         return N.Bitcast(ty, v, loc=self.loc(node))
+
+    def builtin_is_aligned(self, node, args):
+        if len(args) != 2:
+            raise self.error(node, "is_aligned(p, nbytes) takes 2 arguments")
+        p = self.visit(args[0])
+        if isinstance(p, CT) or not isinstance(p.ty, (T.PtrType, T.ArrayType)):
+            raise self.error(args[0], "is_aligned() takes a pointer")
+        nbytes = self.ct_eval(args[1], "is_aligned()'s byte count")
+        if not (isinstance(nbytes, int) and nbytes > 0 and nbytes & (nbytes - 1) == 0):
+            raise self.error(args[1], f"is_aligned() needs a power of two, got {nbytes!r}")
+        p = p if isinstance(p.ty, T.PtrType) else self.array_as_ptr(p)
+        return self.intrinsic("is_aligned", T.bool_, [p], node, nbytes=nbytes)
 
     def float_args(self, node, args, n, name):
         vals = self.args_exact(node, args, n, name)
@@ -739,35 +790,42 @@ class Typer(ast.NodeVisitor):
     def builtin_maximum(self, node, args):
         return self.builtin_minmax("maximum", node)
 
-    # --- shared memory
+    # --- shared and local arrays
+    _ARRAY_DECLS = ("shared.array", "shared.dynamic", "local.array")
+
     def builtin_shared_array(self, node, args):
-        raise self.error(node, "declare shared arrays as 'name = pk.shared.array(shape, dtype)'")
+        space = "local" if self.ct_eval(node.func, "").name == "local.array" else "shared"
+        raise self.error(node, f"declare {space} arrays as 'name = pk.{space}.array(shape, dtype)'")
 
-    builtin_shared_dynamic = builtin_shared_array
+    builtin_shared_dynamic = builtin_local_array = builtin_shared_array
 
-    def declare_shared(self, name: str, call: ast.Call, target_node) -> None:
+    def declare_array(self, name: str, call: ast.Call, target_node) -> None:
         fn = self.ct_eval(call.func, "")
-        if name in self.locals or name in self.shared_names:
-            raise self.error(target_node, f"'{name}' is already defined; shared arrays need their own name")
-        if fn.name == "shared.array":
+        space = fn.name.split(".")[0]
+        if name in self.locals or name in self.array_names:
+            raise self.error(target_node, f"'{name}' is already defined; {space} arrays need their own name")
+        if fn.name.endswith(".array"):
             if len(call.args) != 2:
-                raise self.error(call, "pk.shared.array(shape, dtype) takes 2 arguments")
-            shape = self.ct_eval(call.args[0], "the shape of a shared array")
+                raise self.error(call, f"pk.{fn.name}(shape, dtype) takes 2 arguments")
+            shape = self.ct_eval(call.args[0], f"the shape of a {space} array")
             shape = (shape,) if isinstance(shape, int) else shape
             if not (isinstance(shape, tuple) and shape and all(isinstance(s, int) and s > 0 for s in shape)):
-                raise self.error(call.args[0], f"a shared array's shape must be positive ints, got {shape!r}")
-            dtype = self.ct_eval(call.args[1], "the dtype of a shared array")
+                raise self.error(call.args[0], f"a {space} array's shape must be positive ints, got {shape!r}")
+            dtype = self.ct_eval(call.args[1], f"the dtype of a {space} array")
         else:
             if len(call.args) != 1:
                 raise self.error(call, "pk.shared.dynamic(dtype) takes 1 argument")
-            if any(t.shape is None for t in self.shared.values()):
+            if any(t.shape is None for t in self.arrays.values()):
                 raise self.error(call, "a kernel has one dynamic shared array")
             shape, dtype = None, self.ct_eval(call.args[0], "the dtype of a shared array")
         if not isinstance(dtype, T.DType):
-            raise self.error(call, f"a shared array's element type must be a dtype, got {_describe(dtype)}")
-        ty = T.SharedArrayType(dtype, shape)
-        self.shared[name] = ty
-        self.shared_names[name] = N.SharedRef(ty, name, loc=self.loc(call))
+            raise self.error(call, f"a {space} array's element type must be a dtype, got {_describe(dtype)}")
+        ty = T.ArrayType(dtype, shape, space)
+        if space == "local" and ty.count * dtype.nbytes > MAX_LOCAL_ARRAY_BYTES:
+            raise self.error(call, f"a local array takes at most {MAX_LOCAL_ARRAY_BYTES} bytes per thread, "
+                                   f"this one {ty.count * dtype.nbytes}")
+        self.arrays[name] = ty
+        self.array_names[name] = N.ArrayRef(ty, name, loc=self.loc(call))
 
     # --- atomics
     _ATOMIC_ARITY = {"add": 3, "sub": 3, "min": 3, "max": 3, "exchange": 3, "cas": 4}
@@ -777,8 +835,10 @@ class Typer(ast.NodeVisitor):
         if len(args) != n:
             raise self.error(node, f"atomic.{op}() takes {n} arguments (pointer, index, {'expected, new' if op == 'cas' else 'value'})")
         base = self.visit(args[0])
-        if isinstance(base, CT) or not isinstance(base.ty, (T.PtrType, T.SharedArrayType)):
+        if isinstance(base, CT) or not isinstance(base.ty, (T.PtrType, T.ArrayType)):
             raise self.error(args[0], "the first argument of an atomic must be a pointer or a shared array")
+        if base.ty.space == "local":
+            raise self.error(args[0], "atomics on a local array: it is private to the thread, use plain updates")
         if isinstance(base.ty, T.PtrType) and base.ty.const:
             raise self.error(args[0], "atomic on a ConstPtr: the data is read-only")
         elem = base.ty.elem
@@ -786,7 +846,7 @@ class Typer(ast.NodeVisitor):
             raise self.error(args[0], "atomics on bool are not supported; use u32")
         idx = self.index_expr(self.visit(args[1]), args[1])
         vals = [self.coerce(self.visit(a), elem, a) for a in args[2:]]
-        space = "shared" if isinstance(base.ty, T.SharedArrayType) or base.ty.space == "shared" else "global"
+        space = "shared" if isinstance(base.ty, T.ArrayType) or base.ty.space == "shared" else "global"
         return N.Intrinsic(elem, "atomic", [base, idx] + vals, {"op": op, "space": space}, loc=self.loc(node))
 
     def __getattr__(self, name: str):
@@ -857,8 +917,11 @@ class Typer(ast.NodeVisitor):
     def assign_to(self, target: ast.AST, value, node) -> list[N.Stmt]:
         if isinstance(target, ast.Name):
             name = target.id
-            if name in self.shared_names:
-                raise self.error(target, f"'{name}' is a shared array and cannot be reassigned")
+            if name in self.array_names:
+                raise self.error(target, f"'{name}' is a {self.arrays[name].space} array and cannot be reassigned")
+            if name in self.static_vars:
+                raise self.error(target, f"'{name}' is a pk.static_range() variable (a compile-time int) "
+                                         f"and cannot be assigned")
             if name in self.locals:
                 ty = self.locals[name]
                 val = self.coerce_assign(value, ty, node, name)
@@ -870,8 +933,8 @@ class Typer(ast.NodeVisitor):
                 except KeyError:
                     pass
                 val = self.materialize(value, node)
-                if isinstance(val.ty, T.SharedArrayType):
-                    raise self.error(node, "shared arrays cannot be copied into variables")
+                if isinstance(val.ty, T.ArrayType):
+                    raise self.error(node, "arrays cannot be copied into variables")
                 if val.ty == T.void:
                     raise self.error(node, "this expression has no value")
                 self.locals[name] = val.ty
@@ -902,12 +965,24 @@ class Typer(ast.NodeVisitor):
         (target,) = node.targets
         if isinstance(node.value, ast.Call) and isinstance(target, ast.Name):
             fn = self._maybe_ct(node.value.func)
-            if isinstance(fn, B.Builtin) and fn.name in ("shared.array", "shared.dynamic"):
-                self.declare_shared(target.id, node.value, target)
+            if isinstance(fn, B.Builtin) and fn.name in self._ARRAY_DECLS:
+                self.declare_array(target.id, node.value, target)
                 return None
         self.pending = []
         value = self.visit(node.value)
+        if isinstance(value, CT) and isinstance(value.value, T.DType) and isinstance(target, ast.Name):
+            return self.alias_type(target, value.value)
         return self.pending + self.assign_to(target, value, node)
+
+    def alias_type(self, target: ast.Name, ty: T.DType) -> None:
+        """``W = u32 if T is f16 else T``: a compile-time name for a type (no run-time variable)."""
+        name = target.id
+        if name in self.locals or name in self.array_names:
+            raise self.error(target, f"'{name}' is a run-time variable; a type needs a name of its own")
+        bound = self.bindings.get(name, _UNBOUND)
+        if bound is not _UNBOUND and bound != ty:
+            raise self.error(target, f"'{name}' already names {_describe(bound)}")
+        self.bindings[name] = ty
 
     def _maybe_ct(self, node):
         try:
@@ -971,8 +1046,11 @@ class Typer(ast.NodeVisitor):
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
         kind = fn.value.name if isinstance(fn, CT) and isinstance(fn.value, B.Builtin) else None
+        if kind == "static_range":
+            return self.static_loop(node)
         if not isinstance(fn, CT) or not (fn.value is range or kind in ("grid_stride", "parallel_range")):
-            raise self.error(it, "for loops iterate over range(...), pk.grid_stride(...) or pk.parallel_range(...)")
+            raise self.error(it, "for loops iterate over range(...), pk.static_range(...), pk.grid_stride(...) "
+                                 "or pk.parallel_range(...)")
         self.pending = []
         offset = None
         if fn.value is range:
@@ -1009,6 +1087,39 @@ class Typer(ast.NodeVisitor):
         self.loop_depth -= 1
         return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, offset, loc=self.loc(node))]
 
+    def static_loop(self, node: ast.For) -> list[N.Stmt]:
+        """``for k in pk.static_range(...)``: the body once per value, with ``k`` a compile-time int
+        (so ``a[k]`` of a local array has a constant index, and the array can live in registers)."""
+        it, name = node.iter, node.target.id
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "pk.static_range() takes 1 to 3 positional arguments")
+        bounds = [self.ct_eval(a, "a pk.static_range() bound") for a in it.args]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in bounds):
+            raise self.error(it, f"pk.static_range() takes ints, got {tuple(bounds)!r}")
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(it.args[2], "pk.static_range() step must not be zero")
+        values = range(*bounds)
+        if len(values) > MAX_STATIC_UNROLL:
+            raise self.error(it, f"pk.static_range() unrolls at most {MAX_STATIC_UNROLL} copies, got {len(values)}")
+        if name in self.locals or name in self.array_names:
+            raise self.error(node.target, f"'{name}' is a run-time variable; a pk.static_range() loop needs "
+                                          f"a fresh name")
+        saved = (self.bindings.get(name, _UNBOUND), self.loop_depth, self.in_static_loop, set(self.static_vars))
+        self.loop_depth, self.in_static_loop = 0, True
+        self.static_vars.add(name)
+        out: list[N.Stmt] = []
+        try:
+            for v in values:
+                self.bindings[name] = v
+                out.extend(self.block(node.body))
+        finally:
+            old, self.loop_depth, self.in_static_loop, self.static_vars = saved
+            if old is _UNBOUND:
+                self.bindings.pop(name, None)
+            else:
+                self.bindings[name] = old
+        return out
+
     def range_args(self, it: ast.Call):
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
@@ -1039,12 +1150,14 @@ class Typer(ast.NodeVisitor):
 
     def visit_Break(self, node):
         if not self.loop_depth:
-            raise self.error(node, "'break' outside a loop")
+            raise self.error(node, "'break' in a pk.static_range() body: its copies are not a loop"
+                             if self.in_static_loop else "'break' outside a loop")
         return N.Break(loc=self.loc(node))
 
     def visit_Continue(self, node):
         if not self.loop_depth:
-            raise self.error(node, "'continue' outside a loop")
+            raise self.error(node, "'continue' in a pk.static_range() body: its copies are not a loop"
+                             if self.in_static_loop else "'continue' outside a loop")
         return N.Continue(loc=self.loc(node))
 
     def visit_Return(self, node: ast.Return):

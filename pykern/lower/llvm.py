@@ -61,7 +61,7 @@ class FunctionLowering(GridTiles):
         self.loops: list[tuple[ir.Block, ir.Block]] = []
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
-        self.shared_types: dict[str, T.SharedArrayType] = {}
+        self.shared_types: dict[str, T.ArrayType] = {}
         self.dynamic_shared: ir.Value | None = None
         self.loc: N.Loc | None = None
 
@@ -72,8 +72,8 @@ class FunctionLowering(GridTiles):
     @staticmethod
     def llvm_type(target: Target, ty: T.Type, memory: bool = False) -> ir.Type:
         if isinstance(ty, T.PtrType):
-            space = target.shared_as if ty.space == "shared" else target.global_as
-            return ir.PointerType(addrspace=space)
+            return ir.PointerType(addrspace={"shared": target.shared_as, "local": target.private_as}.get(
+                ty.space, target.global_as))
         if isinstance(ty, T.DType):
             return storage_type(ty) if memory else value_type(ty)
         raise TypeError(ty)
@@ -96,6 +96,9 @@ class FunctionLowering(GridTiles):
             slot = self.frame.alloca(self.ltype(ty), name)
             self.frame.entry_builder.store(self.zero(ty), slot)
             self.scope[name] = (slot, ty)
+        for name, ty in fn.arrays.items():  # a local array per function instance: inlined calls don't share
+            if ty.space == "local":
+                self.scope[name] = (self.frame.alloca(ir.ArrayType(storage_type(ty.elem), ty.count), name), ty)
         for (name, ty), value in zip(fn.params, args):
             self.b.store(value, self.scope[name][0])
 
@@ -147,7 +150,10 @@ class FunctionLowering(GridTiles):
         value = self.to_memory(self.expr(s.value), elem)
         if self.defer_store(s, ptr, value, elem):
             return
-        self.guarded(ptr, elem, lambda: self.b.store(value, ptr))
+        if s.ptr.ty.space == "local":  # the thread's own array: no launch buffer to check against
+            self.b.store(value, ptr)
+        else:
+            self.guarded(ptr, elem, lambda: self.b.store(value, ptr))
 
     def stmt_If(self, s: N.If):
         cond = self.expr(s.cond)
@@ -249,7 +255,9 @@ class FunctionLowering(GridTiles):
     def expr_Var(self, e: N.Var):
         return self.b.load(self.scope[e.name][0])
 
-    def expr_SharedRef(self, e: N.SharedRef):
+    def expr_ArrayRef(self, e: N.ArrayRef):
+        if e.ty.space == "local":
+            return self.scope[e.name][0]
         if e.ty.shape is None:
             if self.dynamic_shared is None:
                 self.dynamic_shared = self.frame.dynamic_shared(16)
@@ -306,7 +314,8 @@ class FunctionLowering(GridTiles):
         if staged is not None:
             return staged
         ptr, elem = self.address(e.ptr, e.index)
-        return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem))), elem)
+        load = lambda: self.b.load(ptr, typ=storage_type(elem))  # noqa: E731
+        return self.from_memory(load() if e.ptr.ty.space == "local" else self.guarded(ptr, elem, load), elem)
 
     def expr_PtrAdd(self, e: N.PtrAdd):
         return self.b.gep(self.expr(e.ptr), [self.index64(e.index)], source_etype=storage_type(e.ty.elem))
@@ -322,7 +331,13 @@ class FunctionLowering(GridTiles):
         return C.convert(self.b, v, e.operand.ty, e.ty, self.target)
 
     def expr_Bitcast(self, e: N.Bitcast):
+        if isinstance(e.ty, T.PtrType):  # opaque pointers: the element type lives in the loads
+            return self.expr(e.operand)
         return self.b.bitcast(self.expr(e.operand), value_type(e.ty))
+
+    def intr_is_aligned(self, e: N.Intrinsic):
+        low = self.b.and_(self.b.ptrtoint(self.expr(e.args[0]), I64), ir.Constant(I64, e.attrs["nbytes"] - 1))
+        return self.b.icmp_unsigned("==", low, ir.Constant(I64, 0))
 
     def expr_BinOp(self, e: N.BinOp):
         return self.arith(e.op, self.expr(e.lhs), self.expr(e.rhs), e.ty)

@@ -103,7 +103,10 @@ class Function:
         if self._go is not None:
             self._go(grid, block, shared_mem, stream)
             if len(self._dims) < 256 and _exact_dims(given[0]) and _exact_dims(given[1]):
-                self._dims[given] = (grid, block)  # the hot path's key: the pair as the caller wrote it
+                # the hot path's key: the pair as the caller wrote it; its launcher on the default stream
+                bind = getattr(self._go, "bind", None)
+                self._dims[given] = (grid, block, (bind(grid, block) if bind else None) or
+                                     (lambda g=grid, b=block, go=self._go: go(g, b, 0, None)))
             return None
         try:
             if self._check_bounds:
@@ -129,7 +132,11 @@ class Function:
                  "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream)"]
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
-        lines += [f"    pack_into(buf, 0, {self._pack_exprs})", "    go(d[0], d[1], 0, stream)"]
+        lines += [f"    pack_into(buf, 0, {self._pack_exprs})",
+                  "    if stream is None:",
+                  "        d[2]()",  # the pair's own launcher (cuLaunchKernelEx with a built config)
+                  "    else:",
+                  "        go(d[0], d[1], 0, stream)"]
         exec("\n".join(lines) + "\n", env)  # noqa: S102
         return env["launch"]
 

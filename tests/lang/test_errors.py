@@ -521,6 +521,83 @@ def e_fast_rcp_f64(p: Ptr[f64]):
 
 
 @pk.kernel
+def e_static_range_runtime_bound(p: Ptr[f32], n: i32):
+    for k in pk.static_range(n):  # <-
+        p[k] = 0.0
+
+
+@pk.kernel
+def e_static_range_break(p: Ptr[f32]):
+    for k in pk.static_range(4):
+        if p[k] > 0.0:
+            break  # <-
+
+
+@pk.kernel
+def e_static_range_assign(p: Ptr[f32]):
+    for k in pk.static_range(4):
+        k = 2  # <-
+
+
+@pk.kernel
+def e_local_atomic(p: Ptr[u32]):
+    buf = pk.local.array(4, u32)
+    pk.atomic.add(buf, 0, u32(1))  # <-
+
+
+@pk.kernel
+def e_local_out_of_bounds(p: Ptr[f32]):
+    buf = pk.local.array(4, f32)
+    p[0] = buf[4]  # <-
+
+
+@pk.kernel
+def e_local_too_big(p: Ptr[f32]):
+    buf = pk.local.array(2048, f32)  # <-
+
+
+@pk.kernel
+def e_local_as_value(p: Ptr[f32]):
+    p[0] = pk.local.array(4, f32)[0]  # <-
+
+
+@pk.func
+def scaled(x: f32, *, factor) -> f32:
+    return x * factor
+
+
+@pk.kernel
+def e_func_missing_compile_time(p: Ptr[f32]):
+    p[0] = scaled(p[1])  # <-
+
+
+@pk.kernel
+def e_func_unknown_compile_time(p: Ptr[f32]):
+    p[0] = scaled(p[1], factor=2.0, bias=1.0)  # <-
+
+
+@pk.kernel
+def e_func_runtime_compile_time(p: Ptr[f32]):
+    p[0] = scaled(p[1], factor=p[2])  # <-
+
+
+@pk.kernel
+def e_write_through_const_bitcast(p: ConstPtr[f32]):
+    pk.bitcast(p, Ptr[u32])[0] = 1  # <-
+
+
+@pk.kernel
+def e_is_aligned_not_power(p: Ptr[f32]):
+    p[0] = 1.0 if pk.is_aligned(p, 6) else 0.0  # <-
+
+
+@pk.kernel
+def e_type_alias_over_variable(p: Ptr[f32]):
+    x = p[0]
+    x = f32  # <-
+
+
+@pk.kernel
 def e_bare_return_in_func(p: Ptr[f32]):
     p[0] = must_return(p[0])
 
@@ -562,9 +639,9 @@ CASES = [
     (e_print, "Python function 'print' cannot be called in a kernel"),
     (e_len, "Python function 'len' cannot be called in a kernel"),
     (e_int, r"int\(\) is ambiguous in a kernel"),
-    (e_keyword, "keyword arguments are not supported"),
+    (e_keyword, "pass 'x' by position: keyword arguments are for one\\(\\)'s compile-time"),
     (e_range_outside_for, r"range\(\) can only be used as the iterable of a for loop"),
-    (e_for_over_pointer, r"for loops iterate over range\(...\), pk.grid_stride\(...\) or pk.parallel_range"),
+    (e_for_over_pointer, r"for loops iterate over range\(...\), pk.static_range\(...\), pk.grid_stride\(...\) or pk.parallel_range"),
     (e_call_value, r"a Ptr\[f32\] value is not callable"),
     (e_assign_other_type, r"cannot assign a f32 value to 'v' of type i32; convert explicitly with pk.i32"),
     (e_int_plus_float, r"'\+': operand types f32 and i32 differ"),
@@ -606,6 +683,20 @@ CASES = [
     ((e_return_without_annotation, no_annotation_returns), "returning a value from a function without a return annotation"),
     ((e_bare_return_in_func, must_return), "this function must return a f32"),
     (e_fast_rcp_f64, r"fast_rcp\(\) is for f32 \(the hardware instruction\), got f64"),
+    ((e_func_missing_compile_time, e_func_missing_compile_time),
+     r"scaled\(\) needs its compile-time argument\(s\) factor by keyword"),
+    (e_func_unknown_compile_time, r"scaled\(\) has no compile-time parameter 'bias'; it takes factor"),
+    (e_func_runtime_compile_time, r"scaled\(\)'s compile-time argument 'factor' must be known at compile time"),
+    (e_write_through_const_bitcast, "cannot write through a ConstPtr"),
+    (e_is_aligned_not_power, r"is_aligned\(\) needs a power of two, got 6"),
+    (e_type_alias_over_variable, "'x' is a run-time variable; a type needs a name of its own"),
+    (e_static_range_runtime_bound, "a pk.static_range\\(\\) bound must be known at compile time"),
+    (e_static_range_break, r"'break' in a pk.static_range\(\) body: its copies are not a loop"),
+    (e_static_range_assign, r"'k' is a pk.static_range\(\) variable \(a compile-time int\) and cannot be assigned"),
+    (e_local_atomic, "atomics on a local array: it is private to the thread"),
+    (e_local_out_of_bounds, "index 4 is out of bounds for a dimension of 4"),
+    (e_local_too_big, "a local array takes at most 4096 bytes per thread, this one 8192"),
+    (e_local_as_value, r"declare local arrays as 'name = pk.local.array\(shape, dtype\)'"),
 ]
 
 

@@ -222,13 +222,21 @@ class _BoundLauncherDevice:
     check_bounds = False
 
     def __init__(self, target, size):
-        self.target, self.launches = target, []
+        self.target, self.launches, self.bound = target, [], 0
         self.buffer = memoryview(bytearray(size))
         self.handle = type("Handle", (), {"param_buffer": self.buffer})()
 
     def fast_launcher(self, handle, sig):
-        return lambda grid, block, shared, stream: self.launches.append((grid, block, shared, stream,
-                                                                         bytes(self.buffer)))
+        def go(grid, block, shared, stream):
+            self.launches.append((grid, block, shared, stream, bytes(self.buffer)))
+
+        def bind(grid, block):  # CUDA: cuLaunchKernelEx with a config built once for the pair
+            def launch_default():
+                self.bound += 1
+                go(grid, block, 0, None)
+            return launch_default
+        go.bind = bind
+        return go
 
     def launch_packed(self, *args, **kwargs):
         raise AssertionError("a device with a bound launcher is launched through it")
@@ -254,6 +262,7 @@ def test_bound_launcher_hot_path_packs_like_the_checked_path():
     assert all(r[4] == first[4] for r in rest)  # the same bytes packed either way
     assert [r[:2] for r in rest] == [((3, 1, 1), (64, 1, 1)), ((3, 2, 1), (64, 2, 1)), ((3, 2, 1), (64, 2, 1)),
                                      ((3, 1, 1), (64, 1, 1))]
+    assert dev.bound == 3  # the repeated pairs on the default stream went through their bound launchers
     fn.launch(3, 64, *args, shared_mem=128)  # not the default: the checked path, still launched
     assert dev.launches[-1][2] == 128
     fn.launch(3, 64, *args, stream=7)        # a stream stays on the hot path and reaches the launcher

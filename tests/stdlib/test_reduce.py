@@ -241,6 +241,11 @@ def test_softmax(wave_device, dtype):
         for block in ((1, 32, 1), (1, 256, 1), None):  # candle's, a wider one, the wrappers' own
             got = as_f64(R.softmax_last_dim(wave_device.to_device(x), block).to_host())
             np.testing.assert_allclose(got, ref, rtol=TOL[dtype] * 4, atol=TOL[dtype] / 8, err_msg=f"n={n} {block}")
+    x = (RNG.standard_normal((2, 17001)) * 4).astype(dtype)  # past the registers of 1024 lanes: two passes
+    ref = np.exp(as_f64(x) - as_f64(x).max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    got = as_f64(R.softmax_last_dim(wave_device.to_device(x)).to_host())
+    np.testing.assert_allclose(got, ref, rtol=TOL[dtype] * 4, atol=TOL[dtype] / 8)
     bad = np.array([[1.0, np.nan, 2.0], [1.0, np.inf, 2.0]], dtype)
     assert np.isnan(as_f64(R.softmax_last_dim(wave_device.to_device(bad)).to_host())).all()
 
@@ -271,6 +276,46 @@ def test_rms_and_layer_norm(wave_device, dtype):
             np.testing.assert_allclose(as_f64(R.layer_norm(xd, wave_device.to_device(alpha),
                                                            wave_device.to_device(beta), eps, block_size)
                                               .to_host()), ln * af + bf, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_16_bit_rows_at_any_alignment(wave_device, dtype):
+    """16-bit rows held in registers go in 4-byte pairs when the row length is even and the pointers
+    are 4-byte aligned; a view one element in (2-byte aligned) and odd rows take single elements."""
+    eps_ref = float(np.float32(1e-5))
+    for n, start in ((1000, 0), (1000, 1), (999, 0), (999, 1)):
+        flat = (RNG.standard_normal(1 + 5 * n) * 3).astype(dtype)
+        x = flat[start:start + 5 * n].reshape(5, n)
+        xd = wave_device.to_device(flat).offset_view(start, (5, n))
+        xf = as_f64(x)
+        sm = np.exp(xf - xf.max(1, keepdims=True))
+        sm /= sm.sum(1, keepdims=True)
+        rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref)
+        for block in ((1, 64, 1), None):  # 16 slots a thread: the row in registers
+            np.testing.assert_allclose(as_f64(R.softmax_last_dim(xd, block).to_host()), sm, rtol=TOL[dtype] * 4,
+                                       atol=TOL[dtype] / 8, err_msg=f"n={n} start={start} {block}")
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, None, 1e-5).to_host()), rms, rtol=TOL[dtype] * 8,
+                                   atol=TOL[dtype] * 8, err_msg=f"n={n} start={start}")
+
+
+@pytest.mark.parametrize("rows, n", [(16, 1000), (12, 3000), (2, 17001)],
+                         ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-two-passes"])
+def test_norm_launch_shapes(wave_device, rows, n):
+    """The norms' three block organisations: several rows of a few waves in one block (the wrappers'
+    shape for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 3000
+    columns), and rows too long for registers (17001 columns, candle's and the wrappers' shape)."""
+    eps, eps_ref = 1e-5, float(np.float32(1e-5))
+    x = (RNG.standard_normal((rows, n)) + 0.5).astype(np.float32)
+    alpha, beta = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    xf = as_f64(x)
+    rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref) * alpha
+    mean = xf.mean(1, keepdims=True)
+    ln = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
+    xd, ad, bd = (wave_device.to_device(a) for a in (x, alpha, beta))
+    for block_size in (None, 1024):
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, ad, eps, block_size).to_host()), rms, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, ad, bd, eps, block_size).to_host()), ln, rtol=2e-5,
+                                   atol=2e-5)
 
 
 # ------------------------------------------------------------------------------------------------- rope
