@@ -560,6 +560,8 @@ class Typer(ast.NodeVisitor):
             return self.builtin_fabs(node, node.args, name="abs")
         if fn is range:
             raise self.error(node, "range() can only be used as the iterable of a for loop")
+        if fn is len and len(node.args) == 1 and not node.keywords:
+            return CT(len(self.ct_eval(node.args[0], "len()'s argument (a compile-time tuple)")))
         if fn is bool:
             return self.explicit_cast(T.bool_, node)
         if fn in (int, float):
