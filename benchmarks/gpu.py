@@ -180,14 +180,18 @@ def reductions(b: Bench, shape: str = "candle") -> None:
                 x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
         alpha = torch.ones(cols, device="cuda", dtype=tdt)
         beta = torch.zeros(cols, device="cuda", dtype=tdt)
-        ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws) if own else ((rows, 1, 1), (1024, 1, 1))
-        if f"rmsnorm_{tag}" in sk.REDUCE:
-            f = b.fn(sk.REDUCE, f"rmsnorm_{tag}")
+        name, ngrid, nblock = f"rmsnorm_{tag}", (rows, 1, 1), (1024, 1, 1)
+        if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce.norm_kernel, norm_shape)
+            name, cache = R.norm_kernel("rmsnorm", cols, getattr(pk, tag))
+            ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws, cache)
+        if name in sk.REDUCE:
+            f = b.fn(sk.REDUCE, name)
             b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
                 x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, nblock[0], 1e-5),
                 lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
-        if f"layernorm_{tag}" in sk.REDUCE:
-            f = b.fn(sk.REDUCE, f"layernorm_{tag}")
+        name = R.norm_kernel("layernorm", cols, getattr(pk, tag))[0] if own else f"layernorm_{tag}"
+        if name in sk.REDUCE:
+            f = b.fn(sk.REDUCE, name)
             b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
                 x.data_ptr(), out.data_ptr(), alpha.data_ptr(), beta.data_ptr(), cols, nblock[0], 1e-5),
                 lambda: torch.nn.functional.layer_norm(x, (cols,), alpha, beta, 1e-5))

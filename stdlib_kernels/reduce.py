@@ -476,6 +476,8 @@ for _t in SUM_DTYPES:
 #: 256 bytes a load)
 SOFTMAX_CACHE = {2: 32, 4: 64, 8: 64}
 NORM_CACHE = {2: 16, 4: 64, 8: 64}  # 16-bit norms: 32 registers (two blocks of 1024 an SM)
+#: threads a block in the wrappers' norm launches: rows of few threads share a block (along y)
+NORM_BLOCK_THREADS = 256
 ROW_WORD = {2: u64, 4: f32, 8: f64}
 
 
@@ -690,7 +692,7 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
 
 @pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
-             sm: S, t: u32, nt: u32, by_wave: bool):
+             sm: S, t: u32, nt: u32, by_wave: bool, *, cache):
     """One row of rmsnorm (ln false) or layernorm (ln true), shared by ``nt`` threads (``t`` this
     one's index): the block's x threads (candle passes block_size == block_dim.x: 32 or 1024), or one
     wave (``by_wave``: wave sums, no barrier). pk.parallel_range gives each thread adjacent elements
@@ -698,8 +700,8 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     L1: the row was just read). layernorm: the mean, then the mean squared deviation (the biased
     variance, without the cancellation of candle's one-pass E[x^2] - mean^2). Rows that fit in the
     threads' registers take ``norm_row_cached``."""
-    if row_fits(x, y, n, nt, cache=NORM_CACHE[T.nbytes]):
-        norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=NORM_CACHE[T.nbytes])
+    if row_fits(x, y, n, nt, cache=cache):
+        norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=cache)
         return
     zero = V(0)
     mean = zero
@@ -767,7 +769,7 @@ def wave_row() -> usize:
 
 @pk.func
 def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
-              sm: S):
+              sm: S, *, cache):
     """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``), or the block's x
     threads on row ``block_idx.x * block_dim.y + thread_idx.y``."""
     if norm_by_wave(n_cols):
@@ -775,39 +777,48 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
         if r < pk.u64(pk.grid_dim.x):
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,
-                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True)
+                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache)
         return
     row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
     norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, row_sm, pk.thread_idx.x, pk.block_dim.x,
-             False)
+             False, cache=cache)
 
 
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
-                   *, T, A):
+                   *, T, A, CACHE):
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0)
+    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
-                     block_size: i32, eps: f32, *, T, A):
+                     block_size: i32, eps: f32, *, T, A, CACHE):
     sm = pk.shared.array(MAX_WAVES, A)
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0)
+    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE)
 
 
 # f32/f64: the default register budget (64 at 1024 threads), where their cached rows live; 16-bit rows
-# cache 8 elements in 4 registers, and keep two blocks of 1024 per SM for candle's two-pass launches
+# cache 8 elements in 4 registers, and keep two blocks of 1024 per SM for candle's two-pass launches.
+# The wrappers' own 16-bit norms (``*_rows_*``, not candle's names): blocks of at most 256 threads, four
+# an SM at 64 registers, holding rows of up to NORM_ROWS_CACHE bytes a thread
+NORM_ROWS_CACHE = {2: 32}
 _rmsnorm_narrow = pk.kernel(min_blocks_per_sm=2)(rmsnorm_kernel.__wrapped__)
 _layernorm_narrow = pk.kernel(min_blocks_per_sm=2)(layernorm_kernel.__wrapped__)
+_rmsnorm_rows = pk.kernel(max_block_size=NORM_BLOCK_THREADS, min_blocks_per_sm=4)(rmsnorm_kernel.__wrapped__)
+_layernorm_rows = pk.kernel(max_block_size=NORM_BLOCK_THREADS, min_blocks_per_sm=4)(layernorm_kernel.__wrapped__)
 for _t in NN_DTYPES:
-    REDUCE.add((_rmsnorm_narrow if _t.nbytes == 2 else rmsnorm_kernel).instance(kernel_name("rmsnorm", _t), T=_t,
-                                                                              A=_acc(_t)))
-    REDUCE.add((_layernorm_narrow if _t.nbytes == 2 else layernorm_kernel).instance(kernel_name("layernorm", _t),
-                                                                                  T=_t, A=_acc(_t)))
+    _narrow = _t.nbytes == 2
+    for _name, _kern, _kern_narrow, _kern_rows in (("rmsnorm", rmsnorm_kernel, _rmsnorm_narrow, _rmsnorm_rows),
+                                                   ("layernorm", layernorm_kernel, _layernorm_narrow, _layernorm_rows)):
+        REDUCE.add((_kern_narrow if _narrow else _kern).instance(kernel_name(_name, _t), T=_t, A=_acc(_t),
+                                                                 CACHE=NORM_CACHE[_t.nbytes]))
+        if _narrow:
+            REDUCE.add(_kern_rows.instance(kernel_name(_name + "_rows", _t), T=_t, A=_acc(_t),
+                                           CACHE=NORM_ROWS_CACHE[2]))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1049,14 +1060,19 @@ def softmax_last_dim(x, block=None):
     return out
 
 
-#: threads a block in the wrappers' norm launches: rows of few threads share a block (along y)
-NORM_BLOCK_THREADS = 256
+def norm_kernel(name: str, n_cols: int, dtype) -> tuple[str, dict]:
+    """The wrappers' own kernel for a norm: a 16-bit row that fits in NORM_BLOCK_THREADS threads'
+    registers takes the ``*_rows`` kernel, anything else candle's (name, and its cache table)."""
+    rows_cache = NORM_ROWS_CACHE.get(dtype.nbytes)
+    if rows_cache and n_cols <= rows_cache // dtype.nbytes * NORM_BLOCK_THREADS:
+        return kernel_name(name + "_rows", dtype), NORM_ROWS_CACHE
+    return kernel_name(name, dtype), NORM_CACHE
 
 
-def norm_shape(rows: int, n_cols: int, dtype, wave: int) -> tuple[tuple, tuple]:
+def norm_shape(rows: int, n_cols: int, dtype, wave: int, cache: dict = NORM_CACHE) -> tuple[tuple, tuple]:
     """The wrappers' own (grid, block) for rmsnorm/layernorm: block (row_threads, R), row = block * R + y,
     R rows a block when they divide the row count."""
-    nt = row_threads(n_cols, dtype, wave, NORM_CACHE)
+    nt = row_threads(n_cols, dtype, wave, cache)
     per_block = max(1, NORM_BLOCK_THREADS // nt)
     while rows % per_block:
         per_block //= 2
@@ -1070,12 +1086,13 @@ def _norm_launch(name, x, params, eps, block_size=None):
     rows = x.size // n_cols if n_cols else 0
     if rows == 0:
         return out
-    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
     params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
     if block_size is None:
-        grid, block = norm_shape(rows, n_cols, x.dtype, x.device.target.wave_size)
-        fn[grid, block](x, out, *params, n_cols, block[0], float(eps))
+        kname, cache = norm_kernel(name, n_cols, x.dtype)
+        grid, block = norm_shape(rows, n_cols, x.dtype, x.device.target.wave_size, cache)
+        x.device.get_or_load_func(kname, REDUCE)[grid, block](x, out, *params, n_cols, block[0], float(eps))
         return out
+    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
     fn[(rows, 1, 1), (block_size, 1, 1)](x, out, *params, n_cols, block_size, float(eps))
     return out
 

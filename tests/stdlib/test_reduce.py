@@ -57,13 +57,14 @@ def cpu_fold(x, axis, use_min, index):
 @pytest.mark.skipif(ABI is None, reason="shared/spec/candle_abi.json not found")
 def test_abi_names_and_param_sizes():
     spec = json.loads(ABI.read_text())["modules"]["reduce"]
-    assert sorted(REDUCE.names()) == sorted(spec)
+    extras = {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")}  # the wrappers' own
+    assert sorted(REDUCE.names()) == sorted(set(spec) | extras)
     target = pk.device("cpu").target
     for inst in REDUCE:
         sizes = [8 if hasattr(ty, "elem") else ty.nbytes
                  for _, ty in inst.typed(target).params]
-        assert sizes == spec[inst.name], inst.name
-    assert len(REDUCE) == 64
+        assert sizes == spec[inst.name.replace("_rows", "")], inst.name
+    assert len(REDUCE) == 64 + len(extras)
 
 
 # ------------------------------------------------------------------------------------------------- fast_*
@@ -354,3 +355,15 @@ def test_rope(wave_device, layout, dtype):
         got = as_f64(fn(wave_device.to_device(x), wave_device.to_device(c), wave_device.to_device(s)).to_host())
         np.testing.assert_allclose(got, np_rope(x, c, s, layout), rtol=TOL[dtype] * 4, atol=TOL[dtype] * 4,
                                    err_msg=f"{layout} cos {cs_shape}")
+
+
+def test_wrappers_pick_their_own_16_bit_norm_kernels():
+    """16-bit rows of up to 4096 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
+    registers); longer rows and other dtypes to candle's names."""
+    assert R.norm_kernel("rmsnorm", 4096, pk.bf16)[0] == "rmsnorm_rows_bf16"
+    assert R.norm_kernel("layernorm", 7, pk.f16)[0] == "layernorm_rows_f16"
+    assert R.norm_kernel("rmsnorm", 4097, pk.bf16)[0] == "rmsnorm_bf16"
+    assert R.norm_kernel("layernorm", 1024, pk.f32)[0] == "layernorm_f32"
+    assert {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")} <= set(REDUCE.names())
+    grid, block = R.norm_shape(64, 4096, pk.bf16, 32, R.NORM_ROWS_CACHE)
+    assert block == (256, 1, 1) and grid == (64, 1, 1)
