@@ -804,7 +804,8 @@ class Typer(ast.NodeVisitor):
     def declare_array(self, name: str, call: ast.Call, target_node) -> None:
         fn = self.ct_eval(call.func, "")
         space = fn.name.split(".")[0]
-        if name in self.locals or name in self.array_names:
+        redeclared = name in self.array_names  # allowed once per copy of a pk.static_range body (below)
+        if name in self.locals or redeclared and not self.in_static_loop:
             raise self.error(target_node, f"'{name}' is already defined; {space} arrays need their own name")
         if fn.name.endswith(".array"):
             if len(call.args) != 2:
@@ -823,6 +824,10 @@ class Typer(ast.NodeVisitor):
         if not isinstance(dtype, T.DType):
             raise self.error(call, f"a {space} array's element type must be a dtype, got {_describe(dtype)}")
         ty = T.ArrayType(dtype, shape, space)
+        if redeclared:  # the same declaration in the next copy of a static_range body: the same array
+            if self.arrays[name] != ty:
+                raise self.error(target_node, f"'{name}' is already a {self.arrays[name]!r} array")
+            return
         if space == "local" and ty.count * dtype.nbytes > MAX_LOCAL_ARRAY_BYTES:
             raise self.error(call, f"a local array takes at most {MAX_LOCAL_ARRAY_BYTES} bytes per thread, "
                                    f"this one {ty.count * dtype.nbytes}")

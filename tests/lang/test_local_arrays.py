@@ -164,3 +164,18 @@ def test_static_range_steps(device):
     static_steps.launch(1, 1, out, device=device)
     assert out.to_host()[0] == 10 + 7 - 4 - 1
 
+
+
+@pk.kernel
+def declared_in_unrolled_body(out: Ptr[i32]):
+    for k in pk.static_range(3):
+        pair = pk.local.array(2, i32)  # one declaration per copy: the same array, fresh values each time
+        pair[0] = k
+        pair[1] = k * 10
+        out[k] = pair[0] + pair[1]
+
+
+def test_declaration_inside_static_range(device):
+    out = device.zeros(3, pk.i32)
+    declared_in_unrolled_body.launch(1, 1, out, device=device)
+    assert out.to_host().tolist() == [0, 11, 22]
