@@ -345,7 +345,7 @@ class Typer(ast.NodeVisitor):
                     self.error(node, "subtract a signed offset from a pointer (cast the index to i64)")
                 if isinstance(idx, CompileError):
                     raise idx
-            ptr = a if isinstance(a.ty, T.PtrType) else self.array_as_ptr(a)
+            ptr = self.array_as_ptr(a)
             return N.PtrAdd(ptr.ty, ptr, idx, loc=self.loc(node))
         if op == "pow":
             return self.power(a, b, node)
@@ -498,6 +498,9 @@ class Typer(ast.NodeVisitor):
         return v
 
     def array_as_ptr(self, ref: N.Expr) -> N.Expr:
+        """An array as a pointer into its memory (shared or local); anything else as it is."""
+        if isinstance(ref, CT) or not isinstance(ref.ty, T.ArrayType):
+            return ref
         return N.Cast(T.PtrType(ref.ty.elem, ref.ty.space), ref, loc=ref.loc)
 
     def subscript(self, node: ast.Subscript):
@@ -605,8 +608,7 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"recursive call of {fdef.name}: device functions cannot recurse")
         compile_time = self.compile_time_args(fdef, node)
         # an array passes as a pointer into its memory (the callee is typed for that space)
-        args = [self.array_as_ptr(a) if not isinstance(a, CT) and isinstance(a.ty, T.ArrayType) else a
-                for a in (self.visit(a) for a in node.args)]
+        args = [self.array_as_ptr(self.visit(a)) for a in node.args]
         # literal arguments adopt the parameter's type where it is concrete, else a typed sibling's
         typed = [a for a in args if not isinstance(a, CT)]
         arg_types = []
@@ -703,9 +705,7 @@ class Typer(ast.NodeVisitor):
         if len(args) != 2:
             raise self.error(node, "bitcast(x, T) takes 2 arguments")
         v, ty = self.visit(args[0]), self.ct_eval(args[1], "the target type of bitcast")
-        v = self.materialize(v, node)
-        if isinstance(v.ty, T.ArrayType):
-            v = self.array_as_ptr(v)
+        v = self.array_as_ptr(self.materialize(v, node))
         if isinstance(v.ty, T.PtrType) and isinstance(ty, T.PtrType):  # the same address, other elements
             return N.Bitcast(T.PtrType(ty.elem, v.ty.space, v.ty.const or ty.const), v, loc=self.loc(node))
         if not (isinstance(ty, T.DType) and isinstance(v.ty, T.DType) and ty.bits == v.ty.bits):
@@ -721,8 +721,7 @@ class Typer(ast.NodeVisitor):
         nbytes = self.ct_eval(args[1], "is_aligned()'s byte count")
         if not (isinstance(nbytes, int) and nbytes > 0 and nbytes & (nbytes - 1) == 0):
             raise self.error(args[1], f"is_aligned() needs a power of two, got {nbytes!r}")
-        p = p if isinstance(p.ty, T.PtrType) else self.array_as_ptr(p)
-        return self.intrinsic("is_aligned", T.bool_, [p], node, nbytes=nbytes)
+        return self.intrinsic("is_aligned", T.bool_, [self.array_as_ptr(p)], node, nbytes=nbytes)
 
     def float_args(self, node, args, n, name):
         vals = self.args_exact(node, args, n, name)
@@ -853,7 +852,7 @@ class Typer(ast.NodeVisitor):
             raise self.error(args[0], "atomics on bool are not supported; use u32")
         idx = self.index_expr(self.visit(args[1]), args[1])
         vals = [self.coerce(self.visit(a), elem, a) for a in args[2:]]
-        space = "shared" if isinstance(base.ty, T.ArrayType) or base.ty.space == "shared" else "global"
+        space = base.ty.space  # global or shared (local was refused above)
         return N.Intrinsic(elem, "atomic", [base, idx] + vals, {"op": op, "space": space}, loc=self.loc(node))
 
     def __getattr__(self, name: str):

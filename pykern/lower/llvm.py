@@ -150,10 +150,7 @@ class FunctionLowering(GridTiles):
         value = self.to_memory(self.expr(s.value), elem)
         if self.defer_store(s, ptr, value, elem):
             return
-        if s.ptr.ty.space == "local":  # the thread's own array: no launch buffer to check against
-            self.b.store(value, ptr)
-        else:
-            self.guarded(ptr, elem, lambda: self.b.store(value, ptr))
+        self.guarded(ptr, elem, lambda: self.b.store(value, ptr), s.ptr.ty.space)
 
     def stmt_If(self, s: N.If):
         cond = self.expr(s.cond)
@@ -285,7 +282,9 @@ class FunctionLowering(GridTiles):
             v = (self.b.sext if index.ty.is_signed else self.b.zext)(v, I64)
         return v
 
-    def guarded(self, ptr: ir.Value, elem: T.DType, access):
+    def guarded(self, ptr: ir.Value, elem: T.DType, access, space: str = "global"):
+        if space == "local":  # the thread's own array: no launch buffer to check it against
+            return access()
         return self.guarded_bytes(ptr, elem.nbytes, access)
 
     def guarded_bytes(self, ptr: ir.Value, nbytes: int, access):
@@ -314,8 +313,8 @@ class FunctionLowering(GridTiles):
         if staged is not None:
             return staged
         ptr, elem = self.address(e.ptr, e.index)
-        load = lambda: self.b.load(ptr, typ=storage_type(elem))  # noqa: E731
-        return self.from_memory(load() if e.ptr.ty.space == "local" else self.guarded(ptr, elem, load), elem)
+        return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem)),
+                                             e.ptr.ty.space), elem)
 
     def expr_PtrAdd(self, e: N.PtrAdd):
         return self.b.gep(self.expr(e.ptr), [self.index64(e.index)], source_etype=storage_type(e.ty.elem))

@@ -66,13 +66,22 @@ def _raw_launch():
     pointer must be passed as a ``c_void_p`` (or None for NULL), never as an int, which would be
     cut to 32 bits.
     """
+    fn = _driver_entry("cuLaunchKernel")
+    if fn is None:
+        raise DeviceError("cuGetProcAddress(cuLaunchKernel) failed")
+    return fn
+
+
+def _driver_entry(name: str):
+    """The driver's own entry point ``name`` as an untyped ctypes function (see ``_raw_launch``), on
+    the default stream cuda-bindings uses, or None where the driver has none."""
     drv = _driver()
     flag = drv.CUdriverProcAddress_flags
     ptds = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
-    res = drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+    res = drv.cuGetProcAddress(name.encode(), 12000, flag.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
                                if ptds else flag.CU_GET_PROC_ADDRESS_LEGACY_STREAM)
     if res[0] != drv.CUresult.CUDA_SUCCESS or not res[1]:  # (err, pfn) or (err, pfn, status) by version
-        raise DeviceError(f"cuGetProcAddress(cuLaunchKernel) failed: {_error_name(drv, res[0])}")
+        return None
     return ctypes.CFUNCTYPE(ctypes.c_int)(int(res[1]))
 
 
@@ -89,14 +98,7 @@ def _raw_launch_ex():
     """The driver's own ``cuLaunchKernelEx(config, f, kernelParams, extra)`` (see ``_raw_launch``), or
     None from a driver without it. Four pointer arguments cost ctypes 0.25 us less than the eleven of
     ``cuLaunchKernel`` (H100 host: 4.59 against 4.84 us a launch)."""
-    drv = _driver()
-    flag = drv.CUdriverProcAddress_flags
-    ptds = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
-    res = drv.cuGetProcAddress(b"cuLaunchKernelEx", 12000, flag.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-                               if ptds else flag.CU_GET_PROC_ADDRESS_LEGACY_STREAM)
-    if res[0] != drv.CUresult.CUDA_SUCCESS or not res[1]:
-        return None
-    return ctypes.CFUNCTYPE(ctypes.c_int)(int(res[1]))
+    return _driver_entry("cuLaunchKernelEx")
 
 
 @functools.cache
