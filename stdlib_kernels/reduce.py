@@ -123,10 +123,11 @@ def block_sum(v: V, sm: S, t: u32, nt: u32) -> V:
 
 
 @pk.func
-def block_sum_whole(v: V, sm: S, t: u32, nt: u32, op: i32) -> V:
+def block_sum_whole(v: V, sm: S, t: u32, nt: u32, op: i32, free: bool) -> V:
     """block_sum (same contract, any ``merge``) with fewer instructions per thread: whole waves
     (every candle launch but blocks narrower than a wave) skip the partner guards; the per-thread
-    instruction count, not bandwidth, bounds rows of a few elements per thread."""
+    instruction count, not bandwidth, bounds rows of a few elements per thread. ``free`` false: the
+    caller never uses ``sm`` again, and the barrier that frees it is left out."""
     lane = t % pk.wave_size
     wid = t // pk.wave_size
     present = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
@@ -148,7 +149,8 @@ def block_sum_whole(v: V, sm: S, t: u32, nt: u32, op: i32) -> V:
             v = wave_sum_full(v, op)
         else:
             v = wave_sum_n(v, lane, nw, op)
-        pk.syncthreads()
+        if free:
+            pk.syncthreads()
     if present == pk.wave_size:
         return v
     return pk.wave.shuffle(v, 0)
@@ -483,10 +485,11 @@ ROW_WORD = {2: u64, 4: f32, 8: f64}
 
 @pk.func
 def row_total(v: V, sm: S, t: u32, nt: u32, by_wave: bool, op: i32) -> V:
-    """``merge`` of ``v`` over the row's threads, on each of them: a wave (no barrier), or the block."""
+    """``merge`` of ``v`` over the row's threads, on each of them: a wave (no barrier), or the block,
+    through slots of ``sm`` that the caller does not use again (one barrier, not two)."""
     if by_wave or nt <= pk.wave_size:
-        return block_sum_whole(v, sm, t % pk.wave_size, min(nt, pk.u32(pk.wave_size)), op)
-    return block_sum_whole(v, sm, t, nt, op)
+        return block_sum_whole(v, sm, t % pk.wave_size, min(nt, pk.u32(pk.wave_size)), op, False)
+    return block_sum_whole(v, sm, t, nt, op, False)
 
 
 @pk.func
@@ -554,7 +557,7 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
         for k in pk.static_range(W.nbytes // T.nbytes):
             e = (w * nt + t) * (W.nbytes // T.nbytes) + k
             s += pk.select(e < n, exp_diff(word_element(x, v[w], k, m), m), V(0))
-    inv = 1.0 / row_total(s, sm, t, nt, False, SUM)
+    inv = 1.0 / row_total(s, sm + MAX_WAVES, t, nt, False, SUM)
     o = pk.local.array(4, V)
     for w in pk.static_range(cache // W.nbytes):
         for k in pk.static_range(W.nbytes // T.nbytes):
@@ -573,10 +576,8 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
     one for the output, each with eight independent loads per lane in flight. candle launches block
     (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
-    sm = pk.shared.array(MAX_WAVES, A)
-    ss = pk.shared.array(MAX_WAVES, A)
+    sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
-    touch_s = ss[0]  # noqa: F841
     t = pk.thread_idx.y
     nt = pk.block_dim.y
     lane = t % pk.wave_size
@@ -620,12 +621,12 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
                 break
             if lane == 0:
                 sm[t // pk.wave_size] = m
-                ss[t // pk.wave_size] = s
+                sm[MAX_WAVES + t // pk.wave_size] = s
             pk.syncthreads()
             count = (nt + pk.wave_size - 1) // pk.wave_size
             if lane < count:
                 m = sm[lane]
-                s = ss[lane]
+                s = sm[MAX_WAVES + lane]
         off: u32 = pk.wave_size // 2
         while off > 0:
             om = pk.wave.shuffle_xor(m, off)
@@ -657,36 +658,57 @@ for _t in NN_DTYPES:
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
+def param_word(p: ConstPtr[T], i: u32, n: u32, wide: bool, like: W) -> W:
+    """Word ``i`` of a row-long parameter (alpha, beta) as ``cache_load`` lays out the row: one load
+    when ``wide`` (p aligned to a word), else element by element; zero past the row's end."""
+    word = W(0)
+    if p is not None and i * (W.nbytes // T.nbytes) < n:
+        if W.nbytes == T.nbytes:
+            word = W(p[i])
+        elif wide:
+            word = pk.bitcast(p, ConstPtr[W])[i]
+        else:
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                word = word | (W(pk.bitcast(p[i * (W.nbytes // T.nbytes) + k], u16)) << (k * 16))
+    return word
+
+
+@pk.func
 def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
                     sm: S, t: u32, nt: u32, by_wave: bool, *, cache):
-    """norm_row for a row that fits in its threads' registers (``row_fits``), read once."""
+    """norm_row for a row that fits in its threads' registers (``row_fits``), read once; alpha and
+    beta are read a word at a time too when they are aligned to one."""
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(cache // W.nbytes, W)
     cache_load(x, v, n, t, nt, cache=cache)  # zero past the row's end
     zero = V(0)
     mean = zero
+    q = zero
     if ln:
         s = zero
         for w in pk.static_range(cache // W.nbytes):
             for k in pk.static_range(W.nbytes // T.nbytes):
                 s += word_element(x, v[w], k, s)
-        mean = row_total(s, sm, t, nt, by_wave, SUM) / V(n)
-    q = zero
+        mean = row_total(s, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
     for w in pk.static_range(cache // W.nbytes):
         for k in pk.static_range(W.nbytes // T.nbytes):
-            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
             d = word_element(x, v[w], k, q) - mean
-            q += pk.select(e < n, d * d, zero)
-    r = 1.0 / pk.sqrt(row_total(q, sm, t, nt, by_wave, SUM) / V(n) + eps)
+            q += pk.select((w * nt + t) * (W.nbytes // T.nbytes) + k < n, d * d, zero)
+    q = row_total(q, sm, t, nt, by_wave, SUM)
+    r = 1.0 / pk.sqrt(q / V(n) + eps)
+    wide = pk.is_aligned(alpha, W.nbytes) and (not ln or pk.is_aligned(beta, W.nbytes))
     o = pk.local.array(4, V)
     for w in pk.static_range(cache // W.nbytes):
         for k in pk.static_range(W.nbytes // T.nbytes):
-            e = (w * nt + t) * (W.nbytes // T.nbytes) + k
             o[k] = (word_element(x, v[w], k, q) - mean) * r
-            if alpha is not None and e < n:
-                o[k] = o[k] * V(alpha[e])
-            if ln and beta is not None and e < n:
-                o[k] = o[k] + V(beta[e])
+        if alpha is not None:
+            a = param_word(alpha, w * nt + t, n, wide, v[w])
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                o[k] = o[k] * word_element(x, a, k, q)
+        if ln and beta is not None:
+            b = param_word(beta, w * nt + t, n, wide, v[w])
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                o[k] = o[k] + word_element(x, b, k, q)
         store_word(y, o, w * nt + t, n, v[w])
 
 
@@ -727,7 +749,7 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     elif ln:
         tq = block_sum(q, sm, t, nt)
     else:
-        tq = block_sum_whole(q, sm, t, nt, SUM)
+        tq = block_sum_whole(q, sm, t, nt, SUM, True)
     r = 1.0 / pk.sqrt(tq / V(n) + eps)
     if alpha is None:
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
@@ -788,7 +810,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A, CACHE):
-    sm = pk.shared.array(MAX_WAVES, A)
+    sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
     touch = sm[0]  # noqa: F841
     norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE)
 
@@ -796,7 +818,7 @@ def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i3
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A, CACHE):
-    sm = pk.shared.array(MAX_WAVES, A)
+    sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
     touch = sm[0]  # noqa: F841
     norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE)
 

@@ -299,6 +299,23 @@ def test_16_bit_rows_at_any_alignment(wave_device, dtype):
                                    atol=TOL[dtype] * 8, err_msg=f"n={n} start={start}")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_16_bit_weights_at_any_alignment(wave_device, dtype):
+    """alpha and beta of a row held in registers are read four elements at a time when they are
+    8-byte aligned, else one by one: views one element in must give the same rows."""
+    n, eps_ref = 1000, float(np.float32(1e-5))
+    x = (RNG.standard_normal((6, n)) + 0.5).astype(dtype)
+    flat_a, flat_b = (RNG.standard_normal(n + 1).astype(dtype) for _ in range(2))
+    xf = as_f64(x)
+    norm = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + eps_ref)
+    xd, da, db = wave_device.to_device(x), wave_device.to_device(flat_a), wave_device.to_device(flat_b)
+    for sa, sb in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        a, b = da.offset_view(sa, (n,)), db.offset_view(sb, (n,))
+        want = norm * as_f64(flat_a[sa:sa + n]) + as_f64(flat_b[sb:sb + n])
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, a, b, 1e-5).to_host()), want, rtol=TOL[dtype] * 8,
+                                   atol=TOL[dtype] * 8, err_msg=f"alpha +{sa}, beta +{sb}")
+
+
 @pytest.mark.parametrize("rows, n", [(16, 1000), (12, 3000), (2, 17001)],
                          ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-two-passes"])
 def test_norm_launch_shapes(wave_device, rows, n):
