@@ -658,18 +658,17 @@ for _t in NN_DTYPES:
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
-def param_word(p: ConstPtr[T], i: u32, n: u32, wide: bool, like: W) -> W:
+def param_word(p: ConstPtr[T], i: u32, wide: bool, like: W) -> W:
     """Word ``i`` of a row-long parameter (alpha, beta) as ``cache_load`` lays out the row: one load
-    when ``wide`` (p aligned to a word), else element by element; zero past the row's end."""
+    when ``wide`` (p aligned to a word), else element by element."""
     word = W(0)
-    if p is not None and i * (W.nbytes // T.nbytes) < n:
-        if W.nbytes == T.nbytes:
-            word = W(p[i])
-        elif wide:
-            word = pk.bitcast(p, ConstPtr[W])[i]
-        else:
-            for k in pk.static_range(W.nbytes // T.nbytes):
-                word = word | (W(pk.bitcast(p[i * (W.nbytes // T.nbytes) + k], u16)) << (k * 16))
+    if W.nbytes == T.nbytes:
+        word = W(p[i])
+    elif wide:
+        word = pk.bitcast(p, ConstPtr[W])[i]
+    else:
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            word = word | (W(pk.bitcast(p[i * (W.nbytes // T.nbytes) + k], u16)) << (k * 16))
     return word
 
 
@@ -699,17 +698,18 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
     wide = pk.is_aligned(alpha, W.nbytes) and (not ln or pk.is_aligned(beta, W.nbytes))
     o = pk.local.array(4, V)
     for w in pk.static_range(cache // W.nbytes):
+        p = w * nt + t
         for k in pk.static_range(W.nbytes // T.nbytes):
             o[k] = (word_element(x, v[w], k, q) - mean) * r
-        if alpha is not None:
-            a = param_word(alpha, w * nt + t, n, wide, v[w])
+        if alpha is not None and p * (W.nbytes // T.nbytes) < n:
+            a = param_word(alpha, p, wide, v[w])
             for k in pk.static_range(W.nbytes // T.nbytes):
                 o[k] = o[k] * word_element(x, a, k, q)
-        if ln and beta is not None:
-            b = param_word(beta, w * nt + t, n, wide, v[w])
+        if ln and beta is not None and p * (W.nbytes // T.nbytes) < n:
+            b = param_word(beta, p, wide, v[w])
             for k in pk.static_range(W.nbytes // T.nbytes):
                 o[k] = o[k] + word_element(x, b, k, q)
-        store_word(y, o, w * nt + t, n, v[w])
+        store_word(y, o, p, n, v[w])
 
 
 @pk.func
