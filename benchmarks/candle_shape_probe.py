@@ -8,6 +8,9 @@ shape from the limits of pykern's code. Run on the GPU machine: ``python benchma
 """
 from __future__ import annotations
 
+import pykern as pk
+from pykern import ConstPtr, Ptr, f32, usize
+
 SRC = r"""
 typedef unsigned long long u64;
 extern "C" __global__ void empty_k(float* o, float v, u64 n) {}
@@ -91,6 +94,20 @@ extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __re
 """
 
 
+@pk.kernel
+def pk_fill1(o: Ptr[f32], v: f32, n: usize):
+    i = pk.global_id()
+    if i < n:
+        o[i] = v
+
+
+@pk.kernel
+def pk_add1(a: ConstPtr[f32], b: ConstPtr[f32], o: Ptr[f32], n: usize):
+    i = pk.global_id()
+    if i < n:
+        o[i] = a[i] + b[i]
+
+
 def main() -> None:
     import cupy as cp
     import torch
@@ -117,6 +134,17 @@ def main() -> None:
     for name in ("add1", "add_inblock", "add_quarter"):
         t = timed(lambda: k[name]((grid,), (1024,), (ptr(x), ptr(y), ptr(o), cp.uint64(n))))
         print(f"{name:14} candle shape {t * 1e6:7.0f} us  torch/this {t_add / t:5.2f}")
+    # the same one-element-a-thread kernels in pykern (pk_fill1, pk_add1), and the stdlib's fill, whose
+    # 16-byte tiles leave three threads in four idle under this shape
+    import stdlib_kernels as sk
+    dev = pk.device("cuda")
+    t = timed(lambda: pk_fill1[grid, 1024](o.data_ptr(), 1.0, n))
+    print(f"{'pykern fill1':14} candle shape {t * 1e6:7.0f} us  torch/this {t_fill / t:5.2f}")
+    t = timed(lambda: pk_add1[grid, 1024](x.data_ptr(), y.data_ptr(), o.data_ptr(), n))
+    print(f"{'pykern add1':14} candle shape {t * 1e6:7.0f} us  torch/this {t_add / t:5.2f}")
+    fill = dev.get_or_load_func("fill_f32", sk.FILL)
+    t = timed(lambda: fill[grid, 1024](o.data_ptr(), 1.0, n))
+    print(f"{'fill_f32':14} candle shape {t * 1e6:7.0f} us  torch/this {t_fill / t:5.2f}")
     for cols in (1024, 4096, 16384):
         rows = n // cols
         xs = x.view(rows, cols)

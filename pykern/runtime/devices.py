@@ -6,19 +6,25 @@ import threading
 from ..errors import DeviceError
 
 _devices: dict[tuple, object] = {}
+_defaults: dict[tuple, object] = {}  # device(None)'s choice, by options
 _lock = threading.Lock()
 
 
 def device(spec: str | None = None, **options):
-    """``"cpu"``, ``"hip"``, ``"hip:N"``, ``"cuda"``, ``"cuda:N"``; ``None`` picks the first GPU, else the CPU.
+    """``"cpu"``, ``"hip"``, ``"hip:N"``, ``"cuda"``, ``"cuda:N"``; ``None`` picks the first GPU, else the CPU
+    (once per process).
 
     CPU options: ``wave_size`` (32 or 64), ``check_bounds``, ``threads``.
     """
     if spec is None:
-        for kind in ("hip", "cuda"):
-            if _available(kind):
-                return device(kind)
-        return device("cpu", **options)
+        # chosen once: probing HIP and CUDA costs ~100 us (a failed import is retried every time),
+        # and kernel[grid, block](...) with plain pointers asks for the default on every launch
+        key = tuple(sorted(options.items()))
+        dev = _defaults.get(key)
+        if dev is None:
+            kind = next((kind for kind in ("hip", "cuda") if _available(kind)), None)
+            dev = _defaults[key] = device(kind) if kind else device("cpu", **options)
+        return dev
     kind, _, idx = spec.partition(":")
     if kind not in ("cpu", "hip", "cuda") or (idx and not idx.isdigit()):
         raise DeviceError(f"unknown device {spec!r}: use 'cpu', 'hip', 'hip:N', 'cuda' or 'cuda:N'")

@@ -276,3 +276,14 @@ def test_bound_launcher_hot_path_packs_like_the_checked_path():
         fn.launch(3, 64, *args[:3])
     with pytest.raises(pk.LaunchError, match="'a'"):
         fn.launch(3, 64, 8, "two", *args[2:])
+
+
+def test_default_device_is_chosen_once(monkeypatch):
+    """kernel[grid, block](...) with plain pointers asks for the default device on every launch:
+    probing the GPU runtimes each time (a failed hip-python import is retried) cost ~100 us a launch."""
+    from pykern.runtime import devices
+    first = devices.device()
+    probes = []
+    monkeypatch.setattr(devices, "_available", lambda kind: probes.append(kind) or False)
+    assert devices.device() is first and devices.device() is first
+    assert probes == []
