@@ -515,9 +515,15 @@ def cache_load(x: ConstPtr[T], v: Ptr[W], n: u32, t: u32, nt: u32, *, cache):
 
 @pk.func
 def word_element(x: ConstPtr[T], word: W, k: u32, like: V) -> V:
-    """Element ``k`` of a cached word, in the accumulation type (``like``'s)."""
+    """Element ``k`` (a constant once inlined) of a cached word, in the accumulation type (``like``'s).
+    16-bit elements come out of the word's 32-bit halves: a bf16 becomes an f32 by one shift or mask
+    (the 16-bit kernels are bound by instructions issued, not by memory)."""
     if W.nbytes > T.nbytes:
-        return V(pk.bitcast(u16((word >> W(k * 16)) & 0xFFFF), T))
+        half = u32(word >> W((k // 2) * 32))
+        if T is bf16:
+            return V(pk.bitcast(pk.select(k % 2 == 0, half << 16, half & 0xFFFF0000), f32))
+        else:
+            return V(pk.bitcast(u16(half >> ((k % 2) * 16)), T))
     else:
         return V(pk.bitcast(word, T))
 
@@ -526,10 +532,11 @@ def word_element(x: ConstPtr[T], word: W, k: u32, like: V) -> V:
 def store_word(y: Ptr[T], o: Ptr[V], p: u32, n: u32, like: W):
     """Word ``p`` of the row from ``o`` (its elements rounded to T and packed)."""
     if p * (W.nbytes // T.nbytes) < n:
-        if W.nbytes > T.nbytes:
+        if W.nbytes > T.nbytes:  # pairs in 32-bit halves (one cvt.rn.bf16x2.f32 a pair on NVIDIA)
             word = W(0)
-            for k in pk.static_range(W.nbytes // T.nbytes):
-                word = word | (W(pk.bitcast(T(o[k]), u16)) << (k * 16))
+            for k in pk.static_range(0, W.nbytes // T.nbytes, 2):
+                pair = u32(pk.bitcast(T(o[k]), u16)) | (u32(pk.bitcast(T(o[k + 1]), u16)) << 16)
+                word = word | (W(pair) << (k * 16))
             pk.bitcast(y, Ptr[W])[p] = word
         else:
             y[p] = T(o[0])
@@ -675,24 +682,31 @@ def param_word(p: ConstPtr[T], i: u32, wide: bool, like: W) -> W:
 @pk.func
 def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
                     sm: S, t: u32, nt: u32, by_wave: bool, *, cache):
-    """norm_row for a row that fits in its threads' registers (``row_fits``), read once; alpha and
-    beta are read a word at a time too when they are aligned to one."""
+    """norm_row for a row that fits in its threads' registers (``row_fits``), read once and unpacked
+    once (``e``); alpha and beta are read a word at a time too when they are aligned to one. These
+    kernels are bound by instructions issued (H100 profile: 16-bit rows at ~75% issue use), so the
+    guards go a word at a time and 16-bit rows' updates are fused multiply-adds."""
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(cache // W.nbytes, W)
     cache_load(x, v, n, t, nt, cache=cache)  # zero past the row's end
     zero = V(0)
+    e = pk.local.array(cache // T.nbytes, V)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            e[w * (W.nbytes // T.nbytes) + k] = word_element(x, v[w], k, zero)
     mean = zero
     q = zero
     if ln:
         s = zero
-        for w in pk.static_range(cache // W.nbytes):
-            for k in pk.static_range(W.nbytes // T.nbytes):
-                s += word_element(x, v[w], k, s)
+        for i in pk.static_range(cache // T.nbytes):
+            s += e[i]
         mean = row_total(s, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
     for w in pk.static_range(cache // W.nbytes):
+        part = zero
         for k in pk.static_range(W.nbytes // T.nbytes):
-            d = word_element(x, v[w], k, q) - mean
-            q += pk.select((w * nt + t) * (W.nbytes // T.nbytes) + k < n, d * d, zero)
+            d = e[w * (W.nbytes // T.nbytes) + k] - mean
+            part = pk.fma(d, d, part) if W.nbytes > T.nbytes else d * d
+        q += pk.select((w * nt + t) * (W.nbytes // T.nbytes) < n, part, zero)
     q = row_total(q, sm, t, nt, by_wave, SUM)
     r = 1.0 / pk.sqrt(q / V(n) + eps)
     wide = pk.is_aligned(alpha, W.nbytes) and (not ln or pk.is_aligned(beta, W.nbytes))
@@ -700,15 +714,26 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
     for w in pk.static_range(cache // W.nbytes):
         p = w * nt + t
         for k in pk.static_range(W.nbytes // T.nbytes):
-            o[k] = (word_element(x, v[w], k, q) - mean) * r
-        if alpha is not None and p * (W.nbytes // T.nbytes) < n:
-            a = param_word(alpha, p, wide, v[w])
-            for k in pk.static_range(W.nbytes // T.nbytes):
-                o[k] = o[k] * word_element(x, a, k, q)
-        if ln and beta is not None and p * (W.nbytes // T.nbytes) < n:
-            b = param_word(beta, p, wide, v[w])
-            for k in pk.static_range(W.nbytes // T.nbytes):
-                o[k] = o[k] + word_element(x, b, k, q)
+            o[k] = (e[w * (W.nbytes // T.nbytes) + k] - mean) * r
+        if W.nbytes == T.nbytes:  # f32/f64: separate products and sums (measured faster there)
+            if alpha is not None and p < n:
+                o[0] = o[0] * V(alpha[p])
+            if ln and beta is not None and p < n:
+                o[0] = o[0] + V(beta[p])
+        elif p * (W.nbytes // T.nbytes) < n:
+            if alpha is not None and ln and beta is not None:
+                a = param_word(alpha, p, wide, v[w])
+                b = param_word(beta, p, wide, v[w])
+                for k in pk.static_range(W.nbytes // T.nbytes):
+                    o[k] = pk.fma(o[k], word_element(x, a, k, q), word_element(x, b, k, q))
+            elif alpha is not None:
+                a = param_word(alpha, p, wide, v[w])
+                for k in pk.static_range(W.nbytes // T.nbytes):
+                    o[k] = o[k] * word_element(x, a, k, q)
+            elif ln and beta is not None:
+                b = param_word(beta, p, wide, v[w])
+                for k in pk.static_range(W.nbytes // T.nbytes):
+                    o[k] = o[k] + word_element(x, b, k, q)
         store_word(y, o, p, n, v[w])
 
 
