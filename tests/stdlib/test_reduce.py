@@ -301,13 +301,14 @@ def test_16_bit_rows_at_any_alignment(wave_device, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("block_size", [32, 1024, None])
-def test_16_bit_layernorm_one_pass_statistics(wave_device, dtype, block_size):
-    """16-bit rows that a wave shares (candle's 1024 threads on 3000 columns) and that are too long
-    for its registers take their mean and variance in one pass, each lane's sums shifted by an
-    element of the row: rows with an outlier first element (the worst case for a shift) and a row
-    whose mean is far larger than its spread still match float64 within the 16-bit tolerance, as do
-    the other launches of the same rows."""
-    n, eps_ref = 3000, float(np.float32(1e-5))
+@pytest.mark.parametrize("n", [3000, 17001])
+def test_16_bit_layernorm_one_pass_statistics(wave_device, dtype, block_size, n):
+    """16-bit rows that a wave shares and cannot hold (candle's 1024 threads on 3000 columns) take
+    their mean and variance in one pass, each lane's sums shifted by an element of the row: rows with
+    an outlier first element (the worst case for a shift) and a row whose mean is far larger than its
+    spread still match float64 within the 16-bit tolerance. The other launches of the same rows, and
+    rows of 17001 (a block's, two passes), are held to the same."""
+    eps_ref = float(np.float32(1e-5))
     x = (RNG.standard_normal((3, n)) * 2 + 300).astype(dtype)
     x[0, 0], x[1, 0] = 3e4, -3e4  # outliers first
     step = 2.0 if dtype is np.float16 else 16.0  # the spacing of 16-bit values near 3000
