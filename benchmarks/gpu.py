@@ -266,8 +266,8 @@ def overheads(b: Bench) -> None:
     print(f"host launch overhead, 6 arguments: {host[0] * 1e6:.2f} us (median of 40 batches of 100; min "
           f"{host[1] * 1e6:.2f}); the driver's cuLaunchKernel alone: {floor[0] * 1e6:.2f} us (min "
           f"{floor[1] * 1e6:.2f})")
-    from pykern.runtime.cuda import LaunchConfig, _raw_launch_ex
-    ex, cfg = _raw_launch_ex(), LaunchConfig((1, 1, 1), (32, 1, 1), 0, None, None, 0)
+    from pykern.runtime.cuda import CUlaunchConfig, _raw_launch_ex
+    ex, cfg = _raw_launch_ex(), CUlaunchConfig((1, 1, 1), (32, 1, 1), 0, None, None, 0)
     pcfg = ctypes.c_void_p(ctypes.addressof(cfg))
     t = per_launch(lambda: ex(pcfg, h.c_handle, h.c_params, None))
     print(f"  the driver's cuLaunchKernelEx alone (through ctypes): {t[0] * 1e6:.2f} us (min {t[1] * 1e6:.2f})")

@@ -85,7 +85,7 @@ def _driver_entry(name: str):
     return ctypes.CFUNCTYPE(ctypes.c_int)(int(res[1]))
 
 
-class LaunchConfig(ctypes.Structure):
+class CUlaunchConfig(ctypes.Structure):
     """The driver's ``CUlaunchConfig`` (cuda.h, CUDA 12.0+): a launch's dimensions, shared memory and
     stream, built once per (grid, block) so a launch passes four pointers, not eleven arguments."""
 
@@ -355,7 +355,7 @@ class CudaDevice(Device):
             config built here (None without it: ``go`` then serves)."""
             if ex is None:
                 return None
-            config = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), 0, None, None, 0)
+            config = CUlaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), 0, None, None, 0)
             c_config = ctypes.c_void_p(ctypes.addressof(config))
 
             def launch_default() -> None:
