@@ -572,6 +572,22 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
         store_word(y, o, w * nt + t, n, v[w])
 
 
+@pk.func
+def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
+    """Eight more elements into a running (max, sum of e**(x - max)) pair; the sum is rescaled when
+    the max grows."""
+    cm = ms[0]
+    for k in pk.static_range(8):
+        cm = pk.fmax(cm, chunk[k])
+    if cm > ms[0]:  # NaN-skipping max, as f32::max
+        ms[1] = ms[1] * exp_diff(ms[0], cm)
+        ms[0] = cm
+    part = V(0)
+    for k in pk.static_range(8):
+        part += exp_diff(chunk[k], ms[0])
+    ms[1] += part
+
+
 #: softmax rows go through registers in blocks of at most this many lanes: a block of 1024 (one an SM
 #: at 64 registers) waits at its barriers with nothing in flight (H100, 16384 f32: 0.81x torch against
 #: 1.02x for two passes)
@@ -581,7 +597,8 @@ SOFTMAX_CACHED_LANES = 512
 @pk.kernel
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
-    one for the output, each with eight independent loads per lane in flight. candle launches block
+    one for the output, each with eight elements per lane in flight (16-bit rows in two 8-byte words:
+    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch). candle launches block
     (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
@@ -596,24 +613,33 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     if nt <= SOFTMAX_CACHED_LANES and row_fits(x, y, pk.u32(n_cols), nt, cache=SOFTMAX_CACHE[T.nbytes]):
         softmax_row_cached(x, y, pk.u32(n_cols), sm + 0, t, nt, cache=SOFTMAX_CACHE[T.nbytes])
         return
-    m: A = _LOWEST[A]
-    s: A = 0.0
+    ms = pk.local.array(2, A)  # the lane's running (max, sum of e**(x - max))
+    ms[0] = _LOWEST[A]
+    ms[1] = 0.0
     c = pk.u64(t)
     chunk = pk.local.array(8, A)
-    while c + 7 * step < n:
-        cm = m
+    # 16-bit rows of whole 8-byte words: a chunk is two words, c and c + step (a warp's loads adjacent),
+    # the second -inf past the row's end (it adds nothing); other rows: eight elements c + k * step
+    words = T.nbytes == 2 and n % 4 == 0 and pk.is_aligned(x, 8) and pk.is_aligned(y, 8)
+    xw = pk.bitcast(x, ConstPtr[u64])
+    nw = n // 4
+    wv = pk.local.array(2, u64)
+    pad = pk.u64(0xFF80FF80FF80FF80 if T is bf16 else 0xFC00FC00FC00FC00)
+    while T.nbytes == 2 and words and c < nw:
+        wv[0] = xw[c]
+        wv[1] = xw[c + step] if c + step < nw else pad
+        for k in pk.static_range(8):
+            chunk[k] = word_element(x, wv[k // 4], k % 4, ms[0])
+        online_softmax_step(ms, chunk)
+        c += 2 * step
+    while c + 7 * step < n and not words:
         for k in pk.static_range(8):
             chunk[k] = A(x[c + k * step])
-            cm = pk.fmax(cm, chunk[k])
-        if cm > m:  # NaN-skipping max, as f32::max
-            s = s * exp_diff(m, cm)
-            m = cm
-        part: A = 0.0
-        for k in pk.static_range(8):
-            part += exp_diff(chunk[k], m)
-        s += part
+        online_softmax_step(ms, chunk)
         c += 8 * step
-    while c < n:
+    m = ms[0]
+    s = ms[1]
+    while c < n and not words:
         v = A(x[c])
         if v > m:
             s = s * exp_diff(m, v)
@@ -646,6 +672,17 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     m = pk.wave.shuffle(m, 0)
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
+    if T.nbytes == 2 and words:
+        o = pk.local.array(4, A)
+        while c < nw:
+            wv[0] = xw[c]
+            wv[1] = xw[c + step] if c + step < nw else pad
+            for h in pk.static_range(2):
+                for k in pk.static_range(4):
+                    o[k] = exp_diff(word_element(x, wv[h], k, m), m) * inv
+                store_word(y, o, pk.u32(c + h * step), pk.u32(n), wv[h])
+            c += 2 * step
+        return
     while c + 7 * step < n:
         for k in pk.static_range(8):
             chunk[k] = A(x[c + k * step])
@@ -664,31 +701,6 @@ for _t in NN_DTYPES:
 # ---------------------------------------------------------------------------------------------------
 # rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y)
 # ---------------------------------------------------------------------------------------------------
-@pk.func
-def merge_moments(a: Ptr[V], nb: V, mb: V, qb: V):
-    """(count, mean, M2) in ``a`` merged with another part's (Chan, Golub and LeVeque), in a form
-    symmetric in the two parts: both lanes of a butterfly step get the same bits."""
-    na = a[0]
-    n = na + nb
-    r = pk.select(n > V(0), pk.fast_rcp(n), V(0))  # ~1 ulp: these moments are 16-bit rows
-    d = mb - a[1]
-    a[1] = (na * a[1] + nb * mb) * r
-    a[2] = (a[2] + qb) + d * d * ((na * nb) * r)
-    a[0] = n
-
-
-@pk.func
-def wave_moments(a: Ptr[V]):
-    """A whole wave's (count, mean, M2) from each lane's ``a``, on every lane (the same bits)."""
-    off: u32 = pk.wave_size // 2
-    while off > 0:
-        nb = pk.wave.shuffle_xor(a[0], off)
-        mb = pk.wave.shuffle_xor(a[1], off)
-        qb = pk.wave.shuffle_xor(a[2], off)
-        merge_moments(a, nb, mb, qb)
-        off = off // 2
-
-
 @pk.func
 def param_word(p: ConstPtr[T], i: u32, wide: bool, like: W) -> W:
     """Word ``i`` of a row-long parameter (alpha, beta) as ``cache_load`` lays out the row: one load
@@ -778,31 +790,29 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     zero = V(0)
     mean = zero
     tq = zero
-    if T.nbytes == 2 and ln and by_wave:
-        # one pass for the statistics of a 16-bit row that a wave shares (candle's 1024 threads on
-        # rows of up to 4096; H100 bf16 4096 columns: 0.63 -> 0.81x torch; a block's row lost, 1.10 ->
-        # 0.99, its barrier-separated merge costing more than the pass it saves): each thread's sums
-        # of d = x - shift and d*d, shifted by an element of the row, give its (count, mean, M2),
-        # merged in one reduction. The shift keeps the cancellation in sum(d*d) - sum(d)**2 / count
-        # near c * eps of the row's M2 (c: the thread's element count), far below a 16-bit result's
-        # rounding; f32/f64 rows keep two passes
-        shift = V(x[min(t, n - 1)])
+    if T.nbytes == 2 and ln:
+        # 16-bit rows: the statistics in one pass over memory, not two. Each thread sums x, and d*d for
+        # d = x - k, k an element of the row that differs from thread to thread; the row's sum, then
+        # its sum of (x - mean)**2 = s2 + (k - mean) * (2 * (s1 - c * k) + c * (k - mean)) per thread,
+        # are two scalar reductions. The cancellation there is ~c * eps of the row's M2 (c: a
+        # thread's count), far below a 16-bit result's rounding; one shift for the whole row, in one
+        # reduction of a pair, makes it ~n * eps with an outlier there (tens of f16 ulps at 17001
+        # columns), and (count, mean, M2) triples merged in one reduction cost more (H100, a block's
+        # bf16 row of 16384: 1.10 -> 0.99x torch)
+        shift = V(x[min(t, n - 1)]) if n > 0 else zero
         c = zero
         s1 = zero
         s2 = zero
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
-            d = V(x[j]) - shift
+            v = V(x[j])
+            d = v - shift
             c += 1.0
-            s1 += d
+            s1 += v
             s2 = pk.fma(d, d, s2)
-        own = pk.select(c > zero, s1 / c, zero)
-        m = pk.local.array(3, V)
-        m[0] = c
-        m[1] = shift + own
-        m[2] = pk.fmax(s2 - s1 * own, zero)
-        wave_moments(m)
-        mean = m[1]
-        tq = m[2]
+        mean = row_total(s1, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
+        dk = shift - mean
+        e1 = pk.fma(-c, shift, s1)
+        tq = row_total(pk.fma(dk, pk.fma(c, dk, e1 + e1), s2), sm, t, nt, by_wave, SUM)
     else:
         if ln:
             s = zero
