@@ -427,8 +427,9 @@ _fast_reduce_wide = pk.kernel(fast_reduce.__wrapped__)
 for _t in FAST_DTYPES:
     for _op, _name in ((SUM, "fast_sum"), (MIN, "fast_min"), (MAX, "fast_max"), (ARGMIN, "fast_argmin"),
                        (ARGMAX, "fast_argmax")):
-        REDUCE.add((_fast_reduce_wide if _t.nbytes == 8 else fast_reduce).instance(kernel_name(_name, _t), T=_t, O=u32 if _op >= ARGMIN else _t,
-                                        A=_acc(_t), K=_op, ident=_identity(_acc(_t) if _op != SUM else _t, _op)))
+        _kern = _fast_reduce_wide if _t.nbytes == 8 else fast_reduce
+        REDUCE.add(_kern.instance(kernel_name(_name, _t), T=_t, O=u32 if _op >= ARGMIN else _t, A=_acc(_t), K=_op,
+                                  ident=_identity(_acc(_t) if _op != SUM else _t, _op)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -598,8 +599,8 @@ SOFTMAX_CACHED_LANES = 512
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
     one for the output, each with eight elements per lane in flight (16-bit rows in two 8-byte words:
-    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch). candle launches block
-    (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch). candle
+    launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
     t = pk.thread_idx.y
@@ -1279,5 +1280,5 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
-__all__ = ["reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "softmax_last_dim", "rms_norm", "layer_norm", "rope", "rope_i",
-           "rope_thd", "sum_atomic_launch", "fast_reduce_launch", "next_power_of_two", "BLOCK"]
+__all__ = ["reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "softmax_last_dim", "rms_norm", "layer_norm",
+           "rope", "rope_i", "rope_thd", "sum_atomic_launch", "fast_reduce_launch", "next_power_of_two", "BLOCK"]

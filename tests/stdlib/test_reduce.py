@@ -310,9 +310,9 @@ def test_16_bit_layernorm_statistics(wave_device, dtype, block_size, n):
     """16-bit layernorm rows read from memory take their mean and variance in one pass, each thread's
     squares shifted by an element of the row: rows with an outlier first element (the worst case for
     one shift shared by the row) and a row whose mean is far larger than its spread stay within one
-    16-bit ulp of float64 (near zero: within f32 rounding of the row's scale), for every organisation of a row: a wave's (candle's 1024 threads on 3000
-    columns), a block's in registers (6000 columns; the wrappers' 3000), a block's read from memory
-    (17001), a single wave's (32)."""
+    16-bit ulp of float64 (near zero: within f32 rounding of the row's scale), for every organisation
+    of a row: a wave's (candle's 1024 threads on 3000 columns), a block's in registers (6000 columns;
+    the wrappers' 3000), a block's read from memory (17001), a single wave's (32)."""
     eps_ref = float(np.float32(1e-5))
     x = (RNG.standard_normal((3, n)) * 2 + 300).astype(dtype)
     x[0, 0], x[1, 0] = 3e4, -3e4  # outliers first
