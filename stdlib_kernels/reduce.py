@@ -574,6 +574,14 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
 
 
 @pk.func
+def word_pair(xw: ConstPtr[u64], wv: Ptr[u64], c: usize, step: usize, nw: usize, pad: u64):
+    """Words ``c`` and ``c + step`` of a row of ``nw`` 8-byte words into ``wv``; ``pad`` for a second
+    word past the row's end."""
+    wv[0] = xw[c]
+    wv[1] = xw[c + step] if c + step < nw else pad
+
+
+@pk.func
 def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
     """Eight more elements into a running (max, sum of e**(x - max)) pair; the sum is rescaled when
     the max grows."""
@@ -627,8 +635,7 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     wv = pk.local.array(2, u64)
     pad = pk.u64(0xFF80FF80FF80FF80 if T is bf16 else 0xFC00FC00FC00FC00)
     while T.nbytes == 2 and words and c < nw:
-        wv[0] = xw[c]
-        wv[1] = xw[c + step] if c + step < nw else pad
+        word_pair(xw, wv, c, step, nw, pad)
         for k in pk.static_range(8):
             chunk[k] = word_element(x, wv[k // 4], k % 4, ms[0])
         online_softmax_step(ms, chunk)
@@ -676,8 +683,7 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     if T.nbytes == 2 and words:
         o = pk.local.array(4, A)
         while c < nw:
-            wv[0] = xw[c]
-            wv[1] = xw[c + step] if c + step < nw else pad
+            word_pair(xw, wv, c, step, nw, pad)
             for h in pk.static_range(2):
                 for k in pk.static_range(4):
                     o[k] = exp_diff(word_element(x, wv[h], k, m), m) * inv
