@@ -263,6 +263,23 @@ def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
     return v
 
 
+@pk.func
+def spread_wave_row() -> usize:
+    """The row of this wave when the grid has a block per row and each block's waves take a row each
+    (candle's launches of fast_* and the norms on short rows): rows go to every ``waves``-th block,
+    ``block + w``, so that the blocks with rows are spread over the grid and the idle ones run beside
+    them, not after them; the other blocks get all bits set (no row). Every thread of every block
+    runs this, so the test is a mask: a count of waves that is no power of two (no candle launch)
+    gives block b rows ``b * waves + w`` instead."""
+    waves = pk.block_dim.x // pk.wave_size
+    w = pk.u64(pk.thread_idx.x // pk.wave_size)
+    if waves & (waves - 1) != 0:
+        return pk.u64(pk.block_idx.x) * pk.u64(waves) + w
+    if pk.block_idx.x & (waves - 1) != 0:
+        return ~pk.u64(0)
+    return pk.u64(pk.block_idx.x) + w
+
+
 #: rows up to this long go one per wave in fast_* (no barrier, no shared memory)
 WAVE_ROWS = 4096
 
@@ -270,12 +287,16 @@ WAVE_ROWS = 4096
 @pk.func
 def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt: u32, lane: u32, ident: V,
               op: i32):
-    """Contiguous rows of at most WAVE_ROWS elements, one per wave: the block's waves take rows
-    ``block * waves + w``, stepping by the grid's waves, so candle's grid (a block per row) leaves the
-    later blocks without a row; any grid covers every row. A wave's lanes share the row through
-    parallel_range (16-byte loads), then one xor butterfly."""
+    """Contiguous rows of at most WAVE_ROWS elements, one per wave: a grid with a block for every row
+    (candle's) gives them to every waves-th block (``spread_wave_row``); a smaller one (the wrappers')
+    to block after block, ``block * waves + w``, stepping by the grid's waves. A wave's lanes share
+    the row through parallel_range (16-byte loads), then one xor butterfly."""
     waves = pk.u64(nt // pk.wave_size)
     r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
+    if pk.u64(pk.grid_dim.x) * el >= numel:  # a block for every row
+        r = spread_wave_row()
+        if r == ~pk.u64(0):
+            return
     while r * el < numel:  # row r starts below numel (no 64-bit division: every idle thread runs this)
         start = r * el
         n = min(start + el, numel) - start
@@ -869,17 +890,13 @@ WAVE_NORM_PER_THREAD = 4
 
 @pk.func
 def norm_by_wave(n_cols: i32) -> bool:
-    """A block of whole waves on one short row (block_dim.y == 1): its waves take a row each instead,
-    rows ``block * waves + w`` below grid_dim.x (the row count of such a launch), so candle's grid
-    leaves the later blocks idle."""
+    """A block of whole waves on one short row (block_dim.y == 1): its waves take a row each instead
+    (``spread_wave_row``: grid_dim.x is the row count of such a launch)."""
     nt = pk.block_dim.x
     return pk.block_dim.y == 1 and nt % pk.wave_size == 0 and nt > pk.wave_size and \
         pk.u32(n_cols) <= nt * WAVE_NORM_PER_THREAD
 
 
-@pk.func
-def wave_row() -> usize:
-    return pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.x // pk.wave_size) + pk.u64(pk.thread_idx.x // pk.wave_size)
 
 
 @pk.func
@@ -888,7 +905,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``), or the block's x
     threads on row ``block_idx.x * block_dim.y + thread_idx.y``."""
     if norm_by_wave(n_cols):
-        r = wave_row()
+        r = spread_wave_row()
         if r < pk.u64(pk.grid_dim.x):
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,

@@ -133,7 +133,7 @@ def test_candle_block_sizes(wave_device):
 @pytest.mark.parametrize("cols", [64, 300, 1024, 4096])
 def test_rows_by_wave_under_any_grid(wave_device, cols):
     """Rows of up to 4096 elements go one per wave (every fast_*): candle's grid (a block per row)
-    leaves later blocks idle, and smaller or larger grids still cover every row once."""
+    gives them to every waves-th block, and smaller or larger grids still cover every row once."""
     rows = 37
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     x[5, 0] = np.nan  # a NaN first element is the row's min and max
