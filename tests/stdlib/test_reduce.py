@@ -156,6 +156,21 @@ def test_rows_by_wave_under_any_grid(wave_device, cols):
                 np.testing.assert_array_equal(got, ref, err_msg=f"{op} {grid}x{block}")
 
 
+@pytest.mark.parametrize("op", ["fast_sum", "fast_max", "fast_argmax", "fast_argmin"])
+def test_candle_grid_on_strided_rows(wave_device, op):
+    """candle's grid on rows that are not contiguous (a transposed view; 37 rows, no multiple of a
+    block's waves): a block per row, never the waves' rows of ``spread_wave_row``."""
+    x = RNG.standard_normal((37, 300)).astype(np.float32)
+    v = dev_array(wave_device, x, transpose=(1, 0))  # rows of 300 at a stride of 37 elements
+    got = R.fast_reduce_launch(op, v, [1], candle_shape=True).to_host()
+    ref = {"fast_sum": x.astype(np.float64).sum(1), "fast_max": x.max(1), "fast_argmax": x.argmax(1),
+           "fast_argmin": x.argmin(1)}[op]
+    if op == "fast_sum":
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(got, ref)
+
+
 NAN, INF = float("nan"), float("inf")
 SPECIAL_ROWS = [
     [NAN, 1.0, 5.0, -2.0],       # NaN first: candle-cpu keeps it (index 0)
