@@ -897,8 +897,6 @@ def norm_by_wave(n_cols: i32) -> bool:
         pk.u32(n_cols) <= nt * WAVE_NORM_PER_THREAD
 
 
-
-
 @pk.func
 def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
               sm: S, *, cache):
