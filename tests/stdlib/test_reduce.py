@@ -248,7 +248,9 @@ def as_f64(a):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
 def test_softmax(wave_device, dtype):
-    for n in (1, 7, 33, 1000, 1004):  # 1000, 1004: 16-bit rows as 8-byte words, pairs of them and one
+    # 1000, 1004: 16-bit rows as 8-byte words, pairs of them and one; 512, 1024: rows that fill every
+    # lane's registers (no guards) under candle's block and the wrappers' own
+    for n in (1, 7, 33, 512, 1000, 1004, 1024):
         x = (RNG.standard_normal((3, n)) * 4).astype(dtype)
         if n > 1:
             x[1, 0] = -np.inf
