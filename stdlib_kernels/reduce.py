@@ -503,6 +503,8 @@ NORM_CACHE = {2: 16, 4: 64, 8: 64}  # 16-bit norms: 32 registers (two blocks of 
 #: threads a block in the wrappers' norm launches: rows of few threads share a block (along y)
 NORM_BLOCK_THREADS = 256
 ROW_WORD = {2: u64, 4: f32, 8: f64}
+#: a ROW_WORD of -inf elements: what softmax reads past a row's end (it changes neither max nor sum)
+NEG_INF_WORD = {bf16: 0xFF80FF80FF80FF80, f16: 0xFC00FC00FC00FC00, f32: -INF, f64: -INF}
 
 
 @pk.func
@@ -575,10 +577,7 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
     guarding each element: f32 4096 1.18 -> 1.24x torch, bf16 1024 / 4096 1.06 / 1.84 -> 1.20 / 1.94)."""
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(cache // W.nbytes, W)
-    if W.nbytes > T.nbytes:
-        cache_load(x, v, n, t, nt, W(0xFF80FF80FF80FF80 if T is bf16 else 0xFC00FC00FC00FC00), cache=cache, full=False)
-    else:
-        cache_load(x, v, n, t, nt, W(-INF), cache=cache, full=False)
+    cache_load(x, v, n, t, nt, W(NEG_INF_WORD[T]), cache=cache, full=False)
     m = V(_LOWEST[V])
     for w in pk.static_range(cache // W.nbytes):
         for k in pk.static_range(W.nbytes // T.nbytes):
@@ -656,7 +655,7 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     xw = pk.bitcast(x, ConstPtr[u64])
     nw = n // 4
     wv = pk.local.array(2, u64)
-    pad = pk.u64(0xFF80FF80FF80FF80 if T is bf16 else 0xFC00FC00FC00FC00)
+    pad = pk.u64(NEG_INF_WORD[T] if T.nbytes == 2 else 0)
     while T.nbytes == 2 and words and c < nw:
         word_pair(xw, wv, c, step, nw, pad)
         for k in pk.static_range(8):
