@@ -264,20 +264,27 @@ def block_reduce(v: V, sm: S, t: u32, nt: u32, ident: V, op: i32) -> V:
 
 
 @pk.func
-def spread_wave_row() -> usize:
-    """The row of this wave when the grid has a block per row and each block's waves take a row each
-    (candle's launches of fast_* and the norms on short rows): rows go to every ``waves``-th block,
-    ``block + w``, so that the blocks with rows are spread over the grid and the idle ones run beside
-    them, not after them; the other blocks get all bits set (no row). Every thread of every block
-    runs this, so the test is a mask: a count of waves that is no power of two (no candle launch)
-    gives block b rows ``b * waves + w`` instead."""
-    waves = pk.block_dim.x // pk.wave_size
-    w = pk.u64(pk.thread_idx.x // pk.wave_size)
-    if waves & (waves - 1) != 0:
-        return pk.u64(pk.block_idx.x) * pk.u64(waves) + w
-    if pk.block_idx.x & (waves - 1) != 0:
-        return ~pk.u64(0)
-    return pk.u64(pk.block_idx.x) + w
+def spread_idle(per_block: u32, block: u32) -> bool:
+    """Has ``block`` no row under ``spread_row`` (grid_dim.x rows at most)? Every thread of every
+    block of such a launch runs this first, on values its whole block shares (no thread index to wait
+    for): idle blocks are most of the launch (31 of 32 for a wave per row), and how soon they exit
+    bounds it (H100, candle's launches at 1024 columns: fast_* 0.42-0.45 -> 0.44-0.48x torch,
+    rmsnorm f32 0.80 -> 0.83, bf16 0.67 -> 0.72, layernorm f32 0.84 -> 0.89, bf16 0.94 -> 1.01)."""
+    if per_block & (per_block - 1) != 0:
+        return pk.u64(block) * pk.u64(per_block) >= pk.u64(pk.grid_dim.x)
+    return block & (per_block - 1) != 0
+
+
+@pk.func
+def spread_row(per_block: u32, k: u32, block: u32) -> usize:
+    """Row of part ``k`` of a block that is not ``spread_idle`` (each of ``per_block`` parts takes a
+    row) when the grid has a block per row (candle's launches of fast_* and the norms on short rows):
+    rows go to every ``per_block``-th block, ``block + k``, so that the blocks with rows are spread
+    over the grid and the idle ones run beside them, not after them. A part count that is no power of
+    two (no candle launch) gives block b rows ``b * per_block + k`` instead."""
+    if per_block & (per_block - 1) != 0:
+        return pk.u64(block) * pk.u64(per_block) + pk.u64(k)
+    return pk.u64(block) + pk.u64(k)
 
 
 #: rows up to this long go one per wave in fast_* (no barrier, no shared memory)
@@ -288,15 +295,15 @@ WAVE_ROWS = 4096
 def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt: u32, lane: u32, ident: V,
               op: i32):
     """Contiguous rows of at most WAVE_ROWS elements, one per wave: a grid with a block for every row
-    (candle's) gives them to every waves-th block (``spread_wave_row``); a smaller one (the wrappers')
+    (candle's) gives them to every waves-th block (``spread_row``); a smaller one (the wrappers')
     to block after block, ``block * waves + w``, stepping by the grid's waves. A wave's lanes share
     the row through parallel_range (16-byte loads), then one xor butterfly."""
     waves = pk.u64(nt // pk.wave_size)
     r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
     if pk.u64(pk.grid_dim.x) * el >= numel:  # a block for every row
-        r = spread_wave_row()
-        if r == ~pk.u64(0):
+        if spread_idle(nt // pk.wave_size, pk.block_idx.x):
             return
+        r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
     while r * el < numel:  # row r starts below numel (no 64-bit division: every idle thread runs this)
         start = r * el
         n = min(start + el, numel) - start
@@ -899,44 +906,101 @@ WAVE_NORM_PER_THREAD = 4
 @pk.func
 def norm_by_wave(n_cols: i32) -> bool:
     """A block of whole waves on one short row (block_dim.y == 1): its waves take a row each instead
-    (``spread_wave_row``: grid_dim.x is the row count of such a launch)."""
+    (``spread_row``: grid_dim.x is the row count of such a launch)."""
     nt = pk.block_dim.x
     return pk.block_dim.y == 1 and nt % pk.wave_size == 0 and nt > pk.wave_size and \
         pk.u32(n_cols) <= nt * WAVE_NORM_PER_THREAD
 
 
+#: the fewest threads of a group that takes a row in a block of one row (``row_group``); rows that fewer
+#: threads hold keep a wave's passes. H100, candle's 1024 threads on f32 rows, rmsnorm / layernorm:
+#: 3072 (256 threads) 0.97 / 0.80 -> 1.13 / 0.88x torch, 4096 0.99 / 0.77 -> 1.34 / 1.18, 8192 (512)
+#: 1.14 / 0.82 -> 1.45 / 1.24, f64 2048 1.37 / 1.06 -> 1.88 / 1.64; groups of 128 threads measured the
+#: same or slower (f32 2048 1.04 / 0.68 -> 1.06 / 0.73, f64 1024 2.37 / 2.14 -> 2.03 / 1.79)
+GROUP_MIN_THREADS = 256
+
+
+@pk.func
+def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
+    """Threads that take a row each when a block of whole waves has one row (block_dim.y == 1) that
+    GROUP_MIN_THREADS or more, but fewer than the block has, hold in their registers: the wrappers'
+    ``row_threads``, a power of two that divides the block (computed by doubling: a closed form for
+    256 or 512 measured slower, rmsnorm f32 4096 1.38 -> 1.15x torch); 0 otherwise. Every row of a launch is aligned like the first
+    (``row_fits`` needs the length to divide into words), so the whole grid agrees."""
+    nt = pk.block_dim.x
+    n = pk.u32(n_cols)
+    per = pk.u32(cache // T.nbytes)
+    if pk.block_dim.y != 1 or nt % pk.wave_size != 0 or n <= per * (GROUP_MIN_THREADS // 2):
+        return pk.u32(0)
+    g = pk.u32(GROUP_MIN_THREADS)
+    while g * per < n:
+        g = g * 2
+    if g < nt and nt % g == 0 and row_fits(x, y, n, g, cache=cache):
+        return g
+    return pk.u32(0)
+
+
 @pk.func
 def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
-              sm: S, *, cache, unguarded):
-    """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``), or the block's x
-    threads on row ``block_idx.x * block_dim.y + thread_idx.y``."""
-    if norm_by_wave(n_cols):
-        r = spread_wave_row()
+              sm: S, *, cache, own):
+    """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``) for rows that no
+    group takes, ``row_group`` threads per row held in registers, or the block's x threads on row
+    ``block_idx.x * block_dim.y + thread_idx.y``. Waves and groups take rows under candle's grid
+    (``spread_row``). A group past the grid's last row repeats the block's last row: the same values
+    written twice, and in place too, as a group reads its row before the barrier that comes before
+    any group's stores. (A length of 0 for it instead costs more than it saves: the length no longer
+    lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
+    0.72x torch.) A wave's short rows are
+    told apart first: their idle blocks (31 of 32) are most of such a launch. ``own``: a kernel
+    for the wrappers' own launches only (``norm_shape``: no groups, no waves), which takes rows that
+    fill every word through an unguarded copy. Elements of 2 bytes have no groups either: their
+    kernels for candle's launches hold 8 a thread in 32 registers, and groups measured slower there
+    (bf16 4096 columns 0.97 / 0.90 -> 0.89 / 0.62, 1024 0.66 / 0.94 -> 0.38 / 0.47)."""
+    block = pk.block_idx.x  # read first, for every path: the idle blocks of short rows wait on it
+    by_wave = norm_by_wave(n_cols)
+    if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
+        by_wave = by_wave and pk.u32(n_cols) <= pk.u32(cache // T.nbytes * (GROUP_MIN_THREADS // 2))
+    if by_wave:
+        if spread_idle(pk.block_dim.x // pk.wave_size, block):
+            return
+        r = spread_row(pk.block_dim.x // pk.wave_size, pk.thread_idx.x // pk.wave_size, block)
         if r < pk.u64(pk.grid_dim.x):
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,
-                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache, unguarded=unguarded)
+                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache, unguarded=own)
         return
-    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
+    if not own and T.nbytes >= 4:
+        g = row_group(src, dst, n_cols, cache=cache)
+        if g != 0:
+            groups = pk.block_dim.x // g
+            if spread_idle(groups, block):
+                return
+            rows = pk.u64(pk.grid_dim.x)
+            k = pk.thread_idx.x // g
+            off = min(spread_row(groups, k, block), rows - 1) * pk.u64(n_cols)
+            norm_row_cached(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm + k * (g // pk.wave_size),
+                            pk.thread_idx.x % g, g, False, cache=cache, full=False)
+            return
+    row = (pk.u64(block) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
     norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, row_sm, pk.thread_idx.x, pk.block_dim.x,
-             False, cache=cache, unguarded=unguarded)
+             False, cache=cache, unguarded=own)
 
 
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
-                   *, T, A, CACHE, UNGUARDED):
+                   *, T, A, CACHE, OWN):
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE, unguarded=UNGUARDED)
+    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE, own=OWN)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
-                     block_size: i32, eps: f32, *, T, A, CACHE, UNGUARDED):
+                     block_size: i32, eps: f32, *, T, A, CACHE, OWN):
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE, unguarded=UNGUARDED)
+    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE, own=OWN)
 
 
 # f32/f64: the default register budget (64 at 1024 threads), where their cached rows live; 16-bit rows
@@ -953,10 +1017,10 @@ for _t in NN_DTYPES:
     for _name, _kern, _kern_narrow, _kern_rows in (("rmsnorm", rmsnorm_kernel, _rmsnorm_narrow, _rmsnorm_rows),
                                                    ("layernorm", layernorm_kernel, _layernorm_narrow, _layernorm_rows)):
         REDUCE.add((_kern_narrow if _narrow else _kern).instance(kernel_name(_name, _t), T=_t, A=_acc(_t),
-                                                                 CACHE=NORM_CACHE[_t.nbytes], UNGUARDED=False))
+                                                                 CACHE=NORM_CACHE[_t.nbytes], OWN=False))
         if _narrow:
             REDUCE.add(_kern_rows.instance(kernel_name(_name + "_rows", _t), T=_t, A=_acc(_t),
-                                           CACHE=NORM_ROWS_CACHE[2], UNGUARDED=True))
+                                           CACHE=NORM_ROWS_CACHE[2], OWN=True))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -159,7 +159,7 @@ def test_rows_by_wave_under_any_grid(wave_device, cols):
 @pytest.mark.parametrize("op", ["fast_sum", "fast_max", "fast_argmax", "fast_argmin"])
 def test_candle_grid_on_strided_rows(wave_device, op):
     """candle's grid on rows that are not contiguous (a transposed view; 37 rows, no multiple of a
-    block's waves): a block per row, never the waves' rows of ``spread_wave_row``."""
+    block's waves): a block per row, never the waves' rows of ``spread_row``."""
     x = RNG.standard_normal((37, 300)).astype(np.float32)
     v = dev_array(wave_device, x, transpose=(1, 0))  # rows of 300 at a stride of 37 elements
     got = R.fast_reduce_launch(op, v, [1], candle_shape=True).to_host()
@@ -378,6 +378,37 @@ def test_norm_launch_shapes(wave_device, rows, n):
         np.testing.assert_allclose(as_f64(R.rms_norm(xd, ad, eps, block_size).to_host()), rms, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(as_f64(R.layer_norm(xd, ad, bd, eps, block_size).to_host()), ln, rtol=2e-5,
                                    atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 3000, 768), (np.float32, 6001, 1024),
+                                              (np.float64, 1500, 1024), (np.float32, 2100, 544)],
+                         ids=["f32-4096-four-groups", "f32-3000-three-groups", "f32-6001-two-groups",
+                              "f64-1500-four-groups", "f32-2100-a-block-of-17-waves"])
+def test_norm_row_groups(wave_device, dtype, n, block):
+    """A block of one row (candle's launch) whose row fits in the registers of 256 or more, but fewer,
+    of its threads gives such a group a row each: 5 rows leave the second busy block with one row and
+    its last row repeated by the empty groups; 768 threads make three groups a block (no power of two);
+    544 (17 waves) no whole groups: a block per row. In place too: every group reads its row before
+    any stores."""
+    eps, eps_ref = 1e-5, float(np.float32(1e-5))
+    rows = 5
+    x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
+    alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+    xf = as_f64(x)
+    rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref) * alpha
+    mean = xf.mean(1, keepdims=True)
+    ln = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
+    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
+    ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
+    tag = "f32" if dtype is np.float32 else "f64"
+    for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
+        fn = wave_device.get_or_load_func(f"{name}_{tag}", REDUCE)
+        xd = wave_device.to_device(x)
+        out = wave_device.empty(x.shape, dtype)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, out, *params, n, block, eps)
+        np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, eps)
+        np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
 
 
 # ------------------------------------------------------------------------------------------------- rope
