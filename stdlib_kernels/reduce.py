@@ -914,8 +914,8 @@ def norm_by_wave(n_cols: i32) -> bool:
 
 #: the fewest threads of a group that takes a row in a block of one row (``row_group``); rows that fewer
 #: threads hold keep a wave's passes. H100, candle's 1024 threads on f32 rows, rmsnorm / layernorm:
-#: 3072 (256 threads) 0.97 / 0.80 -> 1.13 / 0.88x torch, 4096 0.99 / 0.77 -> 1.34 / 1.18, 8192 (512)
-#: 1.14 / 0.82 -> 1.45 / 1.24, f64 2048 1.37 / 1.06 -> 1.88 / 1.64; groups of 128 threads measured the
+#: 3072 (256 threads) 0.96 / 0.80 -> 1.19 / 0.91x torch, 4096 0.98 / 0.77 -> 1.38 / 1.22, 8192 (512)
+#: 1.14 / 0.81 -> 1.48 / 1.25, f64 2048 1.37 / 1.06 -> 1.92 / 1.71; groups of 128 threads measured the
 #: same or slower (f32 2048 1.04 / 0.68 -> 1.06 / 0.73, f64 1024 2.37 / 2.14 -> 2.03 / 1.79)
 GROUP_MIN_THREADS = 256
 
