@@ -753,6 +753,45 @@ def param_word(p: ConstPtr[T], i: u32, wide: bool, like: W) -> W:
 
 
 @pk.func
+def layernorm_stats(x: ConstPtr[T], e: Ptr[V], n: u32, sm: S, t: u32, nt: u32, out: Ptr[V], *, cache, full):
+    """An f32/f64 cached row's mean and sum of squared deviations (``out``) over a block of whole waves
+    in one barrier, not two: each wave's count, sum and squared deviations about its own mean, then
+    Chan's merge of the waves' triples, M2 = sum(M2_w + c_w * (mean_w - mean)**2) (no cancellation).
+    Element i of ``e`` is the row's element i * nt + t (one element a word)."""
+    zero = V(0)
+    s = zero
+    c = zero
+    for i in pk.static_range(cache // T.nbytes):
+        s += e[i]  # elements past the row's end are 0 (cache_load's padding)
+        c += V(1) if full else pk.select(i * nt + t < n, V(1), zero)
+    s = wave_sum_full(s, SUM)
+    c = wave_sum_full(c, SUM)
+    mean_w = s / max(c, V(1))
+    m2 = zero
+    for i in pk.static_range(cache // T.nbytes):
+        d = e[i] - mean_w
+        m2 += d * d if full else pk.select(i * nt + t < n, d * d, zero)
+    m2 = wave_sum_full(m2, SUM)
+    lane = t % pk.wave_size
+    if lane == 0:
+        sm[t // pk.wave_size] = s
+        sm[MAX_WAVES + t // pk.wave_size] = c
+        sm[2 * MAX_WAVES + t // pk.wave_size] = m2
+    pk.syncthreads()
+    sw = zero
+    cw = zero
+    mw = zero
+    if lane < nt // pk.wave_size:
+        sw = sm[lane]
+        cw = sm[MAX_WAVES + lane]
+        mw = sm[2 * MAX_WAVES + lane]
+    mean = wave_sum_full(sw, SUM) / V(n)
+    d = sw / max(cw, V(1)) - mean
+    out[0] = mean
+    out[1] = wave_sum_full(pk.fma(cw * d, d, mw), SUM)
+
+
+@pk.func
 def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
                     sm: S, t: u32, nt: u32, by_wave: bool, *, cache, full):
     """norm_row for a row that fits in its threads' registers (``row_fits``), read once and unpacked
@@ -769,18 +808,24 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
             e[w * (W.nbytes // T.nbytes) + k] = word_element(x, v[w], k, zero)
     mean = zero
     q = zero
-    if ln:
-        s = zero
-        for i in pk.static_range(cache // T.nbytes):
-            s += e[i]
-        mean = row_total(s, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
-    for w in pk.static_range(cache // W.nbytes):
-        part = zero
-        for k in pk.static_range(W.nbytes // T.nbytes):
-            d = e[w * (W.nbytes // T.nbytes) + k] - mean
-            part = pk.fma(d, d, part) if W.nbytes > T.nbytes else d * d
-        q += part if full else pk.select((w * nt + t) * (W.nbytes // T.nbytes) < n, part, zero)
-    q = row_total(q, sm, t, nt, by_wave, SUM)
+    stats = pk.local.array(2, V)
+    if ln and T.nbytes >= 4 and not by_wave and nt > pk.wave_size and nt % pk.wave_size == 0:
+        layernorm_stats(x, e, n, sm, t, nt, stats, cache=cache, full=full)
+        mean = stats[0]
+        q = stats[1]
+    else:
+        if ln:
+            s = zero
+            for i in pk.static_range(cache // T.nbytes):
+                s += e[i]
+            mean = row_total(s, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
+        for w in pk.static_range(cache // W.nbytes):
+            part = zero
+            for k in pk.static_range(W.nbytes // T.nbytes):
+                d = e[w * (W.nbytes // T.nbytes) + k] - mean
+                part = pk.fma(d, d, part) if W.nbytes > T.nbytes else d * d
+            q += part if full else pk.select((w * nt + t) * (W.nbytes // T.nbytes) < n, part, zero)
+        q = row_total(q, sm, t, nt, by_wave, SUM)
     r = 1.0 / pk.sqrt(q / V(n) + eps)
     wide = pk.is_aligned(alpha, W.nbytes) and (not ln or pk.is_aligned(beta, W.nbytes))
     o = pk.local.array(4, V)
@@ -998,7 +1043,7 @@ def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i3
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A, CACHE, OWN):
-    sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
+    sm = pk.shared.array(3 * MAX_WAVES, A)  # three planes: two row totals, or layernorm_stats' triples
     touch = sm[0]  # noqa: F841
     norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE, own=OWN)
 

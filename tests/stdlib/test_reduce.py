@@ -360,11 +360,11 @@ def test_16_bit_weights_at_any_alignment(wave_device, dtype):
                                    atol=TOL[dtype] * 8, err_msg=f"alpha +{sa}, beta +{sb}")
 
 
-@pytest.mark.parametrize("rows, n", [(16, 1000), (12, 3000), (2, 17001)],
+@pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001)],
                          ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-two-passes"])
 def test_norm_launch_shapes(wave_device, rows, n):
     """The norms' three block organisations: several rows of a few waves in one block (the wrappers'
-    shape for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 3000
+    shape for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 12000
     columns), and rows too long for registers (17001 columns, candle's and the wrappers' shape)."""
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(np.float32)
@@ -409,6 +409,20 @@ def test_norm_row_groups(wave_device, dtype, n, block):
         np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
         fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, eps)
         np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
+
+
+@pytest.mark.parametrize("n, block_size", [(4096, 1024), (4096, None), (12000, 1024), (1000, 32)],
+                         ids=["groups", "wrappers", "block-in-registers", "wave"])
+def test_layernorm_of_rows_far_from_zero(wave_device, n, block_size):
+    """f32 rows whose mean is 1e4 times their spread: E[x^2] - mean^2 in f32 would lose the variance
+    entirely (an ulp of 1e8 is 8); the waves' (count, sum, M2) merged in one barrier (Chan) and the
+    two-reduction forms stay within f32 rounding of the mean (~1e-3 of the spread here)."""
+    eps_ref = float(np.float32(1e-5))
+    x = (RNG.standard_normal((3, n)) + 1e4).astype(np.float32)
+    xf = as_f64(x)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + eps_ref)
+    got = as_f64(R.layer_norm(wave_device.to_device(x), None, None, 1e-5, block_size).to_host())
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-2)
 
 
 # ------------------------------------------------------------------------------------------------- rope
