@@ -164,8 +164,10 @@ def better(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
 
 @pk.func
 def better_flat(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
-    """better() without short-circuits (no branches: the parallel_range copies' loads can merge)."""
-    return (b < a if want_min else b > a) | ((a != a) & (b == b)) | ((b == a) & (bi < ai))
+    """better() without short-circuits (no branches: the parallel_range copies' loads can merge), for
+    a running best ``a`` that starts at the identity: a NaN never compares better, so ``a`` is never
+    NaN and better()'s NaN term is left out."""
+    return (b < a if want_min else b > a) | ((b == a) & (bi < ai))
 
 
 @pk.func
