@@ -971,9 +971,10 @@ GROUP_MIN_THREADS = 256
 def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
     """Threads that take a row each when a block of whole waves has one row (block_dim.y == 1) that
     GROUP_MIN_THREADS or more, but fewer than the block has, hold in their registers: the wrappers'
-    ``row_threads``, a power of two that divides the block (computed by doubling: a closed form for
-    256 or 512 measured slower, rmsnorm f32 4096 1.38 -> 1.15x torch); 0 otherwise. Every row of a launch is aligned like the first
-    (``row_fits`` needs the length to divide into words), so the whole grid agrees."""
+    ``row_threads``, a power of two that divides the block (found by doubling: a closed form for 256
+    or 512 measured slower, rmsnorm f32 4096 1.38 -> 1.15x torch); 0 otherwise. Every row of a launch
+    is aligned like the first (``row_fits`` needs the length to divide into words), so the whole grid
+    agrees."""
     nt = pk.block_dim.x
     n = pk.u32(n_cols)
     per = pk.u32(cache // T.nbytes)
@@ -997,13 +998,12 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     written twice, and in place too, as a group reads its row before the barrier that comes before
     any group's stores. (A length of 0 for it instead costs more than it saves: the length no longer
     lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
-    0.72x torch.) A wave's short rows are
-    told apart first: their idle blocks (31 of 32) are most of such a launch. ``own``: a kernel
-    for the wrappers' own launches only (``norm_shape``: no groups, no waves), which takes rows that
-    fill every word through an unguarded copy. Elements of 2 bytes have no groups either: their
-    kernels for candle's launches hold 8 a thread in 32 registers, and groups measured slower there
-    (bf16 4096 columns 0.97 / 0.90 -> 0.89 / 0.62, 1024 0.66 / 0.94 -> 0.38 / 0.47)."""
-    block = pk.block_idx.x  # read first, for every path: the idle blocks of short rows wait on it
+    0.72x torch.) A wave's short rows are told apart first: their idle blocks (31 of 32) are most of
+    such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_shape``: no groups,
+    no waves), which takes rows that fill every word through an unguarded copy. Elements of 2 bytes
+    have no groups either: their kernels for candle's launches hold 8 a thread in 32 registers, and
+    groups measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91 -> 0.95 / 0.63)."""
+    block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
         by_wave = by_wave and pk.u32(n_cols) <= pk.u32(cache // T.nbytes * (GROUP_MIN_THREADS // 2))

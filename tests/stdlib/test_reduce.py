@@ -380,8 +380,9 @@ def test_norm_launch_shapes(wave_device, rows, n):
                                    atol=2e-5)
 
 
-@pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 3000, 768), (np.float32, 6001, 1024),
-                                              (np.float64, 1500, 1024), (np.float32, 2100, 544)],
+@pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 3000, 768),
+                                              (np.float32, 6001, 1024), (np.float64, 1500, 1024),
+                                              (np.float32, 2100, 544)],
                          ids=["f32-4096-four-groups", "f32-3000-three-groups", "f32-6001-two-groups",
                               "f64-1500-four-groups", "f32-2100-a-block-of-17-waves"])
 def test_norm_row_groups(wave_device, dtype, n, block):
