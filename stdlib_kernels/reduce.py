@@ -158,15 +158,11 @@ def block_sum_whole(v: V, sm: S, t: u32, nt: u32, op: i32, free: bool) -> V:
 
 @pk.func
 def better(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
-    """Is (b, bi) preferred to (a, ai): smaller (larger), or a NaN a, or equal with a lower index."""
-    return (b < a if want_min else b > a) or (a != a and b == b) or (b == a and bi < ai)
-
-
-@pk.func
-def better_flat(want_min: bool, b: V, bi: u32, a: V, ai: u32) -> bool:
-    """better() without short-circuits (no branches: the parallel_range copies' loads can merge), for
-    a running best ``a`` that starts at the identity: a NaN never compares better, so ``a`` is never
-    NaN and better()'s NaN term is left out."""
+    """Is (b, bi) preferred to (a, ai): smaller (larger), or equal with a lower index. ``a`` is a
+    running best that starts at the identity: a NaN never compares better, so ``a`` is never NaN (a
+    NaN first element is candle-cpu's answer, settled apart). No short-circuits: no branches, and
+    the parallel_range copies' loads can merge (H100, candle's fast_argmax f32 4096 columns with
+    the NaN term 0.90x torch, without it 1.01)."""
     return (b < a if want_min else b > a) | ((b == a) & (bi < ai))
 
 
@@ -326,7 +322,7 @@ def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt
             i0: u32 = 0xFFFFFFFF
             for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
                 x = V(p[j])
-                if better_flat(want_min, x, j, b0, i0):
+                if better(want_min, x, j, b0, i0):
                     b0 = x
                     i0 = j
             off: u32 = 1
@@ -409,7 +405,7 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
             p = src + base
             for j in pk.parallel_range(pk.u32(0), pk.u32(n), t, nt):
                 x = A(p[j])
-                if better_flat(want_min, x, j, b0, i0):
+                if better(want_min, x, j, b0, i0):
                     b0 = x
                     i0 = j
         else:
