@@ -955,18 +955,19 @@ def norm_by_wave(n_cols: i32) -> bool:
         pk.u32(n_cols) <= nt * WAVE_NORM_PER_THREAD
 
 
-#: the fewest threads of a group that takes a row in a block of one row (``row_group``); rows that fewer
-#: threads hold keep a wave's passes. H100, candle's 1024 threads on f32 rows, rmsnorm / layernorm:
-#: 3072 (256 threads) 0.96 / 0.80 -> 1.19 / 0.91x torch, 4096 0.98 / 0.77 -> 1.38 / 1.22, 8192 (512)
-#: 1.14 / 0.81 -> 1.48 / 1.25, f64 2048 1.37 / 1.06 -> 1.92 / 1.71; groups of 128 threads measured the
-#: same or slower (f32 2048 1.04 / 0.68 -> 1.06 / 0.73, f64 1024 2.37 / 2.14 -> 2.03 / 1.79)
+#: the fewest threads of a group that takes a row in a block of one row (``row_group``): rows that do
+#: not fill that many threads' registers (f32 under 4096, f64 under 2048) keep a wave's passes. H100,
+#: candle's 1024 threads, rmsnorm / layernorm f32 4096 0.98 / 0.77 -> 1.38 / 1.26x torch, 8192 (512
+#: threads) 1.14 / 0.81 -> 1.48 / 1.25, f64 2048 1.37 / 1.06 -> 1.92 / 1.71. Groups three-quarters
+#: full (f32 3072) gained on the H100 (0.96 / 0.80 -> 1.19 / 0.91) but lost on an H200 (0.97 / 0.93 ->
+#: 0.84 / 0.62); groups of 128 threads measured the same or slower (f32 2048, f64 1024) on the H100
 GROUP_MIN_THREADS = 256
 
 
 @pk.func
 def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
     """Threads that take a row each when a block of whole waves has one row (block_dim.y == 1) that
-    GROUP_MIN_THREADS or more, but fewer than the block has, hold in their registers: the wrappers'
+    fills the registers of GROUP_MIN_THREADS or more, but fewer than the block has: the wrappers'
     ``row_threads``, a power of two that divides the block (found by doubling: a closed form for 256
     or 512 measured slower, rmsnorm f32 4096 1.38 -> 1.15x torch); 0 otherwise. Every row of a launch
     is aligned like the first (``row_fits`` needs the length to divide into words), so the whole grid
@@ -974,7 +975,7 @@ def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
     nt = pk.block_dim.x
     n = pk.u32(n_cols)
     per = pk.u32(cache // T.nbytes)
-    if pk.block_dim.y != 1 or nt % pk.wave_size != 0 or n <= per * (GROUP_MIN_THREADS // 2):
+    if pk.block_dim.y != 1 or nt % pk.wave_size != 0 or n < per * GROUP_MIN_THREADS:
         return pk.u32(0)
     g = pk.u32(GROUP_MIN_THREADS)
     while g * per < n:
@@ -1002,7 +1003,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
-        by_wave = by_wave and pk.u32(n_cols) <= pk.u32(cache // T.nbytes * (GROUP_MIN_THREADS // 2))
+        by_wave = by_wave and pk.u32(n_cols) < pk.u32(cache // T.nbytes * GROUP_MIN_THREADS)
     if by_wave:
         if spread_idle(pk.block_dim.x // pk.wave_size, block):
             return

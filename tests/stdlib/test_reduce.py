@@ -380,13 +380,13 @@ def test_norm_launch_shapes(wave_device, rows, n):
                                    atol=2e-5)
 
 
-@pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 3000, 768),
-                                              (np.float32, 6001, 1024), (np.float64, 1500, 1024),
-                                              (np.float32, 2100, 544)],
-                         ids=["f32-4096-four-groups", "f32-3000-three-groups", "f32-6001-two-groups",
-                              "f64-1500-four-groups", "f32-2100-a-block-of-17-waves"])
+@pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 4096, 768),
+                                              (np.float32, 6001, 1024), (np.float64, 3001, 1024),
+                                              (np.float32, 4500, 544)],
+                         ids=["f32-4096-four-groups", "f32-4096-three-groups", "f32-6001-two-groups",
+                              "f64-3001-two-groups", "f32-4500-a-block-of-17-waves"])
 def test_norm_row_groups(wave_device, dtype, n, block):
-    """A block of one row (candle's launch) whose row fits in the registers of 256 or more, but fewer,
+    """A block of one row (candle's launch) whose row fills the registers of 256 or more, but fewer,
     of its threads gives such a group a row each: 5 rows leave the second busy block with one row and
     its last row repeated by the empty groups; 768 threads make three groups a block (no power of two);
     544 (17 waves) no whole groups: a block per row. In place too: every group reads its row before
