@@ -360,6 +360,14 @@ def test_16_bit_weights_at_any_alignment(wave_device, dtype):
                                    atol=TOL[dtype] * 8, err_msg=f"alpha +{sa}, beta +{sb}")
 
 
+def np_norms(x, alpha, beta, eps_ref):
+    """float64 rmsnorm * alpha and layernorm * alpha + beta of ``x``'s rows (biased variance)."""
+    xf = as_f64(x)
+    rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref) * alpha
+    mean = xf.mean(1, keepdims=True)
+    return rms, (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
+
+
 @pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001)],
                          ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-two-passes"])
 def test_norm_launch_shapes(wave_device, rows, n):
@@ -369,10 +377,7 @@ def test_norm_launch_shapes(wave_device, rows, n):
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(np.float32)
     alpha, beta = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
-    xf = as_f64(x)
-    rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref) * alpha
-    mean = xf.mean(1, keepdims=True)
-    ln = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
+    rms, ln = np_norms(x, alpha, beta, eps_ref)
     xd, ad, bd = (wave_device.to_device(a) for a in (x, alpha, beta))
     for block_size in (None, 1024):
         np.testing.assert_allclose(as_f64(R.rms_norm(xd, ad, eps, block_size).to_host()), rms, rtol=2e-5, atol=2e-5)
@@ -395,10 +400,7 @@ def test_norm_row_groups(wave_device, dtype, n, block):
     rows = 5
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
     alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
-    xf = as_f64(x)
-    rms = xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref) * alpha
-    mean = xf.mean(1, keepdims=True)
-    ln = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
+    rms, ln = np_norms(x, alpha, beta, eps_ref)
     tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
     ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
     tag = "f32" if dtype is np.float32 else "f64"
