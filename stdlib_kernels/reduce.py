@@ -631,14 +631,22 @@ def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
 #: at 64 registers) waits at its barriers with nothing in flight (H100, 16384 f32: 0.81x torch against
 #: 1.02x for two passes)
 SOFTMAX_CACHED_LANES = 512
+#: elements a lane of an f32/f64 row too long for the registers that stay there through both passes,
+#: read once instead of twice. H100, candle's (1, 32, 1), f32 2048 / 4096 / 8192 / 16384 columns:
+#: 0.68 / 0.82 / 1.03 / 0.75 -> 0.74 / 0.86 / 1.08 / 0.78x torch. Half the cache: all of it (0.82 /
+#: 0.90 / 1.07 / 0.77) spilled, and the rows held in registers lost up to 0.05. 16-bit rows hold none:
+#: the same took bf16 2048 / 4096 1.27 / 1.41 -> 1.50 / 1.49 but spilled, and the wrappers' bf16 4096
+#: lost 2.27 -> 2.17
+SOFTMAX_HELD = {n: SOFTMAX_CACHE[n] // 2 // n for n in (2, 4, 8)}
 
 
 @pk.kernel
 def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
     one for the output, each with eight elements per lane in flight (16-bit rows in two 8-byte words:
-    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch). candle
-    launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch); f32/f64 rows
+    keep their first SOFTMAX_HELD elements a lane in registers for both. candle launches block
+    (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
     t = pk.thread_idx.y
@@ -663,6 +671,21 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     xw = pk.bitcast(x, ConstPtr[u64])
     nw = n // 4
     wv = pk.local.array(2, u64)
+    # f32/f64 rows: the row's first SOFTMAX_HELD elements a lane stay in registers for both passes
+    held = pk.u64(SOFTMAX_HELD[T.nbytes]) * step
+    hold = T.nbytes >= 4 and n > held
+    hv = pk.local.array(SOFTMAX_HELD[T.nbytes], T)
+    if hold:
+        cache_load(x, hv, pk.u32(n), t, nt, T(0), cache=SOFTMAX_HELD[T.nbytes] * T.nbytes, full=True)
+        hm = A(_LOWEST[A])
+        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
+            hm = pk.fmax(hm, A(hv[w]))
+        hs = A(0)
+        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
+            hs += exp_diff(A(hv[w]), hm)
+        ms[0] = hm
+        ms[1] = hs
+        c = c + held
     pad = pk.u64(NEG_INF_WORD[T] if T.nbytes == 2 else 0)
     while T.nbytes == 2 and words and c < nw:
         word_pair(xw, wv, c, step, nw, pad)
@@ -710,6 +733,12 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     m = pk.wave.shuffle(m, 0)
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
+    if hold:
+        ho = pk.local.array(1, A)
+        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
+            ho[0] = exp_diff(A(hv[w]), m) * inv
+            store_word(y, ho, w * nt + t, pk.u32(n), hv[w], full=True)
+        c = c + held
     if T.nbytes == 2 and words:
         o = pk.local.array(4, A)
         while c < nw:
