@@ -1390,57 +1390,49 @@ def layer_norm(x, alpha, beta, eps: float, block_size=None):
     return _norm_launch("layernorm", x, [alpha, beta], eps, block_size)
 
 
-def _rope_common(name, x, cos, sin, plane_dims):
+#: the rotary embeddings' layouts of x and the kernels' size arguments (before stride_b)
+ROPE_LAYOUTS = {"rope_i": ("bhtd", lambda b, h, t, d: (b * h, t * d)),
+                "rope": ("bhtd", lambda b, h, t, d: (b * h, t * d, d)),
+                "rope_thd": ("bthd", lambda b, h, t, d: (b, t, h, d))}
+
+
+def _rope(name, x, cos, sin):
+    """candle-nn's rotary embeddings: one thread a rotated pair (1D launch over x.size / 2); cos/sin
+    (t, d/2) or (b, t, d/2), in which case ``stride_b`` steps them by batch."""
+    layout, sizes = ROPE_LAYOUTS[name]
     x = _contiguous(x, f"{name} input")
     cos, sin = _contiguous(cos, "cos"), _contiguous(sin, "sin")
+    if x.ndim != 4 or x.shape[-1] % 2:
+        raise ValueError(f"{name}: x must be ({', '.join(layout)}) with d even, got shape {x.shape}")
     if cos.dtype is not x.dtype or sin.dtype is not x.dtype:
         raise ValueError(f"{name}: x, cos and sin must share a dtype")
     if cos.shape != sin.shape or cos.ndim not in (2, 3):
         raise ValueError(f"{name}: cos and sin must both be (t, d/2) or (b, t, d/2)")
-    out = x.device.empty(x.shape, x.dtype)
-    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
-    return x, cos, sin, out, fn
-
-
-def _check_cs(name, cos, b, t, d):
+    dims = dict(zip(layout, x.shape))
+    b, h, t, d = dims["b"], dims["h"], dims["t"], dims["d"]
     if cos.shape[-1] != d // 2 or cos.shape[-2] < t or (cos.ndim == 3 and (cos.shape[0] != b or cos.shape[1] != t)):
         raise ValueError(f"{name}: cos/sin of shape {cos.shape} do not fit (b={b}, t={t}, d={d})")
+    out = x.device.empty(x.shape, x.dtype)
+    if x.size:
+        fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
+        grid, block = launch_1d(x.size // 2)
+        fn[grid, block](x, cos, sin, out, *sizes(b, h, t, d), h * t * d if cos.ndim == 3 else 0)
+    return out
 
 
 def rope_i(x, cos, sin):
     """Interleaved rotary embedding of x (b, h, t, d) with cos/sin (t, d/2) or (b, t, d/2)."""
-    x, cos, sin, out, fn = _rope_common("rope_i", x, cos, sin, 4)
-    b, h, t, d = x.shape
-    _check_cs("rope_i", cos, b, t, d)
-    stride_b = h * t * d if cos.ndim == 3 else 0
-    if x.size:
-        grid, block = launch_1d(x.size // 2)
-        fn[grid, block](x, cos, sin, out, b * h, t * d, stride_b)
-    return out
+    return _rope("rope_i", x, cos, sin)
 
 
 def rope(x, cos, sin):
     """Rotate-half rotary embedding of x (b, h, t, d)."""
-    x, cos, sin, out, fn = _rope_common("rope", x, cos, sin, 4)
-    b, h, t, d = x.shape
-    _check_cs("rope", cos, b, t, d)
-    stride_b = h * t * d if cos.ndim == 3 else 0
-    if x.size:
-        grid, block = launch_1d(x.size // 2)
-        fn[grid, block](x, cos, sin, out, b * h, t * d, d, stride_b)
-    return out
+    return _rope("rope", x, cos, sin)
 
 
 def rope_thd(x, cos, sin):
     """Rotate-half rotary embedding of x (b, t, h, d)."""
-    x, cos, sin, out, fn = _rope_common("rope_thd", x, cos, sin, 4)
-    b, t, h, d = x.shape
-    _check_cs("rope_thd", cos, b, t, d)
-    stride_b = h * t * d if cos.ndim == 3 else 0
-    if x.size:
-        grid, block = launch_1d(x.size // 2)
-        fn[grid, block](x, cos, sin, out, b, t, h, d, stride_b)
-    return out
+    return _rope("rope_thd", x, cos, sin)
 
 
 def __getattr__(name: str):

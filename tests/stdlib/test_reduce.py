@@ -467,6 +467,22 @@ def test_rope(wave_device, layout, dtype):
                                    err_msg=f"{layout} cos {cs_shape}")
 
 
+@pytest.mark.parametrize("layout", ["rope", "rope_i", "rope_thd"])
+def test_rope_rejects_what_does_not_fit(layout):
+    fn = getattr(R, layout)
+    dev = pk.device("cpu").to_device
+    x = np.ones((1, 5, 1, 8) if layout == "rope_thd" else (1, 1, 5, 8), np.float32)  # t = 5, d = 8
+    cs = dev(np.ones((5, 4), np.float32))
+    for xx, c, s, what in ((x[0], cs, cs, "must be"),  # three dims
+                           (x[..., :7], cs, cs, "d even"),
+                           (x, dev(np.ones((4, 4), np.float32)), None, "do not fit"),  # t = 4 < 5
+                           (x, dev(np.ones((5, 4), np.float16)), None, "share a dtype"),
+                           (x, cs, dev(np.ones((5, 3), np.float32)), "both be")):
+        with pytest.raises(ValueError, match=what):
+            fn(dev(np.ascontiguousarray(xx)), c, c if s is None else s)
+    assert fn(dev(x[:0]), cs, cs).shape == (0,) + x.shape[1:]  # empty: nothing to launch
+
+
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
     """16-bit rows of up to 4096 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
     registers); longer rows and other dtypes to candle's names."""
