@@ -631,22 +631,22 @@ def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
 #: at 64 registers) waits at its barriers with nothing in flight (H100, 16384 f32: 0.81x torch against
 #: 1.02x for two passes)
 SOFTMAX_CACHED_LANES = 512
-#: elements a lane of an f32/f64 row too long for the registers that stay there through both passes,
-#: read once instead of twice. H100, candle's (1, 32, 1), f32 2048 / 4096 / 8192 / 16384 columns:
-#: 0.68 / 0.82 / 1.03 / 0.75 -> 0.74 / 0.86 / 1.08 / 0.78x torch. Half the cache: all of it (0.82 /
-#: 0.90 / 1.07 / 0.77) spilled, and the rows held in registers lost up to 0.05. 16-bit rows hold none:
-#: the same took bf16 2048 / 4096 1.27 / 1.41 -> 1.50 / 1.49 but spilled, and the wrappers' bf16 4096
-#: lost 2.27 -> 2.17
-SOFTMAX_HELD = {n: SOFTMAX_CACHE[n] // 2 // n for n in (2, 4, 8)}
+# A row too long for the registers keeps its start, SOFTMAX_CACHE / 2 bytes a lane, there through both
+# passes: read once instead of twice. H100, candle's (1, 32, 1), f32 2048 / 4096 / 8192 / 16384
+# columns 0.68 / 0.82 / 1.03 / 0.75 -> 0.74 / 0.86 / 1.08 / 0.78x torch; bf16 2048 / 4096 1.27 / 1.41
+# -> 1.50 / 1.49. All of the cache (f32 0.82 / 0.90 / 1.07 / 0.77) spilled, and the rows held in
+# registers lost up to 0.05. With half, the 16-bit kernels spill 24 bytes and the wrappers' bf16 rows
+# lost 0.03-0.10 (4096 2.27 -> 2.17): the wrappers' own 16-bit launches take ``softmax_rows_*``, built
+# without it (HOLD false).
 
 
 @pk.kernel
-def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
+def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
     one for the output, each with eight elements per lane in flight (16-bit rows in two 8-byte words:
-    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch); f32/f64 rows
-    keep their first SOFTMAX_HELD elements a lane in registers for both. candle launches block
-    (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch); the row's
+    start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
+    launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
     t = pk.thread_idx.y
@@ -671,18 +671,22 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     xw = pk.bitcast(x, ConstPtr[u64])
     nw = n // 4
     wv = pk.local.array(2, u64)
-    # f32/f64 rows: the row's first SOFTMAX_HELD elements a lane stay in registers for both passes
-    held = pk.u64(SOFTMAX_HELD[T.nbytes]) * step
-    hold = T.nbytes >= 4 and n > held
-    hv = pk.local.array(SOFTMAX_HELD[T.nbytes], T)
+    # the row's first words, SOFTMAX_CACHE / 2 bytes a lane, stay in registers for both passes
+    # (f32/f64 rows, and 16-bit rows of whole words where HOLD)
+    HW = ROW_WORD[T.nbytes]
+    held = pk.u64(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes) * step  # in words
+    hold = (HW.nbytes == T.nbytes or (HOLD and words)) and n > held * (HW.nbytes // T.nbytes)
+    hv = pk.local.array(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes, HW)
     if hold:
-        cache_load(x, hv, pk.u32(n), t, nt, T(0), cache=SOFTMAX_HELD[T.nbytes] * T.nbytes, full=True)
+        cache_load(x, hv, pk.u32(n), t, nt, HW(0), cache=SOFTMAX_CACHE[T.nbytes] // 2, full=True)
         hm = A(_LOWEST[A])
-        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
-            hm = pk.fmax(hm, A(hv[w]))
+        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
+            for k in pk.static_range(HW.nbytes // T.nbytes):
+                hm = pk.fmax(hm, word_element(x, hv[w], k, hm))
         hs = A(0)
-        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
-            hs += exp_diff(A(hv[w]), hm)
+        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
+            for k in pk.static_range(HW.nbytes // T.nbytes):
+                hs += exp_diff(word_element(x, hv[w], k, hm), hm)
         ms[0] = hm
         ms[1] = hs
         c = c + held
@@ -734,9 +738,10 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
     if hold:
-        ho = pk.local.array(1, A)
-        for w in pk.static_range(SOFTMAX_HELD[T.nbytes]):
-            ho[0] = exp_diff(A(hv[w]), m) * inv
+        ho = pk.local.array(4, A)
+        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
+            for k in pk.static_range(HW.nbytes // T.nbytes):
+                ho[k] = exp_diff(word_element(x, hv[w], k, m), m) * inv
             store_word(y, ho, w * nt + t, pk.u32(n), hv[w], full=True)
         c = c + held
     if T.nbytes == 2 and words:
@@ -761,7 +766,9 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A):
 
 
 for _t in NN_DTYPES:
-    REDUCE.add(softmax_kernel.instance(kernel_name("softmax", _t), T=_t, A=_acc(_t)))
+    REDUCE.add(softmax_kernel.instance(kernel_name("softmax", _t), T=_t, A=_acc(_t), HOLD=True))
+    if _t.nbytes == 2:
+        REDUCE.add(softmax_kernel.instance(kernel_name("softmax_rows", _t), T=_t, A=_acc(_t), HOLD=False))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1325,6 +1332,13 @@ def softmax_block(n_cols: int, dtype, wave: int) -> tuple[int, int, int]:
     return 1, lanes, 1
 
 
+def softmax_kernel_name(dtype, own: bool) -> str:
+    """The wrappers' own blocks take ``softmax_rows_*`` for 16-bit rows: candle's names keep the
+    start of a long row in registers, which makes those kernels spill and slows the rows held in
+    registers (see ``softmax_kernel``)."""
+    return kernel_name("softmax_rows" if own and dtype.nbytes == 2 else "softmax", dtype)
+
+
 def softmax_last_dim(x, block=None):
     """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1); candle's block is (1, 32, 1), the
     wrappers' own ``softmax_block``."""
@@ -1334,9 +1348,10 @@ def softmax_last_dim(x, block=None):
     rows = x.size // n_cols if n_cols else 0
     if rows == 0 or n_cols == 0:
         return out
+    name = softmax_kernel_name(x.dtype, block is None)
     if block is None:
         block = softmax_block(n_cols, x.dtype, x.device.target.wave_size)
-    fn = x.device.get_or_load_func(kernel_name("softmax", x.dtype), REDUCE)
+    fn = x.device.get_or_load_func(name, REDUCE)
     fn[(rows, 1, 1), block](x, out, n_cols)
     return out
 

@@ -483,6 +483,15 @@ def test_rope_rejects_what_does_not_fit(layout):
     assert fn(dev(x[:0]), cs, cs).shape == (0,) + x.shape[1:]  # empty: nothing to launch
 
 
+def test_wrappers_pick_their_own_16_bit_softmax_kernels():
+    """candle's 16-bit softmax keeps a long row's start in registers; the wrappers' own blocks take
+    ``softmax_rows_*``, built without it."""
+    assert R.softmax_kernel_name(pk.bf16, True) == "softmax_rows_bf16"
+    assert R.softmax_kernel_name(pk.f16, False) == "softmax_f16"
+    assert R.softmax_kernel_name(pk.f32, True) == "softmax_f32"
+    assert {"softmax_rows_f16", "softmax_rows_bf16"} <= set(REDUCE.names())
+
+
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
     """16-bit rows of up to 4096 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
     registers); longer rows and other dtypes to candle's names."""
