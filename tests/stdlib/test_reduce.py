@@ -57,7 +57,7 @@ def cpu_fold(x, axis, use_min, index):
 @pytest.mark.skipif(ABI is None, reason="shared/spec/candle_abi.json not found")
 def test_abi_names_and_param_sizes():
     spec = json.loads(ABI.read_text())["modules"]["reduce"]
-    extras = {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")}  # the wrappers' own
+    extras = {f"{n}_rows_{t}" for n in ("softmax", "rmsnorm", "layernorm") for t in ("f16", "bf16")}  # wrappers' own
     assert sorted(REDUCE.names()) == sorted(set(spec) | extras)
     target = pk.device("cpu").target
     for inst in REDUCE:
