@@ -574,6 +574,35 @@ def store_word(y: Ptr[T], o: Ptr[V], p: u32, n: u32, like: W, *, full):
             y[p] = T(o[0])
 
 
+@pk.func
+def words_max(x: ConstPtr[T], v: Ptr[W], m: V, *, cache) -> V:
+    """The max of ``m`` and the elements of a thread's ``cache`` bytes of words (``cache_load``'s)."""
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            m = pk.fmax(m, word_element(x, v[w], k, m))
+    return m
+
+
+@pk.func
+def words_exp_sum(x: ConstPtr[T], v: Ptr[W], m: V, *, cache) -> V:
+    """The sum of e**(x - m) over a thread's ``cache`` bytes of words."""
+    s = V(0)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            s += exp_diff(word_element(x, v[w], k, m), m)
+    return s
+
+
+@pk.func
+def store_softmax_words(x: ConstPtr[T], y: Ptr[T], v: Ptr[W], m: V, inv: V, n: u32, t: u32, nt: u32, *, cache, full):
+    """softmax's output for a thread's ``cache`` bytes of words, e**(x - m) * inv, where they came from."""
+    o = pk.local.array(4, V)
+    for w in pk.static_range(cache // W.nbytes):
+        for k in pk.static_range(W.nbytes // T.nbytes):
+            o[k] = exp_diff(word_element(x, v[w], k, m), m) * inv
+        store_word(y, o, w * nt + t, n, v[w], full=full)
+
+
 # ---------------------------------------------------------------------------------------------------
 # softmax over the last dim: row = block_idx.x * block_dim.x + thread_idx.x, lanes along y
 # ---------------------------------------------------------------------------------------------------
@@ -586,21 +615,9 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(cache // W.nbytes, W)
     cache_load(x, v, n, t, nt, W(NEG_INF_WORD[T]), cache=cache, full=False)
-    m = V(_LOWEST[V])
-    for w in pk.static_range(cache // W.nbytes):
-        for k in pk.static_range(W.nbytes // T.nbytes):
-            m = pk.fmax(m, word_element(x, v[w], k, m))
-    m = row_total(m, sm, t, nt, False, MAX)
-    s = V(0)
-    for w in pk.static_range(cache // W.nbytes):
-        for k in pk.static_range(W.nbytes // T.nbytes):
-            s += exp_diff(word_element(x, v[w], k, m), m)
-    inv = 1.0 / row_total(s, sm + MAX_WAVES, t, nt, False, SUM)
-    o = pk.local.array(4, V)
-    for w in pk.static_range(cache // W.nbytes):
-        for k in pk.static_range(W.nbytes // T.nbytes):
-            o[k] = exp_diff(word_element(x, v[w], k, m), m) * inv
-        store_word(y, o, w * nt + t, n, v[w], full=False)
+    m = row_total(words_max(x, v, V(_LOWEST[V]), cache=cache), sm, t, nt, False, MAX)
+    inv = 1.0 / row_total(words_exp_sum(x, v, m, cache=cache), sm + MAX_WAVES, t, nt, False, SUM)
+    store_softmax_words(x, y, v, m, inv, n, t, nt, cache=cache, full=False)
 
 
 @pk.func
@@ -679,16 +696,8 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     hv = pk.local.array(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes, HW)
     if hold:
         cache_load(x, hv, pk.u32(n), t, nt, HW(0), cache=SOFTMAX_CACHE[T.nbytes] // 2, full=True)
-        hm = A(_LOWEST[A])
-        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
-            for k in pk.static_range(HW.nbytes // T.nbytes):
-                hm = pk.fmax(hm, word_element(x, hv[w], k, hm))
-        hs = A(0)
-        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
-            for k in pk.static_range(HW.nbytes // T.nbytes):
-                hs += exp_diff(word_element(x, hv[w], k, hm), hm)
-        ms[0] = hm
-        ms[1] = hs
+        ms[0] = words_max(x, hv, A(_LOWEST[A]), cache=SOFTMAX_CACHE[T.nbytes] // 2)
+        ms[1] = words_exp_sum(x, hv, ms[0], cache=SOFTMAX_CACHE[T.nbytes] // 2)
         c = c + held
     pad = pk.u64(NEG_INF_WORD[T] if T.nbytes == 2 else 0)
     while T.nbytes == 2 and words and c < nw:
@@ -738,11 +747,7 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
     if hold:
-        ho = pk.local.array(4, A)
-        for w in pk.static_range(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes):
-            for k in pk.static_range(HW.nbytes // T.nbytes):
-                ho[k] = exp_diff(word_element(x, hv[w], k, m), m) * inv
-            store_word(y, ho, w * nt + t, pk.u32(n), hv[w], full=True)
+        store_softmax_words(x, y, hv, m, inv, pk.u32(n), t, nt, cache=SOFTMAX_CACHE[T.nbytes] // 2, full=True)
         c = c + held
     if T.nbytes == 2 and words:
         o = pk.local.array(4, A)
