@@ -920,6 +920,14 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
         else:
             norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=cache, full=False)
         return
+    norm_row_passes(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, True)
+
+
+@pk.func
+def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
+                    sm: S, t: u32, nt: u32, by_wave: bool, store: bool):
+    """``norm_row`` for a row read from memory in each pass; without ``store``, the statistics alone
+    (every barrier, no output)."""
     zero = V(0)
     mean = zero
     tq = zero
@@ -970,6 +978,8 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
         else:
             tq = block_sum_whole(q, sm, t, nt, SUM, True)
     r = 1.0 / pk.sqrt(tq / V(n) + eps)
+    if not store:
+        return
     if alpha is None:
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
             o = V(x[j])
@@ -1011,6 +1021,17 @@ def norm_by_wave(n_cols: i32) -> bool:
 GROUP_MIN_THREADS = 256
 
 
+#: 16-bit rows longer than NARROW_GROUP_COLS that a wave would take (candle's 1024 threads, up to 4096
+#: columns) go to groups of NARROW_GROUP_THREADS instead, in two passes. A wave's two passes over a row
+#: of 4096 read it twice from DRAM (H100 profile: 252 MB read for 134 MB of rows): 64 rows an SM in
+#: flight are more than the L2 holds between the passes, 16 are not. H100, candle's launch, bf16 4096:
+#: rmsnorm / layernorm 0.99 / 0.95 -> 1.43 / 1.24x torch (groups of 64: 1.08 / 0.94, 256: 1.35 / 1.06,
+#: 512 holding the row: 1.15 / 0.90). Rows of 2048 lose in groups (0.98 -> 0.86), and the branch costs
+#: the short rows' launches a little (bf16 1024 0.71 / 1.02 -> 0.68 / 0.97)
+NARROW_GROUP_THREADS = 128
+NARROW_GROUP_COLS = 2048
+
+
 @pk.func
 def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
     """Threads that take a row each when a block of whole waves has one row (block_dim.y == 1) that
@@ -1044,13 +1065,28 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
     0.72x torch.) A wave's short rows are told apart first: their idle blocks (31 of 32) are most of
     such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_shape``: no groups,
-    no waves), which takes rows that fill every word through an unguarded copy. Elements of 2 bytes
-    have no groups either: their kernels for candle's launches hold 8 a thread in 32 registers, and
-    groups measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91 -> 0.95 / 0.63)."""
+    no waves), which takes rows that fill every word through an unguarded copy. Rows of 2-byte elements
+    have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
+    groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
+    -> 0.95 / 0.63); their long short rows go to NARROW_GROUP_THREADS instead, in two passes."""
     block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
         by_wave = by_wave and pk.u32(n_cols) < pk.u32(cache // T.nbytes * GROUP_MIN_THREADS)
+    if by_wave and not own and T.nbytes == 2 and pk.u32(n_cols) > NARROW_GROUP_COLS:
+        g = pk.u32(NARROW_GROUP_THREADS)
+        groups = pk.block_dim.x // g
+        if spread_idle(groups, block):
+            return
+        k = pk.thread_idx.x // g
+        r = spread_row(groups, k, block)
+        rows = pk.u64(pk.grid_dim.x)
+        off = min(r, rows - 1) * pk.u64(n_cols)
+        # a group past the last row repeats the last row's statistics (the block's barriers) but stores
+        # nothing: in place, its second pass could read what the row's own group has written
+        norm_row_passes(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm + k * (g // pk.wave_size),
+                        pk.thread_idx.x % g, g, False, r < rows)
+        return
     if by_wave:
         if spread_idle(pk.block_dim.x // pk.wave_size, block):
             return

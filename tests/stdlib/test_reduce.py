@@ -323,14 +323,15 @@ def test_16_bit_rows_at_any_alignment(wave_device, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("block_size", [32, 1024, None])
-@pytest.mark.parametrize("n", [3000, 6000, 17001])
+@pytest.mark.parametrize("n", [1500, 3000, 6000, 17001])
 def test_16_bit_layernorm_statistics(wave_device, dtype, block_size, n):
     """16-bit layernorm rows read from memory take their mean and variance in one pass, each thread's
     squares shifted by an element of the row: rows with an outlier first element (the worst case for
     one shift shared by the row) and a row whose mean is far larger than its spread stay within one
     16-bit ulp of float64 (near zero: within f32 rounding of the row's scale), for every organisation
-    of a row: a wave's (candle's 1024 threads on 3000 columns), a block's in registers (6000 columns;
-    the wrappers' 3000), a block's read from memory (17001), a single wave's (32)."""
+    of a row: a wave's (candle's 1024 threads on 1500 columns), a group of 128 threads' (on 3000), a
+    block's in registers (6000 columns; the wrappers' 3000), a block's read from memory (17001), a
+    single wave's (32)."""
     eps_ref = float(np.float32(1e-5))
     x = (RNG.standard_normal((3, n)) * 2 + 300).astype(dtype)
     x[0, 0], x[1, 0] = 3e4, -3e4  # outliers first
@@ -388,15 +389,18 @@ def test_norm_launch_shapes(wave_device, rows, n):
 
 @pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 4096, 768),
                                               (np.float32, 6001, 1024), (np.float64, 3001, 1024),
-                                              (np.float32, 4500, 544)],
+                                              (np.float32, 4500, 544), (ml_dtypes.bfloat16, 4096, 1024),
+                                              (np.float16, 3001, 1024), (ml_dtypes.bfloat16, 2500, 768)],
                          ids=["f32-4096-four-groups", "f32-4096-three-groups", "f32-6001-two-groups",
-                              "f64-3001-two-groups", "f32-4500-a-block-of-17-waves"])
+                              "f64-3001-two-groups", "f32-4500-a-block-of-17-waves", "bf16-4096-groups-of-128",
+                              "f16-3001-groups-of-128", "bf16-2500-six-groups-of-128"])
 def test_norm_row_groups(wave_device, dtype, n, block):
     """A block of one row (candle's launch) whose row fills the registers of 256 or more, but fewer,
     of its threads gives such a group a row each: 5 rows leave the second busy block with one row and
     its last row repeated by the empty groups; 768 threads make three groups a block (no power of two);
-    544 (17 waves) no whole groups: a block per row. In place too: every group reads its row before
-    any stores."""
+    544 (17 waves) no whole groups: a block per row. 16-bit rows of 2049-4096 go to groups of 128 that
+    read them twice (8 a block, 6 of 768 threads). In place too: every group reads its row before any
+    stores."""
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     rows = 5
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
@@ -404,7 +408,7 @@ def test_norm_row_groups(wave_device, dtype, n, block):
     rms, ln = np_norms(x, alpha, beta, eps_ref)
     tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
     ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
-    tag = "f32" if dtype is np.float32 else "f64"
+    tag = {np.float32: "f32", np.float64: "f64", np.float16: "f16", ml_dtypes.bfloat16: "bf16"}[dtype]
     for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
         fn = wave_device.get_or_load_func(f"{name}_{tag}", REDUCE)
         xd = wave_device.to_device(x)
