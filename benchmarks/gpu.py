@@ -183,8 +183,8 @@ def reductions(b: Bench, shape: str = "candle") -> None:
         beta = torch.zeros(cols, device="cuda", dtype=tdt)
         name, ngrid, nblock = f"rmsnorm_{tag}", (rows, 1, 1), (1024, 1, 1)
         if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce.norm_kernel, norm_shape)
-            name, cache = R.norm_kernel("rmsnorm", cols, getattr(pk, tag))
-            ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws, cache)
+            name, cache, least = R.norm_kernel("rmsnorm", cols, getattr(pk, tag))
+            ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws, cache, least)
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)
             b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
