@@ -1027,7 +1027,7 @@ GROUP_MIN_THREADS = 256
 #: flight are more than the L2 holds between the passes, 16 are not. H100, candle's launch, bf16 4096:
 #: rmsnorm / layernorm 0.99 / 0.95 -> 1.43 / 1.24x torch (groups of 64: 1.08 / 0.94, 256: 1.35 / 1.06,
 #: 512 holding the row: 1.15 / 0.90). Rows of 2048 lose in groups (0.98 -> 0.86), and the branch costs
-#: the short rows' launches a little (bf16 1024 0.71 / 1.02 -> 0.68 / 0.97)
+#: the short rows' launches a little (bf16 1024 0.70 / 1.02 -> 0.68 / 0.96)
 NARROW_GROUP_THREADS = 128
 NARROW_GROUP_COLS = 2048
 
