@@ -182,15 +182,14 @@ def reductions(b: Bench, shape: str = "candle") -> None:
         alpha = torch.ones(cols, device="cuda", dtype=tdt)
         beta = torch.zeros(cols, device="cuda", dtype=tdt)
         name, ngrid, nblock = f"rmsnorm_{tag}", (rows, 1, 1), (1024, 1, 1)
-        if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce.norm_kernel, norm_shape)
-            name, cache, least = R.norm_kernel("rmsnorm", cols, getattr(pk, tag))
-            ngrid, nblock = R.norm_shape(rows, cols, getattr(pk, tag), ws, cache, least)
+        if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce.norm_launch)
+            name, ngrid, nblock = R.norm_launch("rmsnorm", rows, cols, getattr(pk, tag), ws)
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)
             b.case(f"rmsnorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](
                 x.data_ptr(), out.data_ptr(), alpha.data_ptr(), cols, nblock[0], 1e-5),
                 lambda: torch.nn.functional.rms_norm(x, (cols,), alpha, 1e-5))
-        name = R.norm_kernel("layernorm", cols, getattr(pk, tag))[0] if own else f"layernorm_{tag}"
+        name = R.norm_launch("layernorm", rows, cols, getattr(pk, tag), ws)[0] if own else f"layernorm_{tag}"
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)
             b.case(f"layernorm {tag} cols {cols}", 2 * nb, lambda f=f: f[ngrid, nblock](

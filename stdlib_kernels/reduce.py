@@ -1064,7 +1064,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     any group's stores. (A length of 0 for it instead costs more than it saves: the length no longer
     lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
     0.72x torch.) A wave's short rows are told apart first: their idle blocks (31 of 32) are most of
-    such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_shape``: no groups,
+    such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_launch``: no groups,
     no waves), which takes rows that fill every word through an unguarded copy. Rows of 2-byte elements
     have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
     groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
@@ -1398,36 +1398,40 @@ def softmax_last_dim(x, block=None):
     return out
 
 
-#: the wrappers' 16-bit rows too long for the ``*_rows`` kernels: candle's kernels, each row read twice
-#: by at least NARROW_PASS_THREADS threads, NARROW_PASS_BYTES or less a thread (1024 threads holding
-#: rows of up to 8192 before). H100, bf16 8192 / 16384 columns, rmsnorm 1.11 / 1.40 -> 1.44 / 1.41x
-#: torch, layernorm 0.84 / 1.20 -> 1.23 / 1.31 (256 threads a row 1.08 / 1.08 and 1.10 / 1.01, four
-#: rows of 256 a block 1.38 / 1.10 and 1.22 / 1.04; 512 threads still lose at 32768: 1.08 against 1.46)
-NARROW_PASS_THREADS = 512
+#: the wrappers' 16-bit rows past NARROW_ROWS_COLS leave the ``*_rows`` kernels for candle's, each row
+#: read twice by NARROW_PASS_THREADS (by row length: the fewest threads a row, and a block's threads)
+#: or more, NARROW_PASS_BYTES or less a thread. Before, the ``*_rows`` kernels held rows of up to 4096
+#: (256 threads) and 1024 threads held the longer ones (one block an SM, in step). bf16 rmsnorm /
+#: layernorm, four rows of 128 a block: H200 2560 columns 0.66 / 0.67 -> 0.97 / 1.07x torch, 3072 0.74 /
+#: 0.74 -> 1.03 / 1.12, 4096 0.90 / 0.90 -> 1.05 / 1.12; H100 4096 1.34 / 1.12 -> 1.33 / 1.18. Two rows a
+#: block gained more on the H200 (4096 1.08 / 1.15) but lost on the H100 (1.09 / 1.08), eight the
+#: reverse (1.02 / 1.05, 1.35 / 1.15). H100, 8192 / 16384, a row a block of 512: rmsnorm 1.11 / 1.40 ->
+#: 1.44 / 1.41, layernorm 0.84 / 1.20 -> 1.23 / 1.31 (256 threads a row 1.08 / 1.08 and 1.10 / 1.01;
+#: 512 threads lose at 32768: 1.08 against 1.46). The H100 at 2048 keeps the ``*_rows`` kernel (1.00 /
+#: 1.05 against 0.98 / 0.97).
+NARROW_ROWS_COLS = 2048
+NARROW_PASS_THREADS = ((4096, 128, 512), (16384, 512, 512))  # (up to columns, threads a row, a block)
 NARROW_PASS_BYTES = {2: 64}
 
 
-def norm_kernel(name: str, n_cols: int, dtype) -> tuple[str, dict, int]:
-    """The wrappers' own kernel for a norm: a 16-bit row that fits in NORM_BLOCK_THREADS threads'
-    registers takes the ``*_rows`` kernel, anything else candle's. With the name: the bytes of a row
-    a thread takes (``row_threads``) and the fewest threads a row."""
-    rows_cache = NORM_ROWS_CACHE.get(dtype.nbytes)
-    if rows_cache and n_cols <= rows_cache // dtype.nbytes * NORM_BLOCK_THREADS:
-        return kernel_name(name + "_rows", dtype), NORM_ROWS_CACHE, 1
-    if rows_cache:
-        return kernel_name(name, dtype), NARROW_PASS_BYTES, NARROW_PASS_THREADS
-    return kernel_name(name, dtype), NORM_CACHE, 1
-
-
-def norm_shape(rows: int, n_cols: int, dtype, wave: int, cache: dict = NORM_CACHE,
-               min_threads: int = 1) -> tuple[tuple, tuple]:
-    """The wrappers' own (grid, block) for rmsnorm/layernorm: block (row_threads, R), row = block * R + y,
-    R rows a block when they divide the row count."""
-    nt = max(min_threads, row_threads(n_cols, dtype, wave, cache))
-    per_block = max(1, NORM_BLOCK_THREADS // nt)
+def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[str, tuple, tuple]:
+    """The wrappers' own kernel, grid and block for rmsnorm/layernorm: a 16-bit row of up to
+    NARROW_ROWS_COLS takes the ``*_rows`` kernel, held by ``row_threads``; a longer 16-bit row candle's
+    kernel, NARROW_PASS_THREADS reading it twice; other rows candle's kernel, held by ``row_threads``.
+    Block (threads a row, R), row = block * R + y: R rows a block (NORM_BLOCK_THREADS threads, or the
+    table's) when they divide the row count."""
+    block_threads = NORM_BLOCK_THREADS
+    if dtype.nbytes in NORM_ROWS_CACHE and n_cols <= NARROW_ROWS_COLS:
+        kname, nt = kernel_name(name + "_rows", dtype), row_threads(n_cols, dtype, wave, NORM_ROWS_CACHE)
+    elif dtype.nbytes in NORM_ROWS_CACHE:
+        least, block_threads = next(((t, b) for limit, t, b in NARROW_PASS_THREADS if n_cols <= limit), (1, 1))
+        kname, nt = kernel_name(name, dtype), max(least, row_threads(n_cols, dtype, wave, NARROW_PASS_BYTES))
+    else:
+        kname, nt = kernel_name(name, dtype), row_threads(n_cols, dtype, wave, NORM_CACHE)
+    per_block = max(1, block_threads // nt)
     while rows % per_block:
         per_block //= 2
-    return (rows // per_block, 1, 1), (nt, per_block, 1)
+    return kname, (rows // per_block, 1, 1), (nt, per_block, 1)
 
 
 def _norm_launch(name, x, params, eps, block_size=None):
@@ -1439,8 +1443,7 @@ def _norm_launch(name, x, params, eps, block_size=None):
         return out
     params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
     if block_size is None:
-        kname, cache, min_threads = norm_kernel(name, n_cols, x.dtype)
-        grid, block = norm_shape(rows, n_cols, x.dtype, x.device.target.wave_size, cache, min_threads)
+        kname, grid, block = norm_launch(name, rows, n_cols, x.dtype, x.device.target.wave_size)
         x.device.get_or_load_func(kname, REDUCE)[grid, block](x, out, *params, n_cols, block[0], float(eps))
         return out
     fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)

@@ -329,9 +329,9 @@ def test_16_bit_layernorm_statistics(wave_device, dtype, block_size, n):
     squares shifted by an element of the row: rows with an outlier first element (the worst case for
     one shift shared by the row) and a row whose mean is far larger than its spread stay within one
     16-bit ulp of float64 (near zero: within f32 rounding of the row's scale), for every organisation
-    of a row: a wave's (candle's 1024 threads on 1500 columns), a group of 128 threads' (on 3000), a
-    block's in registers (candle's 6000; the wrappers' 3000), a block's read from memory (17001; the
-    wrappers' 512 threads on 6000), a single wave's (32)."""
+    of a row: a wave's (candle's 1024 threads on 1500 columns), a group of 128 threads' (on 3000; the
+    wrappers' 128 threads reading it twice), a block's in registers (candle's 6000; the wrappers' 1500),
+    a block's read from memory (17001; the wrappers' 512 threads on 6000), a single wave's (32)."""
     eps_ref = float(np.float32(1e-5))
     x = (RNG.standard_normal((3, n)) * 2 + 300).astype(dtype)
     x[0, 0], x[1, 0] = 3e4, -3e4  # outliers first
@@ -497,17 +497,18 @@ def test_wrappers_pick_their_own_16_bit_softmax_kernels():
 
 
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
-    """16-bit rows of up to 4096 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
-    registers); longer rows and other dtypes to candle's names, longer 16-bit rows read twice by 512
-    threads (up to 32 elements a thread), f32 rows held by enough threads."""
-    assert R.norm_kernel("rmsnorm", 4096, pk.bf16)[0] == "rmsnorm_rows_bf16"
-    assert R.norm_kernel("layernorm", 7, pk.f16)[0] == "layernorm_rows_f16"
-    assert R.norm_kernel("rmsnorm", 4097, pk.bf16)[0] == "rmsnorm_bf16"
-    assert R.norm_kernel("layernorm", 1024, pk.f32)[0] == "layernorm_f32"
+    """16-bit rows of up to 2048 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
+    registers); longer rows and other dtypes to candle's names, longer 16-bit rows read twice by 128
+    threads (four rows a block) up to 4096 columns, 512 up to 16384, then 1024; f32 rows held by enough
+    threads."""
+    launch = R.norm_launch
+    assert launch("rmsnorm", 64, 2048, pk.bf16, 32) == ("rmsnorm_rows_bf16", (32, 1, 1), (128, 2, 1))
+    assert launch("layernorm", 64, 7, pk.f16, 32)[0] == "layernorm_rows_f16"
+    assert launch("layernorm", 64, 1024, pk.f32, 32) == ("layernorm_f32", (16, 1, 1), (64, 4, 1))
+    assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (512, 1, 1))
+    for n, grid, block in ((2049, (2, 1, 1), (128, 4, 1)), (4096, (2, 1, 1), (128, 4, 1)),
+                           (4097, (8, 1, 1), (512, 1, 1)), (16384, (8, 1, 1), (512, 1, 1)),
+                           (16385, (8, 1, 1), (1024, 1, 1)), (65536, (8, 1, 1), (1024, 1, 1))):
+        assert launch("layernorm", 8, n, pk.bf16, 32) == ("layernorm_bf16", grid, block), n
+    assert launch("rmsnorm", 6, 4096, pk.bf16, 64)[1:] == ((3, 1, 1), (128, 2, 1))  # 4 rows a block: 6 % 4
     assert {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")} <= set(REDUCE.names())
-    grid, block = R.norm_shape(64, 4096, pk.bf16, 32, R.NORM_ROWS_CACHE)
-    assert block == (256, 1, 1) and grid == (64, 1, 1)
-    for n, threads in ((4097, 512), (16384, 512), (16385, 1024), (65536, 1024)):
-        name, cache, least = R.norm_kernel("layernorm", n, pk.bf16)
-        assert name == "layernorm_bf16" and R.norm_shape(8, n, pk.bf16, 32, cache, least)[1] == (threads, 1, 1), n
-    assert R.norm_shape(8, 8192, pk.f32, 32, *R.norm_kernel("rmsnorm", 8192, pk.f32)[1:])[1] == (512, 1, 1)
