@@ -1068,7 +1068,8 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     no waves), which takes rows that fill every word through an unguarded copy. Rows of 2-byte elements
     have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
     groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
-    -> 0.95 / 0.63); their long short rows go to NARROW_GROUP_THREADS instead, in two passes."""
+    -> 0.95 / 0.63); the rows of 2049-4096 that a wave would take go to groups of NARROW_GROUP_THREADS
+    instead, in two passes."""
     block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
