@@ -1425,7 +1425,8 @@ def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[st
     if dtype.nbytes in NORM_ROWS_CACHE and n_cols <= NARROW_ROWS_COLS:
         kname, nt = kernel_name(name + "_rows", dtype), row_threads(n_cols, dtype, wave, NORM_ROWS_CACHE)
     elif dtype.nbytes in NORM_ROWS_CACHE:
-        least, block_threads = next(((t, b) for limit, t, b in NARROW_PASS_THREADS if n_cols <= limit), (1, 1))
+        least, block_threads = next(((t, b) for limit, t, b in NARROW_PASS_THREADS if n_cols <= limit),
+                                    (1, NORM_BLOCK_THREADS))
         kname, nt = kernel_name(name, dtype), max(least, row_threads(n_cols, dtype, wave, NARROW_PASS_BYTES))
     else:
         kname, nt = kernel_name(name, dtype), row_threads(n_cols, dtype, wave, NORM_CACHE)
