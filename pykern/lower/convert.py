@@ -43,7 +43,11 @@ def to_f32(b: ir.IRBuilder, v: ir.Value, ty: T.DType) -> ir.Value:
     if ty is T.f16:
         return b.fpext(v, F32)
     if ty is T.bf16:
-        return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+        # the high half of a 32-bit word whose low half is zero: on NVPTX one byte permute (a pack
+        # ``mov.b32 {0, h}``), where zext + shl took two for a bf16 from the high half of a vector word
+        pair = b.insert_element(ir.Constant(ir.VectorType(I16, 2), None), v, ir.Constant(I32, 1))
+        pair = b.insert_element(pair, ir.Constant(I16, 0), ir.Constant(I32, 0))
+        return b.bitcast(pair, F32)
     if ty is T.f8e4m3:
         return _e4m3_to_f32(b, v)
     raise TypeError(ty)
