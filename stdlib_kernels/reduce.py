@@ -941,18 +941,17 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
         # columns), and (count, mean, M2) triples merged in one reduction cost more (H100, a block's
         # bf16 row of 16384: 1.10 -> 0.99x torch)
         shift = V(x[min(t, n - 1)]) if n > 0 else zero
-        c = zero
-        s1 = zero
+        count = pk.u32(0)  # an integer: a tile's increments fold into one add
+        e1 = zero
         s2 = zero
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
-            v = V(x[j])
-            d = v - shift
-            c += 1.0
-            s1 += v
+            d = V(x[j]) - shift
+            count += 1
+            e1 += d
             s2 = pk.fma(d, d, s2)
-        mean = row_total(s1, sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
+        c = V(count)
+        mean = row_total(pk.fma(c, shift, e1), sm + MAX_WAVES, t, nt, by_wave, SUM) / V(n)
         dk = shift - mean
-        e1 = pk.fma(-c, shift, s1)
         tq = row_total(pk.fma(dk, pk.fma(c, dk, e1 + e1), s2), sm, t, nt, by_wave, SUM)
     else:
         if ln:
@@ -969,7 +968,7 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
             d = V(x[j])
             if ln:
                 d = d - mean
-            q += d * d
+            q = pk.fma(d, d, q) if T.nbytes == 2 else q + d * d
         # rmsnorm: block_sum_whole (measured faster); layernorm keeps block_sum (the other spills there)
         if by_wave:
             tq = pk.wave.sum(q)
@@ -1027,9 +1026,17 @@ GROUP_MIN_THREADS = 256
 #: flight are more than the L2 holds between the passes, 16 are not. H100, candle's launch, bf16 4096:
 #: rmsnorm / layernorm 0.99 / 0.95 -> 1.43 / 1.24x torch (groups of 64: 1.08 / 0.94, 256: 1.35 / 1.06,
 #: 512 holding the row: 1.15 / 0.90). Rows of 2048 lose in groups (0.98 -> 0.86), and the branch costs
-#: the short rows' launches a little (bf16 1024 0.70 / 1.02 -> 0.68 / 0.96)
+#: the short rows' launches a little (bf16 1024 0.70 / 1.02 -> 0.68 / 0.96). Longer 16-bit rows, up to
+#: NARROW_LONG_COLS, go to groups of NARROW_LONG_GROUP_THREADS in a larger block (candle's 1024 threads
+#: on a row of 8192 wait at their barriers with one block of 1024 an SM in step): H100, bf16 rmsnorm /
+#: layernorm, 8192 1.11 / 0.83 -> 1.48 / 1.32x torch, 16384 1.45 / 1.23 -> 1.51 / 1.45; H200 8192 0.85
+#: / 0.66 -> 1.33 / 1.16, 16384 1.22 / 1.05 -> 1.58 / 1.48, 32768 (a block's row) unchanged. The group
+#: size is a constant in each of the two calls: one call with a shift that varies cost the groups of
+#: 128 (H100, 4096 1.42 / 1.27 -> 1.30 / 1.05) and the 512 ones
 NARROW_GROUP_THREADS = 128
 NARROW_GROUP_COLS = 2048
+NARROW_LONG_GROUP_THREADS = 512
+NARROW_LONG_COLS = 16384
 
 
 @pk.func
@@ -1054,6 +1061,25 @@ def row_group(x: ConstPtr[T], y: Ptr[T], n_cols: i32, *, cache) -> u32:
 
 
 @pk.func
+def narrow_groups(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
+                  sm: S, block: u32, *, group):
+    """A block of whole waves on one 16-bit row (candle's launches) split into groups of ``group``
+    threads, each taking a row (``spread_row``) in two passes over memory."""
+    g = pk.u32(group)
+    groups = pk.block_dim.x // g
+    if spread_idle(groups, block):
+        return
+    k = pk.thread_idx.x // g
+    r = spread_row(groups, k, block)
+    rows = pk.u64(pk.grid_dim.x)
+    off = min(r, rows - 1) * pk.u64(n_cols)
+    # a group past the last row repeats the last row's statistics (the block's barriers) but stores
+    # nothing: in place, its second pass could read what the row's own group has written
+    norm_row_passes(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm + k * (g // pk.wave_size),
+                    pk.thread_idx.x % g, g, False, r < rows)
+
+
+@pk.func
 def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
               sm: S, *, cache, own):
     """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``) for rows that no
@@ -1069,25 +1095,20 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
     groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
     -> 0.95 / 0.63); the rows of 2049-4096 that a wave would take go to groups of NARROW_GROUP_THREADS
-    instead, in two passes."""
+    instead, and rows of up to NARROW_LONG_COLS that the block would take to NARROW_LONG_GROUP_THREADS,
+    in two passes (``narrow_groups``)."""
     block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
         by_wave = by_wave and pk.u32(n_cols) < pk.u32(cache // T.nbytes * GROUP_MIN_THREADS)
-    if by_wave and not own and T.nbytes == 2 and pk.u32(n_cols) > NARROW_GROUP_COLS:
-        g = pk.u32(NARROW_GROUP_THREADS)
-        groups = pk.block_dim.x // g
-        if spread_idle(groups, block):
+    if not own and T.nbytes == 2 and pk.block_dim.y == 1 and pk.u32(n_cols) > NARROW_GROUP_COLS:
+        if by_wave:
+            narrow_groups(src, dst, alpha, beta, n_cols, eps, ln, sm, block, group=NARROW_GROUP_THREADS)
             return
-        k = pk.thread_idx.x // g
-        r = spread_row(groups, k, block)
-        rows = pk.u64(pk.grid_dim.x)
-        off = min(r, rows - 1) * pk.u64(n_cols)
-        # a group past the last row repeats the last row's statistics (the block's barriers) but stores
-        # nothing: in place, its second pass could read what the row's own group has written
-        norm_row_passes(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm + k * (g // pk.wave_size),
-                        pk.thread_idx.x % g, g, False, r < rows)
-        return
+        g = pk.u32(NARROW_LONG_GROUP_THREADS)
+        if pk.u32(n_cols) <= NARROW_LONG_COLS and pk.block_dim.x > g and pk.block_dim.x % g == 0:
+            narrow_groups(src, dst, alpha, beta, n_cols, eps, ln, sm, block, group=NARROW_LONG_GROUP_THREADS)
+            return
     if by_wave:
         if spread_idle(pk.block_dim.x // pk.wave_size, block):
             return
@@ -1399,37 +1420,34 @@ def softmax_last_dim(x, block=None):
     return out
 
 
-#: the wrappers' 16-bit rows past NARROW_ROWS_COLS leave the ``*_rows`` kernels for candle's, each row
-#: read twice by NARROW_PASS_THREADS (by row length: the fewest threads a row, and a block's threads)
-#: or more, NARROW_PASS_BYTES or less a thread. Before, the ``*_rows`` kernels held rows of up to 4096
-#: (256 threads) and 1024 threads held the longer ones (one block an SM, in step). bf16 rmsnorm /
-#: layernorm, four rows of 128 a block: H200 2560 columns 0.66 / 0.67 -> 0.97 / 1.07x torch, 3072 0.74 /
-#: 0.74 -> 1.03 / 1.12, 4096 0.90 / 0.90 -> 1.05 / 1.12; H100 4096 1.34 / 1.12 -> 1.33 / 1.18. Two rows a
-#: block gained more on the H200 (4096 1.08 / 1.15) but lost on the H100 (1.09 / 1.08), eight the
-#: reverse (1.02 / 1.05, 1.35 / 1.15). H100, 8192 / 16384, a row a block of 512: rmsnorm 1.11 / 1.40 ->
-#: 1.44 / 1.41, layernorm 0.84 / 1.20 -> 1.23 / 1.31 (256 threads a row 1.08 / 1.08 and 1.10 / 1.01;
-#: 512 threads lose at 32768: 1.08 against 1.46). The H100 at 2048 keeps the ``*_rows`` kernel (1.00 /
-#: 1.05 against 0.98 / 0.97).
-NARROW_ROWS_COLS = 2048
-NARROW_PASS_THREADS = ((4096, 128, 512), (16384, 512, 512))  # (up to columns, threads a row, a block)
-NARROW_PASS_BYTES = {2: 64}
+#: the wrappers' 16-bit norm launches by row length: (up to columns, kernel suffix, threads a row,
+#: threads a block), 1024 threads a row past the table. A wave takes a row while its registers hold it
+#: (candle's kernels hold 8 elements a thread, two blocks of 1024 an SM; the ``*_rows`` kernels 16, at
+#: 64 registers); longer rows go to candle's kernels, read twice by more threads as they grow. Against
+#: the ``*_rows`` kernels holding every row up to 2048 (median of two rounds, bf16 rmsnorm / layernorm,
+#: pykern/torch): H100 256 1.54 / 2.21 -> 1.87 / 2.66, 1024 1.02 / 1.36 -> 1.08 / 1.36, 1536 0.89 /
+#: 0.93 -> 0.92 / 1.23, 2048 1.00 / 1.06 -> 1.04 / 1.07; H200 64 1.75 / 2.34 -> 2.49 / 2.99, 1024 0.99 /
+#: 1.40 -> 1.13 / 1.45, 1536 0.78 / 0.92 -> 1.10 / 1.45, 2048 0.91 / 1.07 -> 1.04 / 1.10. Rows of 257-512
+#: keep the ``*_rows`` kernel: candle's kernel reading them twice measured the same on the H200 (1.56 /
+#: 2.50 against 1.45 / 2.52) but 0.98 / 2.05 against 1.22 / 2.23 on the H100. From 2049 columns as
+#: measured before: H200 4096 0.90 / 0.90 -> 1.05 / 1.12 against the ``*_rows`` kernel with 256 threads;
+#: four rows of 128 a block (two gained on the H200 and lost on the H100, eight the reverse); 512
+#: threads lose at 32768 (1.08 against 1024's 1.46, H100).
+NARROW_LAUNCH = ((256, "", 32, 256), (512, "_rows", 32, 256), (1536, "", 64, 256), (2048, "", 128, 256),
+                 (4096, "", 128, 512), (16384, "", 512, 512))
 
 
 def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[str, tuple, tuple]:
-    """The wrappers' own kernel, grid and block for rmsnorm/layernorm: a 16-bit row of up to
-    NARROW_ROWS_COLS takes the ``*_rows`` kernel, held by ``row_threads``; a longer 16-bit row candle's
-    kernel, NARROW_PASS_THREADS reading it twice; other rows candle's kernel, held by ``row_threads``.
-    Block (threads a row, R), row = block * R + y: R rows a block (NORM_BLOCK_THREADS threads, or the
-    table's) when they divide the row count."""
-    block_threads = NORM_BLOCK_THREADS
-    if dtype.nbytes in NORM_ROWS_CACHE and n_cols <= NARROW_ROWS_COLS:
-        kname, nt = kernel_name(name + "_rows", dtype), row_threads(n_cols, dtype, wave, NORM_ROWS_CACHE)
-    elif dtype.nbytes in NORM_ROWS_CACHE:
-        least, block_threads = next(((t, b) for limit, t, b in NARROW_PASS_THREADS if n_cols <= limit),
-                                    (1, NORM_BLOCK_THREADS))
-        kname, nt = kernel_name(name, dtype), max(least, row_threads(n_cols, dtype, wave, NARROW_PASS_BYTES))
+    """The wrappers' own kernel, grid and block for rmsnorm/layernorm: 16-bit rows by NARROW_LAUNCH,
+    f32/f64 rows candle's kernel, held in registers by ``row_threads``. Block (threads a row, R), row =
+    block * R + y: R rows a block (the block's threads over a row's) when they divide the row count."""
+    if dtype.nbytes in NORM_ROWS_CACHE:
+        suffix, nt, block_threads = next(((k, t, b) for limit, k, t, b in NARROW_LAUNCH if n_cols <= limit),
+                                         ("", 1024, 1024))
+        kname, nt = kernel_name(name + suffix, dtype), max(nt, wave)
     else:
         kname, nt = kernel_name(name, dtype), row_threads(n_cols, dtype, wave, NORM_CACHE)
+        block_threads = NORM_BLOCK_THREADS
     per_block = max(1, block_threads // nt)
     while rows % per_block:
         per_block //= 2

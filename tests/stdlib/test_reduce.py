@@ -390,17 +390,21 @@ def test_norm_launch_shapes(wave_device, rows, n):
 @pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 4096, 768),
                                               (np.float32, 6001, 1024), (np.float64, 3001, 1024),
                                               (np.float32, 4500, 544), (ml_dtypes.bfloat16, 4096, 1024),
-                                              (np.float16, 3001, 1024), (ml_dtypes.bfloat16, 2500, 768)],
+                                              (np.float16, 3001, 1024), (ml_dtypes.bfloat16, 2500, 768),
+                                              (ml_dtypes.bfloat16, 8192, 1024), (np.float16, 5001, 1024),
+                                              (ml_dtypes.bfloat16, 16385, 1024)],
                          ids=["f32-4096-four-groups", "f32-4096-three-groups", "f32-6001-two-groups",
                               "f64-3001-two-groups", "f32-4500-a-block-of-17-waves", "bf16-4096-groups-of-128",
-                              "f16-3001-groups-of-128", "bf16-2500-six-groups-of-128"])
+                              "f16-3001-groups-of-128", "bf16-2500-six-groups-of-128", "bf16-8192-groups-of-512",
+                              "f16-5001-groups-of-512", "bf16-16385-a-block-per-row"])
 def test_norm_row_groups(wave_device, dtype, n, block):
     """A block of one row (candle's launch) whose row fills the registers of 256 or more, but fewer,
     of its threads gives such a group a row each: 5 rows leave the second busy block with one row and
     its last row repeated by the empty groups; 768 threads make three groups a block (no power of two);
     544 (17 waves) no whole groups: a block per row. 16-bit rows of 2049-4096 go to groups of 128 that
-    read them twice (8 a block, 6 of 768 threads). In place too: every group reads its row before any
-    stores."""
+    read them twice (8 a block, 6 of 768 threads), longer ones up to 16384 to groups of 512 (two a
+    block, the third busy block's second group past the last row). In place too: every group reads its
+    row before any stores, and a group past the end stores nothing."""
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     rows = 5
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
@@ -497,13 +501,19 @@ def test_wrappers_pick_their_own_16_bit_softmax_kernels():
 
 
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
-    """16-bit rows of up to 2048 elements go to ``*_rows_*`` (blocks of at most 256 threads at 64
-    registers); longer rows and other dtypes to candle's names, longer 16-bit rows read twice by 128
-    threads (four rows a block) up to 4096 columns, 512 up to 16384, then 1024; f32 rows held by enough
-    threads."""
+    """16-bit rows by ``NARROW_LAUNCH``: a wave a row while its registers hold it (candle's kernel up
+    to 256 columns, ``*_rows_*`` up to 512, eight rows a block), then candle's kernel reading the row
+    twice with 64 threads up to 1536 columns, 128 up to 4096 (two, then four rows a block), 512 up to
+    16384 and 1024 past it; never fewer threads than a wave. f32 rows held by enough threads."""
     launch = R.norm_launch
-    assert launch("rmsnorm", 64, 2048, pk.bf16, 32) == ("rmsnorm_rows_bf16", (32, 1, 1), (128, 2, 1))
-    assert launch("layernorm", 64, 7, pk.f16, 32)[0] == "layernorm_rows_f16"
+    for n, kernel, grid, block in ((7, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
+                                   (256, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
+                                   (257, "layernorm_rows_f16", (8, 1, 1), (32, 8, 1)),
+                                   (512, "layernorm_rows_f16", (8, 1, 1), (32, 8, 1)),
+                                   (513, "layernorm_f16", (16, 1, 1), (64, 4, 1)),
+                                   (1536, "layernorm_f16", (16, 1, 1), (64, 4, 1)),
+                                   (2048, "layernorm_f16", (32, 1, 1), (128, 2, 1))):
+        assert launch("layernorm", 64, n, pk.f16, 32) == (kernel, grid, block), n
     assert launch("layernorm", 64, 1024, pk.f32, 32) == ("layernorm_f32", (16, 1, 1), (64, 4, 1))
     assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (512, 1, 1))
     for n, grid, block in ((2049, (2, 1, 1), (128, 4, 1)), (4096, (2, 1, 1), (128, 4, 1)),
@@ -511,4 +521,5 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
                            (16385, (8, 1, 1), (1024, 1, 1)), (65536, (8, 1, 1), (1024, 1, 1))):
         assert launch("layernorm", 8, n, pk.bf16, 32) == ("layernorm_bf16", grid, block), n
     assert launch("rmsnorm", 6, 4096, pk.bf16, 64)[1:] == ((3, 1, 1), (128, 2, 1))  # 4 rows a block: 6 % 4
+    assert launch("rmsnorm", 64, 100, pk.bf16, 64) == ("rmsnorm_bf16", (16, 1, 1), (64, 4, 1))  # a wave of 64
     assert {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")} <= set(REDUCE.names())
