@@ -5,7 +5,7 @@ import pytest
 from llvmlite import ir
 
 import pykern as pk
-from pykern import Ptr, f32, u32, usize
+from pykern import Ptr, bf16, f32, u32, usize
 
 from pykern.errors import CompileError
 from pykern.ir import types as T
@@ -289,5 +289,25 @@ def test_bf16_rounding_and_fast_reciprocal_use_the_instructions(arch):
     text = ptx.decode()
     assert lines(text, r"cvt\.rn\.bf16(x2)?\.f32") and lines(text, r"rcp\.approx\.f32")
     assert not lines(text, r"div\.rn\.f32")
+    if ptxas_path():
+        ptxas_check(ptx, arch)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_bf16_widening_is_a_pack_not_a_shift(arch):
+    """A bf16 read as f32 is the pair (0, h) packed into 32 bits (``mov.b32 {0, h}``: one byte
+    permute in SASS), not zext + shl, which ptxas made two instructions for a bf16 in the high half
+    of a vector word; the values stay exact (tests of every target)."""
+    from pykern.compiler import compile_kernels
+
+    @pk.kernel
+    def widen(n: usize, x: pk.ConstPtr[bf16], y: Ptr[f32]):
+        for i in pk.grid_stride(n):
+            y[i] = f32(x[i]) * 2.0
+
+    ptx, _ = compile_kernels([widen._only_instance()], NvptxTarget(arch), "widen")
+    text = ptx.decode()
+    assert lines(text, r"mov\.b32\s+%r\d+, \{%rs\d+, %rs\d+\}")
+    assert not lines(text, r"shl\.b32\s+%r\d+, %r\d+, 16")
     if ptxas_path():
         ptxas_check(ptx, arch)
