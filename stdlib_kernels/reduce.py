@@ -1421,7 +1421,7 @@ def softmax_last_dim(x, block=None):
 
 
 #: the wrappers' 16-bit norm launches by row length: (up to columns, kernel suffix, threads a row,
-#: threads a block), 1024 threads a row past the table. A wave takes a row while its registers hold it
+#: threads a block), candle's block of 1024 past the table. A wave takes a row while its registers hold it
 #: (candle's kernels hold 8 elements a thread, two blocks of 1024 an SM; the ``*_rows`` kernels 16, at
 #: 64 registers); longer rows go to candle's kernels, read twice by more threads as they grow. Against
 #: the ``*_rows`` kernels holding every row up to 2048 (median of two rounds, bf16 rmsnorm / layernorm,
@@ -1431,10 +1431,12 @@ def softmax_last_dim(x, block=None):
 #: keep the ``*_rows`` kernel: candle's kernel reading them twice measured the same on the H200 (1.56 /
 #: 2.50 against 1.45 / 2.52) but 0.98 / 2.05 against 1.22 / 2.23 on the H100. From 2049 columns as
 #: measured before: H200 4096 0.90 / 0.90 -> 1.05 / 1.12 against the ``*_rows`` kernel with 256 threads;
-#: four rows of 128 a block (two gained on the H200 and lost on the H100, eight the reverse); 512
-#: threads lose at 32768 (1.08 against 1024's 1.46, H100).
+#: four rows of 128 a block (two gained on the H200 and lost on the H100, eight the reverse). Past
+#: 4096, candle's block of 1024, which the kernel splits into groups of 512 up to NARROW_LONG_COLS,
+#: against a block of 512 a row: H100 bf16 8192 1.44 / 1.24 -> 1.49 / 1.33, 16384 1.42 / 1.34 -> 1.49
+#: / 1.46; H200 8192 1.31 / 1.04 -> 1.33 / 1.15, 16384 1.51 / 1.36 -> 1.58 / 1.48.
 NARROW_LAUNCH = ((256, "", 32, 256), (512, "_rows", 32, 256), (1536, "", 64, 256), (2048, "", 128, 256),
-                 (4096, "", 128, 512), (16384, "", 512, 512))
+                 (4096, "", 128, 512))
 
 
 def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[str, tuple, tuple]:

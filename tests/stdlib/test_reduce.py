@@ -503,8 +503,9 @@ def test_wrappers_pick_their_own_16_bit_softmax_kernels():
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
     """16-bit rows by ``NARROW_LAUNCH``: a wave a row while its registers hold it (candle's kernel up
     to 256 columns, ``*_rows_*`` up to 512, eight rows a block), then candle's kernel reading the row
-    twice with 64 threads up to 1536 columns, 128 up to 4096 (two, then four rows a block), 512 up to
-    16384 and 1024 past it; never fewer threads than a wave. f32 rows held by enough threads."""
+    twice with 64 threads up to 1536 columns, 128 up to 4096 (two, then four rows a block), then in
+    candle's block of 1024 (which the kernel splits into groups of 512 up to 16384 columns); never
+    fewer threads than a wave. f32 rows held by enough threads."""
     launch = R.norm_launch
     for n, kernel, grid, block in ((7, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
                                    (256, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
@@ -517,7 +518,7 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
     assert launch("layernorm", 64, 1024, pk.f32, 32) == ("layernorm_f32", (16, 1, 1), (64, 4, 1))
     assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (512, 1, 1))
     for n, grid, block in ((2049, (2, 1, 1), (128, 4, 1)), (4096, (2, 1, 1), (128, 4, 1)),
-                           (4097, (8, 1, 1), (512, 1, 1)), (16384, (8, 1, 1), (512, 1, 1)),
+                           (4097, (8, 1, 1), (1024, 1, 1)), (16384, (8, 1, 1), (1024, 1, 1)),
                            (16385, (8, 1, 1), (1024, 1, 1)), (65536, (8, 1, 1), (1024, 1, 1))):
         assert launch("layernorm", 8, n, pk.bf16, 32) == ("layernorm_bf16", grid, block), n
     assert launch("rmsnorm", 6, 4096, pk.bf16, 64)[1:] == ((3, 1, 1), (128, 2, 1))  # 4 rows a block: 6 % 4
