@@ -1466,10 +1466,9 @@ def _norm_launch(name, x, params, eps, block_size=None):
     params = [None if p is None else _contiguous(p, f"{name} weight") for p in params]
     if block_size is None:
         kname, grid, block = norm_launch(name, rows, n_cols, x.dtype, x.device.target.wave_size)
-        x.device.get_or_load_func(kname, REDUCE)[grid, block](x, out, *params, n_cols, block[0], float(eps))
-        return out
-    fn = x.device.get_or_load_func(kernel_name(name, x.dtype), REDUCE)
-    fn[(rows, 1, 1), (block_size, 1, 1)](x, out, *params, n_cols, block_size, float(eps))
+    else:  # candle's launch: a block of block_size threads a row
+        kname, grid, block = kernel_name(name, x.dtype), (rows, 1, 1), (block_size, 1, 1)
+    x.device.get_or_load_func(kname, REDUCE)[grid, block](x, out, *params, n_cols, block[0], float(eps))
     return out
 
 
