@@ -206,6 +206,10 @@ class ForRange(Stmt):
     body: list[Stmt]
     grid: bool = False
     offset: Expr | None = None  # parallel_range(lo, ...): the variable is lo + the counted index
+    #: parallel_range(..., descending=True): each counted index i stands for stop - 1 - i, so every
+    #: worker walks its part from the top down (a second pass over a row meets the elements the
+    #: first pass read last, which the cache is likeliest to still hold)
+    descending: bool = False
 
 
 @dataclass(eq=False)

@@ -1058,12 +1058,17 @@ class Typer(ast.NodeVisitor):
             raise self.error(it, "for loops iterate over range(...), pk.static_range(...), pk.grid_stride(...) "
                                  "or pk.parallel_range(...)")
         self.pending = []
-        offset = None
+        offset, descending = None, False
         if fn.value is range:
             start, stop, step, sign = self.range_args(it)
         elif kind == "parallel_range":
-            if len(it.args) != 4 or it.keywords:
-                raise self.error(it, "pk.parallel_range(lo, hi, worker, workers) takes 4 arguments")
+            if len(it.args) != 4 or any(k.arg != "descending" for k in it.keywords):
+                raise self.error(it, "pk.parallel_range(lo, hi, worker, workers, descending=False) takes 4 "
+                                     "arguments and one keyword")
+            for k in it.keywords:
+                descending = self.ct_eval(k.value, "parallel_range()'s descending")
+                if not isinstance(descending, bool):
+                    raise self.error(k.value, f"descending= takes a compile-time bool, got {descending!r}")
             lo, hi, worker, workers = (self.visit(a) for a in it.args)
             typed = [v for v in (lo, hi, worker, workers) if not isinstance(v, CT)]
             ty = typed[0].ty if typed else T.u32
@@ -1091,7 +1096,8 @@ class Typer(ast.NodeVisitor):
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
-        return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, offset, loc=self.loc(node))]
+        return pre + [N.ForRange(name, start, stop, step, sign, body, fn.value is not range, offset,
+                                  descending, loc=self.loc(node))]
 
     def static_loop(self, node: ast.For) -> list[N.Stmt]:
         """``for k in pk.static_range(...)``: the body once per value, with ``k`` a compile-time int

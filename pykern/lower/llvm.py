@@ -206,6 +206,8 @@ class FunctionLowering(GridTiles):
             more = self.b.select(up, cmp("<", i, stop), cmp(">", i, stop))
         self.b.cbranch(more, body, done)
         self.b.position_at_end(body)
+        if s.descending:  # counted i stands for stop - 1 - i
+            i = self.b.sub(self.b.sub(stop, ir.Constant(stop.type, 1)), i)
         self.b.store(i if offset is None else self.b.add(offset, i), self.scope[s.var][0])
         self.loop_body(body, step_bb, done, s.body)
         self.b.position_at_end(step_bb)

@@ -167,7 +167,7 @@ class GridTiles:
         for slot, _, pa in masked:
             b.store(pa, slot)
         vec_end = b.append_basic_block("grid.vector.end")
-        self.grid_loop(s, first, tiles, step, ilp, vec_end)
+        self.grid_loop(s, first, tiles, step, ilp, vec_end, self.mirror(s, tiles, ir.Constant(n.type, 0)))
         b.position_at_end(vec_end)
         for slot, p, _ in masked:
             b.store(p, slot)
@@ -178,7 +178,7 @@ class GridTiles:
         start = b.phi(n.type)
         start.add_incoming(ir.Constant(n.type, 0), entry)
         start.add_incoming(tail_start, vec_end)
-        self.grid_loop(s, b.add(start, first), n, step, 1, done)
+        self.grid_loop(s, b.add(start, first), n, step, 1, done, self.mirror(s, n, start))
         b.position_at_end(done)
         self.tile_offset = None
 
@@ -193,8 +193,13 @@ class GridTiles:
         return [(name, ty) for name, (_, ty) in self.scope.items()
                 if name in used and name not in assigned and isinstance(ty, T.PtrType) and ty.space == "global"]
 
-    def grid_loop(self, s: N.ForRange, first, stop, step, ilp: int, done) -> None:
-        """for j in range(first, stop, step): the body for elements ilp*j ... ilp*j + ilp - 1."""
+    def mirror(self, s: N.ForRange, stop, start):
+        """``top`` for a descending loop over [start, stop): its counted j stands for top - j."""
+        return self.b.sub(self.b.add(stop, start), ir.Constant(stop.type, 1)) if s.descending else None
+
+    def grid_loop(self, s: N.ForRange, first, stop, step, ilp: int, done, top=None) -> None:
+        """for j in range(first, stop, step): the body for elements ilp*j ... ilp*j + ilp - 1, or for
+        tile ``top - j`` instead of j (``descending``)."""
         b = self.b
         slot = self.frame.alloca(self.ltype(s.start.ty), s.var + ".tile")
         b.store(first, slot)
@@ -203,10 +208,11 @@ class GridTiles:
         b.position_at_end(head)
         b.cbranch(b.icmp_unsigned("<", b.load(slot), stop), body, done)
         b.position_at_end(body)
+        j = b.load(slot) if top is None else b.sub(top, b.load(slot))
         if ilp == 1:
-            self.grid_copies(s, [b.load(slot)], nxt, done)
+            self.grid_copies(s, [j], nxt, done)
         else:
-            base = b.mul(b.load(slot), ir.Constant(stop.type, ilp))
+            base = b.mul(j, ir.Constant(stop.type, ilp))
             indices = [b.add(base, ir.Constant(stop.type, k)) for k in range(ilp)]
             if self.tile_streaming:
                 self.grid_copies(s, indices, nxt, done)

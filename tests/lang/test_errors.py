@@ -281,6 +281,18 @@ def e_for_over_pointer(p: Ptr[f32]):
 
 
 @pk.kernel
+def e_parallel_range_keyword(p: Ptr[f32], n: u32):
+    for j in pk.parallel_range(u32(0), n, pk.thread_idx.x, pk.block_dim.x, reverse=True):  # <-
+        p[j] = 0.0
+
+
+@pk.kernel
+def e_parallel_range_descending(p: Ptr[f32], n: u32):
+    for j in pk.parallel_range(u32(0), n, pk.thread_idx.x, pk.block_dim.x, descending=1):  # <-
+        p[j] = 0.0
+
+
+@pk.kernel
 def e_call_value(p: Ptr[f32]):
     p(0)  # <-
 
@@ -642,6 +654,8 @@ CASES = [
     (e_keyword, "pass 'x' by position: keyword arguments are for one\\(\\)'s compile-time"),
     (e_range_outside_for, r"range\(\) can only be used as the iterable of a for loop"),
     (e_for_over_pointer, r"for loops iterate over range\(...\), pk.static_range\(...\), pk.grid_stride\(...\) or pk.parallel_range"),
+    (e_parallel_range_keyword, r"pk.parallel_range\(lo, hi, worker, workers, descending=False\) takes 4 arguments"),
+    (e_parallel_range_descending, r"descending= takes a compile-time bool, got 1"),
     (e_call_value, r"a Ptr\[f32\] value is not callable"),
     (e_assign_other_type, r"cannot assign a f32 value to 'v' of type i32; convert explicitly with pk.i32"),
     (e_int_plus_float, r"'\+': operand types f32 and i32 differ"),

@@ -91,8 +91,24 @@ def k_parallel(lo: u32, hi: u32, x: ConstPtr[f32], out: Ptr[f32]):
         out[i] = pkm.exp(x[i]) + 1.0
 
 
-def launch(kern, grid, block, *args):
-    dev = tiled()
+@pk.kernel
+def k_parallel_down(lo: u32, hi: u32, x: ConstPtr[f32], out: Ptr[f32]):
+    for i in pk.parallel_range(lo, hi, pk.thread_idx.x, pk.block_dim.x, descending=True):
+        out[i] = pkm.exp(x[i]) + 1.0
+
+
+@pk.kernel
+def k_visit_order(n: u32, seq: Ptr[u32], worker: Ptr[u32]):
+    """Each index's visit number within its worker's walk, and the worker."""
+    k = u32(0)
+    for i in pk.parallel_range(u32(0), n, pk.thread_idx.x, pk.block_dim.x, descending=True):
+        seq[i] = k
+        worker[i] = pk.thread_idx.x
+        k += u32(1)
+
+
+def launch(kern, grid, block, *args, dev=None):
+    dev = dev or tiled()
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     kern.launch(grid, block, *dargs, device=dev)
     return [d.to_host() for a, d in zip(args, dargs) if isinstance(a, np.ndarray)]
@@ -165,6 +181,30 @@ def test_parallel_range_offsets(lo, hi):
     np.testing.assert_allclose(got, want, rtol=3e-7)
 
 
+@pytest.mark.parametrize("lo,hi", [(0, 1000), (1, 1000), (3, 4), (5, 5), (6, 4103)])
+@pytest.mark.parametrize("dev", [tiled, lambda: pk.device("cpu")], ids=["tiles", "plain"])
+def test_descending_parallel_range_visits_every_index_once(lo, hi, dev):
+    x = np.random.default_rng(lo).uniform(-3, 3, 4200).astype(np.float32)
+    got = launch(k_parallel_down, 1, 128, lo, hi, x, np.zeros(4200, np.float32), dev=dev())[1]
+    want = np.zeros(4200, np.float32)
+    want[lo:hi] = np.exp(x[lo:hi].astype(np.float64)) + 1
+    np.testing.assert_allclose(got, want, rtol=3e-7)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 4096, 4099])
+def test_descending_workers_walk_from_the_top(n):
+    """The point of ``descending``: each worker's visits go down the range (whole tiles of four u32
+    under tiles; the tail after the tiles, under four elements, comes last)."""
+    for dev, width in ((pk.device("cpu"), 1), (tiled(), 4)):
+        seq, worker = launch(k_visit_order, 1, 32, n, np.zeros(n, np.uint32), np.zeros(n, np.uint32), dev=dev)
+        whole = n // width * width
+        for w in range(32):
+            idx = np.flatnonzero(worker[:whole] == w)
+            walk = idx[np.argsort(seq[idx], kind="stable")] // width
+            assert (np.diff(walk) <= 0).all(), (n, width, w)
+            assert walk.size == 0 or walk[0] == (whole // width - 1 - w), (n, width, w)
+
+
 @pytest.mark.parametrize("kernel,want", [
     ("uexp_f32", ("ld.global.nc.v4.b32", "st.global.v4.b32")),        # staged: hoisted vector load
     ("ugelu_bf16", ("ld.global.nc.v4.b32", "st.global.v4.b32")),      # 8 bf16 a tile
@@ -176,3 +216,4 @@ def test_cuda_tiles_are_16_byte_accesses(kernel, want):
     ptx = compile_kernels([sk.UNARY.get(kernel)], make_target("cuda"), "tiles")[0].decode()
     for instr in want:
         assert instr in ptx, instr
+
