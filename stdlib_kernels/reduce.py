@@ -665,7 +665,8 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     walks down the row and the output pass up, so the output pass first meets what the L2 likeliest
     still holds (candle's launch, H100: f32 2048 / 4096 / 8192 0.74 / 0.86 / 1.05 -> 0.78 / 0.89 /
     1.08x torch, bf16 4096 / 8192 1.50 / 1.75 -> 1.67 / 1.85; H200: f32 4096 1.12 -> 1.20, bf16 4096 /
-    8192 1.89 / 2.08 -> 2.05 / 2.19). The row's start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
+    8192 1.89 / 2.08 -> 2.05 / 2.19). Elements of f32/f64 rows (and 16-bit ones not in whole words)
+    tell the L2 to keep them for the output pass, which lets them and its output go first. The row's start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
     launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
@@ -714,13 +715,13 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
         c += 2 * step
     while c + 7 * step < n and not words:
         for k in pk.static_range(8):
-            chunk[k] = A(x[top - (c + k * step)])
+            chunk[k] = A(pk.load(x, top - (c + k * step), eviction="evict_last"))  # read again below
         online_softmax_step(ms, chunk)
         c += 8 * step
     m = ms[0]
     s = ms[1]
     while c < n and not words:
-        v = A(x[top - c])
+        v = A(pk.load(x, top - c, eviction="evict_last"))
         if v > m:
             s = s * exp_diff(m, v)
             m = v
@@ -765,14 +766,14 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
                 store_word(y, o, pk.u32(c + h * step), pk.u32(n), wv[h], full=False)
             c += 2 * step
         return
-    while c + 7 * step < n:
+    while c + 7 * step < n:  # the row's last read, and its output: neither is read again
         for k in pk.static_range(8):
-            chunk[k] = A(x[c + k * step])
+            chunk[k] = A(pk.load(x, c + k * step, eviction="evict_first"))
         for k in pk.static_range(8):
-            y[c + k * step] = T(exp_diff(chunk[k], m) * inv)
+            pk.store(y, c + k * step, T(exp_diff(chunk[k], m) * inv), eviction="evict_first")
         c += 8 * step
     while c < n:
-        y[c] = T(exp_diff(A(x[c]), m) * inv)
+        pk.store(y, c, T(exp_diff(A(pk.load(x, c, eviction="evict_first")), m) * inv), eviction="evict_first")
         c += step
 
 

@@ -101,12 +101,19 @@ class Bitcast(Expr):
     operand: Expr
 
 
+#: ``pk.load`` / ``pk.store`` cache policies (Triton's names): a line read or written once leaves the
+#: cache first; one that a later pass reads again stays longest
+EVICTION_POLICIES = ("evict_first", "evict_last")
+
+
 @dataclass(eq=False)
 class Load(Expr):
-    """``ptr[index]``; ``ptr`` is a pointer or a shared array."""
+    """``ptr[index]``; ``ptr`` is a pointer or a shared array. ``eviction``: ``pk.load``'s cache
+    policy for the line ("evict_first", "evict_last"), "" for none."""
 
     ptr: Expr
     index: Expr
+    eviction: str = ""
 
 
 @dataclass(eq=False)
@@ -170,6 +177,7 @@ class Store(Stmt):
     ptr: Expr
     index: Expr
     value: Expr
+    eviction: str = ""  # pk.store's cache policy, as Load's
 
 
 @dataclass(eq=False)

@@ -745,6 +745,37 @@ class Typer(ast.NodeVisitor):
     builtin_copysign, builtin_fmin, builtin_fmax = map(_math, ("copysign", "fmin", "fmax"), [2] * 3)
     builtin_isnan, builtin_isinf = _math("isnan", 1, True), _math("isinf", 1, True)
 
+    def memory_access(self, node, args, n: int, name: str):
+        """``pk.load(p, i, eviction=...)`` / ``pk.store(p, i, v, eviction=...)``: ``p[i]`` of a
+        global pointer, and the cache policy (a compile-time string)."""
+        if len(args) != n:
+            raise self.error(node, f"pk.{name}() takes {n} arguments and eviction=")
+        base, idx = self.subscript(ast.copy_location(ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load()), node))
+        if idx is None or not isinstance(base.ty, T.PtrType) or base.ty.space != "global":
+            raise self.error(args[0], f"pk.{name}() takes a pointer to global memory")
+        eviction = ""
+        for k in node.keywords:
+            if k.arg != "eviction":
+                raise self.error(k, f"pk.{name}() takes one keyword, eviction=")
+            literal = isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
+            eviction = k.value.value if literal else self.ct_eval(k.value, "eviction=")
+            if eviction not in N.EVICTION_POLICIES:
+                raise self.error(k.value, f"eviction= is one of {', '.join(map(repr, N.EVICTION_POLICIES))}, "
+                                          f"got {eviction!r}")
+        return base, idx, eviction
+
+    def builtin_load(self, node, args):
+        base, idx, eviction = self.memory_access(node, args, 2, "load")
+        return N.Load(base.ty.elem, base, idx, eviction, loc=self.loc(node))
+
+    def builtin_store(self, node, args):
+        base, idx, eviction = self.memory_access(node, args, 3, "store")
+        if base.ty.const:
+            raise self.error(args[0], "cannot write through a ConstPtr: the data is read-only")
+        val = self.coerce_assign(self.visit(args[2]), base.ty.elem, args[2], "element")
+        self.pending.append(N.Store(base, idx, val, eviction, loc=self.loc(node)))
+        return CT(None)
+
     def builtin_select(self, node, args):
         """``pk.select(c, a, b)``: ``a if c else b`` with both evaluated, no branch (straight-line code
         the GPU runs without divergence and the tiles of a grid-stride loop can interleave)."""
@@ -917,7 +948,7 @@ class Typer(ast.NodeVisitor):
         self.pending: list = []
         v = self.visit(node.value)
         if isinstance(v, CT):
-            return None
+            return self.pending or None  # pk.store() leaves its Store there
         return self.pending + [N.ExprStmt(v, loc=self.loc(node))]
 
     def assign_to(self, target: ast.AST, value, node) -> list[N.Stmt]:

@@ -150,7 +150,7 @@ class FunctionLowering(GridTiles):
         value = self.to_memory(self.expr(s.value), elem)
         if self.defer_store(s, ptr, value, elem):
             return
-        self.guarded(ptr, elem, lambda: self.b.store(value, ptr), s.ptr.ty.space)
+        self.guarded(ptr, elem, lambda: self.memory_store(value, ptr, s.eviction), s.ptr.ty.space)
 
     def stmt_If(self, s: N.If):
         cond = self.expr(s.cond)
@@ -315,8 +315,19 @@ class FunctionLowering(GridTiles):
         if staged is not None:
             return staged
         ptr, elem = self.address(e.ptr, e.index)
-        return self.from_memory(self.guarded(ptr, elem, lambda: self.b.load(ptr, typ=storage_type(elem)),
+        return self.from_memory(self.guarded(ptr, elem, lambda: self.memory_load(ptr, elem, e.eviction),
                                              e.ptr.ty.space), elem)
+
+    def memory_load(self, ptr: ir.Value, elem: T.DType, eviction: str) -> ir.Value:
+        """A load; under ``pk.load``'s cache policy, the target's (``Target.policy_load``)."""
+        ty = storage_type(elem)
+        return self.target.policy_load(self.b, ptr, ty, eviction) if eviction else self.b.load(ptr, typ=ty)
+
+    def memory_store(self, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
+        if eviction:
+            self.target.policy_store(self.b, value, ptr, eviction)
+        else:
+            self.b.store(value, ptr)
 
     def expr_PtrAdd(self, e: N.PtrAdd):
         return self.b.gep(self.expr(e.ptr), [self.index64(e.index)], source_etype=storage_type(e.ty.elem))

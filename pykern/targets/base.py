@@ -114,6 +114,15 @@ class Target(ABC):
         the lowering then rounds with integer arithmetic (lower/convert.py), the same bits everywhere."""
         return None
 
+    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
+        """``pk.load``: a global load whose cache line follows ``eviction`` (``N.EVICTION_POLICIES``)
+        where this target can say so; a plain load where it cannot (the value is the same)."""
+        return b.load(ptr, typ=ty)
+
+    def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
+        """``pk.store``: ``policy_load``'s counterpart."""
+        b.store(value, ptr)
+
     # ---- module ---------------------------------------------------------------------------------
     @functools.cached_property
     def target_machine(self) -> llvm.TargetMachine:

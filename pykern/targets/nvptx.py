@@ -71,6 +71,42 @@ class NvptxTarget(Target):
         # comes out canonical (as from candle's __float2bfloat16), its payload not kept
         return b.bitcast(b.fptrunc(v, BFLOAT), ir.IntType(16))
 
+    def _policy_bits(self, ty: ir.Type) -> int | None:
+        """The width of a value ``L2::cache_hint`` accesses can move, or None: ``createpolicy`` needs
+        PTX 7.4, and LLVM writes 7.0 / 7.1 for sm_80 / sm_86 (those keep plain accesses)."""
+        bits = ty.width if isinstance(ty, ir.IntType) else {ir.HalfType: 16, ir.FloatType: 32,
+                                                              ir.DoubleType: 64}.get(type(ty))
+        return bits if bits in (16, 32, 64) and ARCHS[self.arch] >= (8, 9) else None
+
+    @staticmethod
+    def _policy_asm(eviction: str, access: str) -> str:
+        return ("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::" + eviction + ".b64 pol, 1.0;\n\t"
+                + access + "\n}")
+
+    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
+        """``ld.global.L2::cache_hint`` with an L2 policy of ``eviction`` (inline PTX: LLVM has no
+        intrinsic for it)."""
+        bits = self._policy_bits(ty)
+        if bits is None:
+            return b.load(ptr, typ=ty)
+        ity = ir.IntType(bits)
+        reg = {16: "h", 32: "r", 64: "l"}[bits]
+        raw = b.asm(ir.FunctionType(ity, [I64]), self._policy_asm(
+            eviction, f"ld.global.L2::cache_hint.b{bits} $0, [$1], pol;"), f"={reg},l,~{{memory}}",
+            [b.ptrtoint(ptr, I64)], True)
+        return raw if ty == ity else b.bitcast(raw, ty)
+
+    def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
+        bits = self._policy_bits(value.type)
+        if bits is None:
+            b.store(value, ptr)
+            return
+        ity = ir.IntType(bits)
+        reg = {16: "h", 32: "r", 64: "l"}[bits]
+        b.asm(ir.FunctionType(ir.VoidType(), [I64, ity]), self._policy_asm(
+            eviction, f"st.global.L2::cache_hint.b{bits} [$0], $1, pol;"), f"l,{reg},~{{memory}}",
+            [b.ptrtoint(ptr, I64), value if value.type == ity else b.bitcast(value, ity)], True)
+
     def check(self, feature: str, dtype, loc) -> None:
         """Atomics: every op on 8- to 64-bit integers and on f16/f32/f64 compiles (LLVM turns what
         PTX lacks, 8/16-bit ints and float min/max/sub, into CAS loops on the enclosing 32-bit word,

@@ -293,6 +293,22 @@ def e_parallel_range_descending(p: Ptr[f32], n: u32):
 
 
 @pk.kernel
+def e_load_policy(p: Ptr[f32]):
+    p[0] = pk.load(p, 1, eviction="evict_soon")  # <-
+
+
+@pk.kernel
+def e_load_shared(p: Ptr[f32]):
+    s = pk.shared.array(32, f32)
+    p[0] = pk.load(s, 1, eviction="evict_last")  # <-
+
+
+@pk.kernel
+def e_store_const(p: ConstPtr[f32]):
+    pk.store(p, 0, f32(1), eviction="evict_first")  # <-
+
+
+@pk.kernel
 def e_call_value(p: Ptr[f32]):
     p(0)  # <-
 
@@ -656,6 +672,9 @@ CASES = [
     (e_for_over_pointer, r"for loops iterate over range\(...\), pk.static_range\(...\), pk.grid_stride\(...\) or pk.parallel_range"),
     (e_parallel_range_keyword, r"pk.parallel_range\(lo, hi, worker, workers, descending=False\) takes 4 arguments"),
     (e_parallel_range_descending, r"descending= takes a compile-time bool, got 1"),
+    (e_load_policy, r"eviction= is one of 'evict_first', 'evict_last', got 'evict_soon'"),
+    (e_load_shared, r"pk.load\(\) takes a pointer to global memory"),
+    (e_store_const, r"cannot write through a ConstPtr"),
     (e_call_value, r"a Ptr\[f32\] value is not callable"),
     (e_assign_other_type, r"cannot assign a f32 value to 'v' of type i32; convert explicitly with pk.i32"),
     (e_int_plus_float, r"'\+': operand types f32 and i32 differ"),
