@@ -91,9 +91,13 @@ class NvptxTarget(Target):
             return b.load(ptr, typ=ty)
         ity = ir.IntType(bits)
         reg = {16: "h", 32: "r", 64: "l"}[bits]
-        raw = b.asm(ir.FunctionType(ity, [I64]), self._policy_asm(
-            eviction, f"ld.global.L2::cache_hint.b{bits} $0, [$1], pol;"), f"={reg},l,~{{memory}}",
-            [b.ptrtoint(ptr, I64)], True)
+        # a call that only reads memory (stores before it stay before it) and returns: the plain
+        # accesses around it still merge into vector ones, which a side effect or a memory clobber
+        # would stop. llvmlite's attribute list predates willreturn, hence set.add
+        asm = ir.InlineAsm(ir.FunctionType(ity, [I64]), self._policy_asm(
+            eviction, f"ld.global.L2::cache_hint.b{bits} $0, [$1], pol;"), f"={reg},l")
+        raw = b.call(asm, [b.ptrtoint(ptr, I64)], attrs=("readonly", "nounwind"))
+        set.add(raw.attributes, "willreturn")
         return raw if ty == ity else b.bitcast(raw, ty)
 
     def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:

@@ -36,6 +36,14 @@ def k_two_passes(n: usize, x: Ptr[f32]):
         pk.store(x, i, pk.load(x, i, eviction="evict_first") / s, eviction="evict_first")
 
 
+@pk.kernel
+def k_stream(n: usize, x: ConstPtr[f32], y: ConstPtr[f32], out: Ptr[f32]):
+    """A grid-stride body mixing a policy load with plain ones: the tiles take x and out (vector
+    accesses), y stays one element wide."""
+    for i in pk.grid_stride(n):
+        out[i] = x[i] + pk.load(y, i, eviction="evict_first")
+
+
 TWICE = {t: k_twice.instance(f"twice_{t}", T=t) for t in (f32, f16, bf16, f64, u8, u32)}
 
 
@@ -52,6 +60,19 @@ def test_in_place_passes(device):
     dx = device.to_device(x)
     k_two_passes.launch(1, 1, 777, dx, device=device)
     np.testing.assert_allclose(dx.to_host(), x / x.sum(dtype=np.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 4, 1001])
+def test_grid_stride_tiles_keep_policy_loads_whole(n):
+    dev = pk.device("cpu", tile_bytes=16)  # the cuda target's tiles, on the host
+    rng = np.random.default_rng(n)
+    x, y = rng.uniform(-1, 1, n + 1).astype(np.float32), rng.uniform(-1, 1, n + 1).astype(np.float32)
+    for off in (0, 1):
+        out = dev.zeros(n, f32)
+        k_stream.launch(2, 64, n, dev.to_device(x[off:off + n]), dev.to_device(y[off:off + n]), out, device=dev)
+        np.testing.assert_array_equal(out.to_host(), x[off:off + n] + y[off:off + n])
+    ptx = compile_kernels([k_stream.instance("k_stream")], make_target("cuda"), "policy")[0].decode()
+    assert "ld.global.nc.v4.b32" in ptx and "ld.global.L2::cache_hint.b32" in ptx
 
 
 @pytest.mark.parametrize("arch,hinted", [("sm_90", True), ("sm_89", True), ("sm_86", False), ("sm_80", False)])
