@@ -14,8 +14,8 @@ from .ir.types import (ALL_DTYPES, ConstPtr, DType, Ptr, TypeVar, bf16, bool_, f
 from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysign, fabs, fast_exp2, fast_rcp, floor,
                             fma, fmax, fmin, global_id, grid_dim, grid_stride, is_aligned, isinf, isnan, lane_id, load,
                             local, maximum, minimum, parallel_range, rint, select, shared, sqrt, static_range, store,
-                            syncthreads,
-                            thread_idx, threadfence, threadfence_block, threadfence_system, trunc, wave, wave_size)
+                            syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, trunc, wave,
+                            wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
 from .runtime.devices import device
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last

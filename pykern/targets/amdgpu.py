@@ -90,20 +90,6 @@ class AmdgpuTarget(Target):
     #: one element per thread and step: the NVIDIA-measured tiles spilled scalar registers on wave64
     #: (where_*), and with no AMD GPU to measure them on, no-spill code wins
 
-    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
-        """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);
-        AMDGPU has no way to ask that a line stay longer, so ``evict_last`` loads plainly."""
-        return self._nontemporal(b.load(ptr, typ=ty), eviction)
-
-    def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
-        self._nontemporal(b.store(value, ptr), eviction)
-
-    @staticmethod
-    def _nontemporal(instr, eviction: str):
-        if eviction == "evict_first":
-            instr.set_metadata("nontemporal", instr.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
-        return instr
-
     def check(self, feature: str, dtype, loc: Loc | None) -> None:
         """Reject atomics AMDGPU cannot do on ``dtype``; every other 32/64-bit atomic compiles on
         every listed arch (natively or as a CAS loop, see ``ArchInfo.native_*``)."""
@@ -121,6 +107,20 @@ class AmdgpuTarget(Target):
                 "integers and f32/f64; f16, bf16, fp8, bool and 8/16-bit integers have none)", loc)
         if op not in allowed:
             raise self.unsupported(f"atomic {op} on {dtype} in {space} memory", loc)
+
+    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
+        """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);
+        AMDGPU has no way to ask that a line stay longer, so ``evict_last`` loads plainly."""
+        return self._nontemporal(b.load(ptr, typ=ty), eviction)
+
+    def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
+        self._nontemporal(b.store(value, ptr), eviction)
+
+    @staticmethod
+    def _nontemporal(instr, eviction: str):
+        if eviction == "evict_first":
+            instr.set_metadata("nontemporal", instr.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return instr
 
     # ---- module ---------------------------------------------------------------------------------
     def new_module(self, name: str) -> ir.Module:
