@@ -909,7 +909,7 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
 
 @pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
-             sm: S, t: u32, nt: u32, by_wave: bool, *, cache, unguarded):
+             sm: S, t: u32, nt: u32, by_wave: bool, *, cache, unguarded, held):
     """One row of rmsnorm (ln false) or layernorm (ln true), shared by ``nt`` threads (``t`` this
     one's index): the block's x threads (candle passes block_size == block_dim.x: 32 or 1024), or one
     wave (``by_wave``: wave sums, no barrier). pk.parallel_range gives each thread adjacent elements
@@ -919,15 +919,71 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
     threads' registers take ``norm_row_cached``; with ``unguarded``, a second copy of it without the
     row-end guards takes the rows that fill every thread's words (H100, the wrappers' bf16 rows of
     1024 / 4096: rmsnorm 0.99 / 1.30 -> 1.02 / 1.34x torch, layernorm 1.28 / 1.08 -> 1.35 / 1.12). Only
-    the ``*_rows`` kernels have it: for f32 the copy spills (layernorm 4096 1.48 -> 1.38), and the four
-    copies add ~3 s to the module's ~18 s build for one target."""
+    the 16-bit ``*_rows`` kernels have it: for f32 the copy spills (layernorm 4096 1.48 -> 1.38), and the
+    four copies add ~3 s to the module's ~18 s build for one target. With ``held`` (the f32/f64
+    ``*_rows`` kernels), rows of up to twice what the threads hold take ``norm_row_held``."""
     if row_fits(x, y, n, nt, cache=cache):
         if unguarded and n == nt * pk.u32(cache // T.nbytes):  # a row that fills every word: no guards
             norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=cache, full=True)
         else:
             norm_row_cached(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, cache=cache, full=False)
         return
+    if held and T.nbytes >= 4 and not by_wave and n <= 2 * pk.u32(cache // T.nbytes) * nt:
+        norm_row_held(x, y, alpha, beta, n, eps, ln, sm, t, nt, cache=cache)
+        return
     norm_row_passes(x, y, alpha, beta, n, eps, ln, sm, t, nt, by_wave, True)
+
+
+@pk.func
+def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
+                  sm: S, t: u32, nt: u32, *, cache):
+    """An f32/f64 row longer than its threads hold, up to twice that: the first ``cache`` bytes a
+    thread stay in registers, the rest is read from memory in each pass (the wrappers' ``*_rows_*``
+    kernels). Rows of 8193-16384 f32 then take blocks of 512 threads, two an SM, where holding the
+    whole row takes one block of 1024 an SM whose load, reduction and store do not overlap: H200,
+    rmsnorm / layernorm f32 12000 1.16 / 1.03 -> 1.27 / 1.26x torch, 16384 1.24 / 1.21 -> 1.30 / 1.21.
+    In candle's kernels the path cost their short rows (a spill in layernorm_f32; 1024 columns 0.58 /
+    0.79 -> 0.52 / 0.69), so only the wrappers' own kernels have it."""
+    per = cache // T.nbytes
+    h = pk.u32(per) * nt
+    e = pk.local.array(cache // T.nbytes, V)
+    for i in pk.static_range(cache // T.nbytes):
+        e[i] = V(x[i * nt + t])
+    zero = V(0)
+    mean = zero
+    if ln:
+        s = zero
+        for i in pk.static_range(cache // T.nbytes):
+            s += e[i]
+        for j in pk.parallel_range(h, n, t, nt):
+            s += V(x[j])
+        mean = row_total(s, sm + MAX_WAVES, t, nt, False, SUM) / V(n)
+    q = zero
+    for i in pk.static_range(cache // T.nbytes):
+        d = e[i] - mean
+        q += d * d
+    for j in pk.parallel_range(h, n, t, nt, descending=True):
+        d = V(x[j]) - mean
+        q += d * d
+    q = row_total(q, sm, t, nt, False, SUM)
+    r = 1.0 / pk.sqrt(q / V(n) + eps)
+    for i in pk.static_range(cache // T.nbytes):
+        p = i * nt + t
+        o = (e[i] - mean) * r
+        if alpha is not None:
+            o = o * V(alpha[p])
+        if ln and beta is not None:
+            o = o + V(beta[p])
+        y[p] = T(o)
+    if alpha is None:
+        for j in pk.parallel_range(h, n, t, nt):
+            y[j] = T((V(x[j]) - mean) * r)
+    elif ln and beta is not None:
+        for j in pk.parallel_range(h, n, t, nt):
+            y[j] = T((V(x[j]) - mean) * r * V(alpha[j]) + V(beta[j]))
+    else:
+        for j in pk.parallel_range(h, n, t, nt):
+            y[j] = T((V(x[j]) - mean) * r * V(alpha[j]))
 
 
 @pk.func
@@ -1101,7 +1157,8 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
     0.72x torch.) A wave's short rows are told apart first: their idle blocks (31 of 32) are most of
     such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_launch``: no groups,
-    no waves), which takes rows that fill every word through an unguarded copy. Rows of 2-byte elements
+    no waves): 16-bit rows that fill every word take an unguarded copy, f32/f64 rows of up to twice
+    what the threads hold ``norm_row_held``. Rows of 2-byte elements
     have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
     groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
     -> 0.95 / 0.63); the rows of 2049-4096 that a wave would take go to groups of NARROW_GROUP_THREADS
@@ -1126,7 +1183,8 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
         if r < pk.u64(pk.grid_dim.x):
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,
-                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache, unguarded=own)
+                     pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache,
+                     unguarded=own and T.nbytes == 2, held=own)
         return
     if not own and T.nbytes >= 4:
         g = row_group(src, dst, n_cols, cache=cache)
@@ -1143,7 +1201,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     row = (pk.u64(block) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
     norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, row_sm, pk.thread_idx.x, pk.block_dim.x,
-             False, cache=cache, unguarded=own)
+             False, cache=cache, unguarded=own and T.nbytes == 2, held=own)
 
 
 @pk.kernel
@@ -1164,9 +1222,10 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
 
 # f32/f64: the default register budget (64 at 1024 threads), where their cached rows live; 16-bit rows
 # cache 8 elements in 4 registers, and keep two blocks of 1024 per SM for candle's two-pass launches.
-# The wrappers' own 16-bit norms (``*_rows_*``, not candle's names): blocks of at most 256 threads, four
-# an SM at 64 registers, holding rows of up to NORM_ROWS_CACHE bytes a thread
-NORM_ROWS_CACHE = {2: 32}
+# The wrappers' own norms (``*_rows_*``, not candle's names): 16-bit ones in blocks of at most 256
+# threads, four an SM at 64 registers, holding rows of up to NORM_ROWS_CACHE bytes a thread; f32/f64
+# ones at the default budget, holding half of rows of up to twice NORM_CACHE a thread (``norm_row_held``)
+NORM_ROWS_CACHE = {2: 32, 4: NORM_CACHE[4], 8: NORM_CACHE[8]}
 _rmsnorm_narrow = pk.kernel(min_blocks_per_sm=2)(rmsnorm_kernel.__wrapped__)
 _layernorm_narrow = pk.kernel(min_blocks_per_sm=2)(layernorm_kernel.__wrapped__)
 _rmsnorm_rows = pk.kernel(max_block_size=NORM_BLOCK_THREADS, min_blocks_per_sm=4)(rmsnorm_kernel.__wrapped__)
@@ -1177,9 +1236,8 @@ for _t in NN_DTYPES:
                                                    ("layernorm", layernorm_kernel, _layernorm_narrow, _layernorm_rows)):
         REDUCE.add((_kern_narrow if _narrow else _kern).instance(kernel_name(_name, _t), T=_t, A=_acc(_t),
                                                                  CACHE=NORM_CACHE[_t.nbytes], OWN=False))
-        if _narrow:
-            REDUCE.add(_kern_rows.instance(kernel_name(_name + "_rows", _t), T=_t, A=_acc(_t),
-                                           CACHE=NORM_ROWS_CACHE[2], OWN=True))
+        REDUCE.add((_kern_rows if _narrow else _kern).instance(kernel_name(_name + "_rows", _t), T=_t, A=_acc(_t),
+                                                               CACHE=NORM_ROWS_CACHE[_t.nbytes], OWN=True))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1449,14 +1507,29 @@ NARROW_LAUNCH = ((256, "", 32, 256), (512, "_rows", 32, 256), (1536, "", 64, 256
                  (4096, "", 128, 512))
 
 
+#: f32/f64 rows longer than this many threads hold go to the ``*_rows_*`` kernels, which hold half of
+#: rows of up to twice that in blocks of this many threads (two an SM) and longer ones, up to twice what
+#: 1024 threads hold, in blocks of 1024 (H200, f32 rmsnorm / layernorm at 12000 columns 1.16 / 1.03 ->
+#: 1.27 / 1.26x torch, 16384 1.24 / 1.21 -> 1.30 / 1.21; candle's 1024 threads holding half of rows of
+#: 20000 measured 1.05 / 0.98 -> 1.21 / 1.10)
+HELD_ROWS_THREADS = 512
+
+
 def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[str, tuple, tuple]:
     """The wrappers' own kernel, grid and block for rmsnorm/layernorm: 16-bit rows by NARROW_LAUNCH,
-    f32/f64 rows candle's kernel, held in registers by ``row_threads``. Block (threads a row, R), row =
-    block * R + y: R rows a block (the block's threads over a row's) when they divide the row count."""
-    if dtype.nbytes in NORM_ROWS_CACHE:
+    f32/f64 rows candle's kernel, held in registers by ``row_threads``, but rows longer than
+    HELD_ROWS_THREADS threads hold (up to twice what 1024 hold) half held by ``*_rows_*``. Block
+    (threads a row, R), row = block * R + y: R rows a block (the block's threads over a row's) when they
+    divide the row count."""
+    per_thread = NORM_CACHE[dtype.nbytes] // dtype.nbytes
+    if dtype.nbytes == 2:
         suffix, nt, block_threads = next(((k, t, b) for limit, k, t, b in NARROW_LAUNCH if n_cols <= limit),
                                          ("", 1024, 1024))
         kname, nt = kernel_name(name + suffix, dtype), max(nt, wave)
+    elif HELD_ROWS_THREADS * per_thread < n_cols <= 2 * 1024 * per_thread:  # half the row held
+        kname = kernel_name(name + "_rows", dtype)
+        nt = HELD_ROWS_THREADS if n_cols <= 2 * HELD_ROWS_THREADS * per_thread else 1024
+        block_threads = NORM_BLOCK_THREADS
     else:
         kname, nt = kernel_name(name, dtype), row_threads(n_cols, dtype, wave, NORM_CACHE)
         block_threads = NORM_BLOCK_THREADS

@@ -57,7 +57,8 @@ def cpu_fold(x, axis, use_min, index):
 @pytest.mark.skipif(ABI is None, reason="shared/spec/candle_abi.json not found")
 def test_abi_names_and_param_sizes():
     spec = json.loads(ABI.read_text())["modules"]["reduce"]
-    extras = {f"{n}_rows_{t}" for n in ("softmax", "rmsnorm", "layernorm") for t in ("f16", "bf16")}  # wrappers' own
+    extras = {f"{n}_rows_{t}" for n in ("softmax", "rmsnorm", "layernorm") for t in ("f16", "bf16")} | \
+        {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f32", "f64")}  # the wrappers' own
     assert sorted(REDUCE.names()) == sorted(set(spec) | extras)
     target = pk.device("cpu").target
     for inst in REDUCE:
@@ -370,12 +371,15 @@ def np_norms(x, alpha, beta, eps_ref):
     return rms, (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
 
 
-@pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001)],
-                         ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-two-passes"])
+@pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001), (2, 33001)],
+                         ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-half-held",
+                              "block-per-row-two-passes"])
 def test_norm_launch_shapes(wave_device, rows, n):
-    """The norms' three block organisations: several rows of a few waves in one block (the wrappers'
-    shape for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 12000
-    columns), and rows too long for registers (17001 columns, candle's and the wrappers' shape)."""
+    """The norms' block organisations: several rows of a few waves in one block (the wrappers' shape
+    for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 12000
+    columns; the wrappers' 512 threads hold half of it), half of the row in registers (the wrappers'
+    1024 threads on 17001 columns), and rows read in every pass (candle's 1024 threads on 17001 and
+    33001 columns, the wrappers' on 33001)."""
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(np.float32)
     alpha, beta = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
@@ -385,6 +389,39 @@ def test_norm_launch_shapes(wave_device, rows, n):
         np.testing.assert_allclose(as_f64(R.rms_norm(xd, ad, eps, block_size).to_host()), rms, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(as_f64(R.layer_norm(xd, ad, bd, eps, block_size).to_host()), ln, rtol=2e-5,
                                    atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype, n, block", [(np.float32, 8193, 512), (np.float32, 16384, 512),
+                                              (np.float32, 20001, 1024), (np.float64, 5000, 512),
+                                              (np.float64, 16384, 1024)])
+def test_norms_half_held(wave_device, dtype, n, block):
+    """The wrappers' f32/f64 ``*_rows_*`` kernels on rows longer than their threads hold, up to twice:
+    the first part in registers, the rest read in each pass; in place too."""
+    eps_ref = float(np.float32(1e-5))
+    rows = 3
+    x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
+    alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+    rms, ln = np_norms(x, alpha, beta, eps_ref)
+    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
+    ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
+    tag = {np.float32: "f32", np.float64: "f64"}[dtype]
+    for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
+        assert R.norm_launch(name, rows, n, getattr(pk, tag), 32) == (f"{name}_rows_{tag}", (rows, 1, 1),
+                                                                      (block, 1, 1))
+        fn = wave_device.get_or_load_func(f"{name}_rows_{tag}", REDUCE)
+        xd = wave_device.to_device(x)
+        out = wave_device.empty(x.shape, dtype)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, out, *params, n, block, 1e-5)
+        np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, 1e-5)
+        np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
+    nobeta = wave_device.get_or_load_func(f"layernorm_rows_{tag}", REDUCE)
+    out = wave_device.empty(x.shape, dtype)
+    nobeta[(rows, 1, 1), (block, 1, 1)](wave_device.to_device(x), out, None, None, n, block, 1e-5)
+    xf = as_f64(x)
+    mean = xf.mean(1, keepdims=True)
+    np.testing.assert_allclose(out.to_host(), (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True)
+                                                                     + eps_ref), **tol)
 
 
 @pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 4096, 768),
@@ -517,6 +554,11 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
         assert launch("layernorm", 64, n, pk.f16, 32) == (kernel, grid, block), n
     assert launch("layernorm", 64, 1024, pk.f32, 32) == ("layernorm_f32", (16, 1, 1), (64, 4, 1))
     assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (512, 1, 1))
+    # longer f32/f64 rows: half held by the *_rows_* kernels, 512 threads up to twice what they hold
+    for n, dtype, block in ((8193, pk.f32, 512), (16384, pk.f32, 512), (16385, pk.f32, 1024),
+                            (32768, pk.f32, 1024), (4097, pk.f64, 512), (16384, pk.f64, 1024)):
+        assert launch("layernorm", 8, n, dtype, 64) == (f"layernorm_rows_{dtype}", (8, 1, 1), (block, 1, 1)), n
+    assert launch("rmsnorm", 8, 32769, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (1024, 1, 1))
     for n, grid, block in ((2049, (2, 1, 1), (128, 4, 1)), (4096, (2, 1, 1), (128, 4, 1)),
                            (4097, (8, 1, 1), (1024, 1, 1)), (16384, (8, 1, 1), (1024, 1, 1)),
                            (16385, (8, 1, 1), (1024, 1, 1)), (65536, (8, 1, 1), (1024, 1, 1))):
