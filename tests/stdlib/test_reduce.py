@@ -371,6 +371,30 @@ def np_norms(x, alpha, beta, eps_ref):
     return rms, (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref) * alpha + beta
 
 
+TAG = {np.float32: "f32", np.float64: "f64", np.float16: "f16", ml_dtypes.bfloat16: "bf16"}
+
+
+def check_norm_kernels(device, dtype, rows: int, n: int, block: int, suffix: str = ""):
+    """rmsnorm and layernorm (``{name}{suffix}_{dtype}``) of ``rows`` random rows of ``n``, a block of
+    ``block`` threads a row, against float64, out of place and in place; returns the rows and the
+    tolerance."""
+    eps_ref = float(np.float32(1e-5))
+    x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
+    alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+    rms, ln = np_norms(x, alpha, beta, eps_ref)
+    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
+    ad, bd = device.to_device(alpha), device.to_device(beta)
+    for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
+        fn = device.get_or_load_func(f"{name}{suffix}_{TAG[dtype]}", REDUCE)
+        xd = device.to_device(x)
+        out = device.empty(x.shape, dtype)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, out, *params, n, block, 1e-5)
+        np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
+        fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, 1e-5)
+        np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
+    return x, tol
+
+
 @pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001), (2, 33001)],
                          ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-half-held",
                               "block-per-row-two-passes"])
@@ -396,32 +420,19 @@ def test_norm_launch_shapes(wave_device, rows, n):
                                               (np.float64, 16384, 1024)])
 def test_norms_half_held(wave_device, dtype, n, block):
     """The wrappers' f32/f64 ``*_rows_*`` kernels on rows longer than their threads hold, up to twice:
-    the first part in registers, the rest read in each pass; in place too."""
-    eps_ref = float(np.float32(1e-5))
+    the first part in registers, the rest read in each pass; in place too, and without alpha/beta."""
     rows = 3
-    x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
-    alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
-    rms, ln = np_norms(x, alpha, beta, eps_ref)
-    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
-    ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
-    tag = {np.float32: "f32", np.float64: "f64"}[dtype]
-    for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
-        assert R.norm_launch(name, rows, n, getattr(pk, tag), 32) == (f"{name}_rows_{tag}", (rows, 1, 1),
-                                                                      (block, 1, 1))
-        fn = wave_device.get_or_load_func(f"{name}_rows_{tag}", REDUCE)
-        xd = wave_device.to_device(x)
-        out = wave_device.empty(x.shape, dtype)
-        fn[(rows, 1, 1), (block, 1, 1)](xd, out, *params, n, block, 1e-5)
-        np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
-        fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, 1e-5)
-        np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
-    nobeta = wave_device.get_or_load_func(f"layernorm_rows_{tag}", REDUCE)
+    for name in ("rmsnorm", "layernorm"):
+        assert R.norm_launch(name, rows, n, getattr(pk, TAG[dtype]), 32) == (
+            f"{name}_rows_{TAG[dtype]}", (rows, 1, 1), (block, 1, 1))
+    x, tol = check_norm_kernels(wave_device, dtype, rows, n, block, "_rows")
     out = wave_device.empty(x.shape, dtype)
-    nobeta[(rows, 1, 1), (block, 1, 1)](wave_device.to_device(x), out, None, None, n, block, 1e-5)
+    wave_device.get_or_load_func(f"layernorm_rows_{TAG[dtype]}", REDUCE)[(rows, 1, 1), (block, 1, 1)](
+        wave_device.to_device(x), out, None, None, n, block, 1e-5)
     xf = as_f64(x)
     mean = xf.mean(1, keepdims=True)
     np.testing.assert_allclose(out.to_host(), (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True)
-                                                                     + eps_ref), **tol)
+                                                                     + float(np.float32(1e-5))), **tol)
 
 
 @pytest.mark.parametrize("dtype, n, block", [(np.float32, 4096, 1024), (np.float32, 4096, 768),
@@ -442,22 +453,7 @@ def test_norm_row_groups(wave_device, dtype, n, block):
     read them twice (8 a block, 6 of 768 threads), longer ones up to 16384 to groups of 512 (two a
     block, the third busy block's second group past the last row). In place too: every group reads its
     row before any stores, and a group past the end stores nothing."""
-    eps, eps_ref = 1e-5, float(np.float32(1e-5))
-    rows = 5
-    x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
-    alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
-    rms, ln = np_norms(x, alpha, beta, eps_ref)
-    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
-    ad, bd = wave_device.to_device(alpha), wave_device.to_device(beta)
-    tag = {np.float32: "f32", np.float64: "f64", np.float16: "f16", ml_dtypes.bfloat16: "bf16"}[dtype]
-    for name, params, want in (("rmsnorm", (ad,), rms), ("layernorm", (ad, bd), ln)):
-        fn = wave_device.get_or_load_func(f"{name}_{tag}", REDUCE)
-        xd = wave_device.to_device(x)
-        out = wave_device.empty(x.shape, dtype)
-        fn[(rows, 1, 1), (block, 1, 1)](xd, out, *params, n, block, eps)
-        np.testing.assert_allclose(out.to_host(), want, **tol, err_msg=name)
-        fn[(rows, 1, 1), (block, 1, 1)](xd, xd, *params, n, block, eps)
-        np.testing.assert_allclose(xd.to_host(), want, **tol, err_msg=f"{name} in place")
+    check_norm_kernels(wave_device, dtype, 5, n, block)
 
 
 @pytest.mark.parametrize("n, block_size", [(4096, 1024), (4096, None), (12000, 1024), (1000, 32)],
