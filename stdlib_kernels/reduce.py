@@ -666,7 +666,8 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     still holds (candle's launch, H100: f32 2048 / 4096 / 8192 0.74 / 0.86 / 1.05 -> 0.78 / 0.89 /
     1.08x torch, bf16 4096 / 8192 1.50 / 1.75 -> 1.67 / 1.85; H200: f32 4096 1.12 -> 1.20, bf16 4096 /
     8192 1.89 / 2.08 -> 2.05 / 2.19). Elements of f32/f64 rows (and 16-bit ones not in whole words)
-    tell the L2 to keep them for the output pass, which lets them and its output go first. The row's start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
+    tell the L2 to keep them for the output pass, which lets them and its output go first. The row's
+    start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
     launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
@@ -975,15 +976,7 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
         if ln and beta is not None:
             o = o + V(beta[p])
         y[p] = T(o)
-    if alpha is None:
-        for j in pk.parallel_range(h, n, t, nt):
-            y[j] = T((V(x[j]) - mean) * r)
-    elif ln and beta is not None:
-        for j in pk.parallel_range(h, n, t, nt):
-            y[j] = T((V(x[j]) - mean) * r * V(alpha[j]) + V(beta[j]))
-    else:
-        for j in pk.parallel_range(h, n, t, nt):
-            y[j] = T((V(x[j]) - mean) * r * V(alpha[j]))
+    store_norm(x, y, alpha, beta, h, n, mean, r, ln, t, nt, down=False)
 
 
 @pk.func
@@ -1045,17 +1038,25 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
     r = 1.0 / pk.sqrt(tq / V(n) + eps)
     if not store:
         return
+    store_norm(x, y, alpha, beta, pk.u32(0), n, mean, r, ln, t, nt, down=True)
+
+
+@pk.func
+def store_norm(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], lo: u32, n: u32, mean: V, r: V,
+               ln: bool, t: u32, nt: u32, *, down):
+    """The output of elements [lo, n) of a row read from memory, (x - mean) * r * alpha + beta
+    (rmsnorm: mean 0, no beta), each thread's part from the top down where ``down``."""
     if alpha is None:
-        for j in pk.parallel_range(pk.u32(0), n, t, nt, descending=True):
+        for j in pk.parallel_range(lo, n, t, nt, descending=down):
             o = V(x[j])
             if ln:
                 o = o - mean
             y[j] = T(o * r)
     elif ln and beta is not None:
-        for j in pk.parallel_range(pk.u32(0), n, t, nt, descending=True):
+        for j in pk.parallel_range(lo, n, t, nt, descending=down):
             y[j] = T((V(x[j]) - mean) * r * V(alpha[j]) + V(beta[j]))
     else:
-        for j in pk.parallel_range(pk.u32(0), n, t, nt, descending=True):
+        for j in pk.parallel_range(lo, n, t, nt, descending=down):
             o = V(x[j])
             if ln:
                 o = o - mean
