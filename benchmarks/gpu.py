@@ -173,11 +173,11 @@ def reductions(b: Bench, shape: str = "candle") -> None:
                     f = b.fn(sk.REDUCE, f"{op}_{tag}")
                     b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[grid, threads](
                         n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
-        name = R.softmax_kernel_name(getattr(pk, tag), own)  # the wrappers' kernel for their own shape
+        block = R.softmax_block(cols, getattr(pk, tag), ws) if own else R.SOFTMAX_CANDLE_BLOCK
+        name = R.softmax_kernel_name(getattr(pk, tag), block)  # the wrappers' kernel for their own shape
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)
-            lanes = R.softmax_block(cols, getattr(pk, tag), ws)[1] if own else 32
-            b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f: f[(rows, 1, 1), (1, lanes, 1)](
+            b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f, block=block: f[(rows, 1, 1), block](
                 x.data_ptr(), out.data_ptr(), cols), lambda: torch.softmax(x, -1))
         alpha = torch.ones(cols, device="cuda", dtype=tdt)
         beta = torch.zeros(cols, device="cuda", dtype=tdt)

@@ -629,17 +629,25 @@ def word_pair(xw: ConstPtr[u64], wv: Ptr[u64], first: usize, second: usize, has_
 
 
 @pk.func
-def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
-    """Eight more elements into a running (max, sum of e**(x - max)) pair; the sum is rescaled when
-    the max grows."""
+def hold_words(x: ConstPtr[T], hv: Ptr[W], ms: Ptr[V], n: u32, t: u32, nt: u32, *, cache):
+    """The row's first ``cache`` bytes a lane (all there) into ``hv``, and their (max, sum of exp)."""
+    cache_load(x, hv, n, t, nt, W(0), cache=cache, full=True)
+    ms[0] = words_max(x, hv, V(_LOWEST[V]), cache=cache)
+    ms[1] = words_exp_sum(x, hv, ms[0], cache=cache)
+
+
+@pk.func
+def online_softmax_step(ms: Ptr[V], chunk: Ptr[V], *, count):
+    """``count`` more elements into a running (max, sum of e**(x - max)) pair; the sum is rescaled
+    when the max grows."""
     cm = ms[0]
-    for k in pk.static_range(8):
+    for k in pk.static_range(count):
         cm = pk.fmax(cm, chunk[k])
     if cm > ms[0]:  # NaN-skipping max, as f32::max
         ms[1] = ms[1] * exp_diff(ms[0], cm)
         ms[0] = cm
     part = V(0)
-    for k in pk.static_range(8):
+    for k in pk.static_range(count):
         part += exp_diff(chunk[k], ms[0])
     ms[1] += part
 
@@ -648,17 +656,35 @@ def online_softmax_step(ms: Ptr[V], chunk: Ptr[V]):
 #: at 64 registers) waits at its barriers with nothing in flight (H100, 16384 f32: 0.81x torch against
 #: 1.02x for two passes)
 SOFTMAX_CACHED_LANES = 512
-# A row too long for the registers keeps its start, SOFTMAX_CACHE / 2 bytes a lane, there through both
-# passes: read once instead of twice. H100, candle's (1, 32, 1), f32 2048 / 4096 / 8192 / 16384
+#: candle launches softmax with one warp a row, block (1, 32, 1) (candle_kernels.md 9.3, "must be
+#: 32"); every other block takes the wrappers' ``softmax_rows_*``
+SOFTMAX_CANDLE_BLOCK = (1, 32, 1)
+#: candle's kernels built for that block alone (max_block_size 32), so that a lane may take more than
+#: 64 registers: candle's softmax_f32 holds 256 bytes of a long row a lane in 128 registers, 16 warps
+#: an SM instead of 32 (below)
+SOFTMAX_WARP_DTYPES = (f32,)
+#: bytes of a long row's start that a lane holds in registers through both passes (candle's kernels;
+#: the wrappers' ``softmax_rows_*`` hold SOFTMAX_CACHE / 2 of f32/f64 rows and none of 16-bit ones)
+SOFTMAX_HELD = {2: 32, 4: 256, 8: 32}
+#: elements a lane has in flight in the passes over the rest of a row (f32/f64, and 16-bit rows not
+#: of whole words)
+SOFTMAX_CHUNK = {2: 8, 4: 16, 8: 8}
+# A row too long for the registers keeps its start there through both passes: read once instead of
+# twice. H100, candle's (1, 32, 1), SOFTMAX_CACHE / 2 bytes a lane, f32 2048 / 4096 / 8192 / 16384
 # columns 0.68 / 0.82 / 1.03 / 0.75 -> 0.74 / 0.86 / 1.08 / 0.78x torch; bf16 2048 / 4096 1.27 / 1.41
-# -> 1.50 / 1.49. All of the cache (f32 0.82 / 0.90 / 1.07 / 0.77) spilled, and the rows held in
-# registers lost up to 0.05. With half, the 16-bit kernels spill 24 bytes and the wrappers' bf16 rows
-# lost 0.03-0.10 (4096 2.27 -> 2.17): the wrappers' own 16-bit launches take ``softmax_rows_*``, built
-# without it (HOLD false).
+# -> 1.50 / 1.49. All of the cache (f32 0.82 / 0.90 / 1.07 / 0.77) spilled at 64 registers. With half,
+# the 16-bit kernels spill 24 bytes and the wrappers' bf16 rows lost 0.03-0.10 (4096 2.27 -> 2.17): the
+# wrappers' own launches take ``softmax_rows_*``, which hold no 16-bit row. candle's f32 kernel, built
+# for one warp, holds 256 bytes a lane (a row of 2048; 128 for rows of 1025-2047) and has 16 f32 a lane
+# in flight over the rest: H200, candle's launch, f32 1024 / 1536 / 2048 / 3072 / 4096 / 6000 / 8192 /
+# 16384 columns 1.01 / 0.98 / 0.98 / 1.49 / 1.25 / 1.04 / 1.48 / 0.83 -> 1.04 / 1.01 / 1.06 / 1.78 /
+# 1.51 / 1.00 / 1.66 / 0.86x torch. Without the 16 in flight (8): 1536 0.93, 8192 1.44, 16384 0.76;
+# 32 in flight: 1536 0.38; 192 bytes held: 4096 1.48. Built for one warp, the 16-bit and f64 kernels
+# take 71 registers and lose (bf16 16384 1.02 -> 0.95); 16 in flight make f64 spill (4096 1.06 -> 0.92).
 
 
 @pk.kernel
-def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
+def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HELD):
     """One pass for the row's max and sum of exp (online: the sum is rescaled when the max grows),
     one for the output, each with eight elements per lane in flight (16-bit rows in two 8-byte words:
     H100, bf16 16384 columns 1.02 -> 1.05x torch, 0.78 -> 0.82 under candle's launch). The first pass
@@ -667,8 +693,9 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     1.08x torch, bf16 4096 / 8192 1.50 / 1.75 -> 1.67 / 1.85; H200: f32 4096 1.12 -> 1.20, bf16 4096 /
     8192 1.89 / 2.08 -> 2.05 / 2.19). Elements of f32/f64 rows (and 16-bit ones not in whole words)
     tell the L2 to keep them for the output pass, which lets them and its output go first. The row's
-    start stays in registers for both (f32/f64, and 16-bit rows of whole words with ``HOLD``). candle
-    launches block (1, 32, 1); any block (1, n, 1) with n <= 1024 works."""
+    first ``HELD`` bytes a lane stay in registers for both (f32/f64 rows, 16-bit rows of whole words).
+    Any block (1, n, 1) with n <= 1024 works, up to the kernel's max_block_size (candle's one warp for
+    SOFTMAX_WARP_DTYPES)."""
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: (max, sum) pairs, or the cached row's totals
     touch = sm[0]  # noqa: F841
     t = pk.thread_idx.y
@@ -686,24 +713,28 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     ms[0] = _LOWEST[A]
     ms[1] = 0.0
     c = pk.u64(t)
-    chunk = pk.local.array(8, A)
+    chunk = pk.local.array(SOFTMAX_CHUNK[T.nbytes], A)
     # 16-bit rows of whole 8-byte words: a chunk is two words, c and c + step (a warp's loads adjacent),
     # the second -inf past the row's end (it adds nothing); other rows: eight elements c + k * step
     words = T.nbytes == 2 and n % 4 == 0 and pk.is_aligned(x, 8) and pk.is_aligned(y, 8)
     xw = pk.bitcast(x, ConstPtr[u64])
     nw = n // 4
     wv = pk.local.array(2, u64)
-    # the row's first words, SOFTMAX_CACHE / 2 bytes a lane, stay in registers for both passes
-    # (f32/f64 rows, and 16-bit rows of whole words where HOLD)
+    # the row's first HELD bytes a lane (half of them for a shorter row, where HALF) stay in
+    # registers for both passes
     HW = ROW_WORD[T.nbytes]
-    held = pk.u64(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes) * step  # in words
-    hold = (HW.nbytes == T.nbytes or (HOLD and words)) and n > held * (HW.nbytes // T.nbytes)
-    hv = pk.local.array(SOFTMAX_CACHE[T.nbytes] // 2 // HW.nbytes, HW)
+    HALF = HELD > SOFTMAX_CACHE[T.nbytes] // 2
+    held = pk.u64(HELD // HW.nbytes) * step  # in words
+    can_hold = HELD > 0 and (HW.nbytes == T.nbytes or words)
+    hold = can_hold and n >= held * (HW.nbytes // T.nbytes)
+    half = HALF and can_hold and not hold and n >= held // 2 * (HW.nbytes // T.nbytes)
+    hv = pk.local.array(max(1, HELD // HW.nbytes), HW)
     if hold:
-        cache_load(x, hv, pk.u32(n), t, nt, HW(0), cache=SOFTMAX_CACHE[T.nbytes] // 2, full=True)
-        ms[0] = words_max(x, hv, A(_LOWEST[A]), cache=SOFTMAX_CACHE[T.nbytes] // 2)
-        ms[1] = words_exp_sum(x, hv, ms[0], cache=SOFTMAX_CACHE[T.nbytes] // 2)
+        hold_words(x, hv, ms, pk.u32(n), t, nt, cache=HELD)
         c = c + held
+    if HALF and half:
+        hold_words(x, hv, ms, pk.u32(n), t, nt, cache=HELD // 2)
+        c = c + held // 2
     pad = pk.u64(NEG_INF_WORD[T] if T.nbytes == 2 else 0)
     # this pass walks the rest of the row from its end down (index top - c), so that the output pass,
     # going up, first meets what this one read last: the part the L2 likeliest still holds
@@ -712,13 +743,13 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
         word_pair(xw, wv, top - c, top - c - step, c + step < nw, pad)
         for k in pk.static_range(8):
             chunk[k] = word_element(x, wv[k // 4], k % 4, ms[0])
-        online_softmax_step(ms, chunk)
+        online_softmax_step(ms, chunk, count=8)
         c += 2 * step
-    while c + 7 * step < n and not words:
-        for k in pk.static_range(8):
+    while c + (SOFTMAX_CHUNK[T.nbytes] - 1) * step < n and not words:
+        for k in pk.static_range(SOFTMAX_CHUNK[T.nbytes]):
             chunk[k] = A(pk.load(x, top - (c + k * step), eviction="evict_last"))  # read again below
-        online_softmax_step(ms, chunk)
-        c += 8 * step
+        online_softmax_step(ms, chunk, count=SOFTMAX_CHUNK[T.nbytes])
+        c += SOFTMAX_CHUNK[T.nbytes] * step
     m = ms[0]
     s = ms[1]
     while c < n and not words:
@@ -755,8 +786,11 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
     inv = 1.0 / pk.wave.shuffle(s, 0)
     c = pk.u64(t)
     if hold:
-        store_softmax_words(x, y, hv, m, inv, pk.u32(n), t, nt, cache=SOFTMAX_CACHE[T.nbytes] // 2, full=True)
+        store_softmax_words(x, y, hv, m, inv, pk.u32(n), t, nt, cache=HELD, full=True)
         c = c + held
+    if HALF and half:
+        store_softmax_words(x, y, hv, m, inv, pk.u32(n), t, nt, cache=HELD // 2, full=True)
+        c = c + held // 2
     if T.nbytes == 2 and words:
         o = pk.local.array(4, A)
         while c < nw:
@@ -767,21 +801,23 @@ def softmax_kernel(src: ConstPtr[T], dst: Ptr[T], n_cols: i32, *, T, A, HOLD):
                 store_word(y, o, pk.u32(c + h * step), pk.u32(n), wv[h], full=False)
             c += 2 * step
         return
-    while c + 7 * step < n:  # the row's last read, and its output: neither is read again
-        for k in pk.static_range(8):
+    while c + (SOFTMAX_CHUNK[T.nbytes] - 1) * step < n:  # the row's last read, and its output: neither is read again
+        for k in pk.static_range(SOFTMAX_CHUNK[T.nbytes]):
             chunk[k] = A(pk.load(x, c + k * step, eviction="evict_first"))
-        for k in pk.static_range(8):
+        for k in pk.static_range(SOFTMAX_CHUNK[T.nbytes]):
             pk.store(y, c + k * step, T(exp_diff(chunk[k], m) * inv), eviction="evict_first")
-        c += 8 * step
+        c += SOFTMAX_CHUNK[T.nbytes] * step
     while c < n:
         pk.store(y, c, T(exp_diff(A(pk.load(x, c, eviction="evict_first")), m) * inv), eviction="evict_first")
         c += step
 
 
+_softmax_warp = pk.kernel(max_block_size=SOFTMAX_CANDLE_BLOCK[1])(softmax_kernel.__wrapped__)
 for _t in NN_DTYPES:
-    REDUCE.add(softmax_kernel.instance(kernel_name("softmax", _t), T=_t, A=_acc(_t), HOLD=True))
-    if _t.nbytes == 2:
-        REDUCE.add(softmax_kernel.instance(kernel_name("softmax_rows", _t), T=_t, A=_acc(_t), HOLD=False))
+    _kern = _softmax_warp if _t in SOFTMAX_WARP_DTYPES else softmax_kernel
+    REDUCE.add(_kern.instance(kernel_name("softmax", _t), T=_t, A=_acc(_t), HELD=SOFTMAX_HELD[_t.nbytes]))
+    REDUCE.add(softmax_kernel.instance(kernel_name("softmax_rows", _t), T=_t, A=_acc(_t),
+                                       HELD=SOFTMAX_CACHE[_t.nbytes] // 2 if _t.nbytes >= 4 else 0))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1465,26 +1501,25 @@ def softmax_block(n_cols: int, dtype, wave: int) -> tuple[int, int, int]:
     return 1, lanes, 1
 
 
-def softmax_kernel_name(dtype, own: bool) -> str:
-    """The wrappers' own blocks take ``softmax_rows_*`` for 16-bit rows: candle's names keep the
-    start of a long row in registers, which makes those kernels spill and slows the rows held in
-    registers (see ``softmax_kernel``)."""
-    return kernel_name("softmax_rows" if own and dtype.nbytes == 2 else "softmax", dtype)
+def softmax_kernel_name(dtype, block) -> str:
+    """candle's kernel for candle's block, ``softmax_rows_*`` for every other: candle's f32 kernel is
+    built for one warp, and candle's 16-bit ones keep the start of a long row in registers, which
+    makes them spill and slows the rows held in registers (see ``softmax_kernel``)."""
+    return kernel_name("softmax" if tuple(block) == SOFTMAX_CANDLE_BLOCK else "softmax_rows", dtype)
 
 
 def softmax_last_dim(x, block=None):
-    """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1); candle's block is (1, 32, 1), the
-    wrappers' own ``softmax_block``."""
+    """candle-nn's ``softmax_last_dim``: grid (rows, 1, 1); ``block`` None for the wrappers' own
+    ``softmax_block``, candle's (1, 32, 1) for candle's kernel, or any (1, n, 1) with n <= 1024."""
     x = _contiguous(x, "softmax input")
     out = x.device.empty(x.shape, x.dtype)
     n_cols = x.shape[-1] if x.ndim else 1
     rows = x.size // n_cols if n_cols else 0
     if rows == 0 or n_cols == 0:
         return out
-    name = softmax_kernel_name(x.dtype, block is None)
     if block is None:
         block = softmax_block(n_cols, x.dtype, x.device.target.wave_size)
-    fn = x.device.get_or_load_func(name, REDUCE)
+    fn = x.device.get_or_load_func(softmax_kernel_name(x.dtype, block), REDUCE)
     fn[(rows, 1, 1), block](x, out, n_cols)
     return out
 

@@ -57,8 +57,8 @@ def cpu_fold(x, axis, use_min, index):
 @pytest.mark.skipif(ABI is None, reason="shared/spec/candle_abi.json not found")
 def test_abi_names_and_param_sizes():
     spec = json.loads(ABI.read_text())["modules"]["reduce"]
-    extras = {f"{n}_rows_{t}" for n in ("softmax", "rmsnorm", "layernorm") for t in ("f16", "bf16")} | \
-        {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f32", "f64")}  # the wrappers' own
+    extras = {f"{n}_rows_{t}" for n in ("softmax", "rmsnorm", "layernorm")
+              for t in ("f32", "f64", "f16", "bf16")}  # the wrappers' own
     assert sorted(REDUCE.names()) == sorted(set(spec) | extras)
     target = pk.device("cpu").target
     for inst in REDUCE:
@@ -251,8 +251,10 @@ def as_f64(a):
 def test_softmax(wave_device, dtype):
     # 1000, 1004: 16-bit rows as 8-byte words, pairs of them and one; 512, 1024: rows that fill every
     # lane's registers (no guards) under candle's block and the wrappers' own; 9000: held by 512 lanes,
-    # two passes for fewer (f32/f64 keeping the row's start in registers) and for 1024 (not keeping it)
-    for n in (1, 7, 33, 512, 1000, 1004, 1024, 9000):
+    # two passes for fewer (f32/f64 keeping the row's start in registers) and for 1024 (not keeping it);
+    # under candle's block, f32 rows of 1500 keep 1024 elements and read the rest in single elements,
+    # 2048 keep all of it, 2600 keep 2048 and read the rest in chunks (16 a lane) and single elements
+    for n in (1, 7, 33, 512, 1000, 1004, 1024, 1500, 2048, 2600, 9000):
         x = (RNG.standard_normal((3, n)) * 4).astype(dtype)
         if n > 1:
             x[1, 0] = -np.inf
@@ -524,13 +526,19 @@ def test_rope_rejects_what_does_not_fit(layout):
     assert fn(dev(x[:0]), cs, cs).shape == (0,) + x.shape[1:]  # empty: nothing to launch
 
 
-def test_wrappers_pick_their_own_16_bit_softmax_kernels():
-    """candle's 16-bit softmax keeps a long row's start in registers; the wrappers' own blocks take
-    ``softmax_rows_*``, built without it."""
-    assert R.softmax_kernel_name(pk.bf16, True) == "softmax_rows_bf16"
-    assert R.softmax_kernel_name(pk.f16, False) == "softmax_f16"
-    assert R.softmax_kernel_name(pk.f32, True) == "softmax_f32"
-    assert {"softmax_rows_f16", "softmax_rows_bf16"} <= set(REDUCE.names())
+def test_softmax_kernels_by_block():
+    """candle's names for candle's block (1, 32, 1), ``softmax_rows_*`` for every other: candle's f32
+    kernel is built for one warp (a lane holds 256 bytes of a long row), and a wider block gets a
+    launch error that names the limit."""
+    assert R.softmax_kernel_name(pk.f16, (1, 32, 1)) == "softmax_f16"
+    assert R.softmax_kernel_name(pk.f32, [1, 32, 1]) == "softmax_f32"
+    for dtype in (pk.f32, pk.f64, pk.f16, pk.bf16):
+        assert R.softmax_kernel_name(dtype, (1, 64, 1)) == f"softmax_rows_{dtype.name}"
+    dev = pk.device("cpu")
+    f = dev.get_or_load_func("softmax_f32", REDUCE)
+    x = dev.to_device(np.ones((1, 4000), np.float32))
+    with pytest.raises(pk.LaunchError, match="64 threads exceeds its maximum block size 32"):
+        f[(1, 1, 1), (1, 64, 1)](x, x, 4000)
 
 
 def test_wrappers_pick_their_own_16_bit_norm_kernels():
