@@ -1184,7 +1184,7 @@ def narrow_groups(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Const
 
 @pk.func
 def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, ln: bool,
-              sm: S, *, cache, own):
+              sm: S, *, cache, own, held):
     """This thread's part of rmsnorm/layernorm: a wave per row (``norm_by_wave``) for rows that no
     group takes, ``row_group`` threads per row held in registers, or the block's x threads on row
     ``block_idx.x * block_dim.y + thread_idx.y``. Waves and groups take rows under candle's grid
@@ -1194,8 +1194,8 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     lives in a register the warp shares, and rmsnorm f32's waves at 1024 columns measured 0.83 ->
     0.72x torch.) A wave's short rows are told apart first: their idle blocks (31 of 32) are most of
     such a launch. ``own``: a kernel for the wrappers' own launches only (``norm_launch``: no groups,
-    no waves): 16-bit rows that fill every word take an unguarded copy, f32/f64 rows of up to twice
-    what the threads hold ``norm_row_held``. Rows of 2-byte elements
+    no waves): 16-bit rows that fill every word take an unguarded copy. ``held``: f32/f64 rows of up to
+    twice what the threads hold take ``norm_row_held``. Rows of 2-byte elements
     have no ``row_group``: their kernels for candle's launches hold 8 a thread in 32 registers, and
     groups that hold the row measured slower there (rmsnorm / layernorm bf16 4096 columns 0.97 / 0.91
     -> 0.95 / 0.63); the rows of 2049-4096 that a wave would take go to groups of NARROW_GROUP_THREADS
@@ -1204,7 +1204,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     block = pk.block_idx.x  # one read, shared by every path
     by_wave = norm_by_wave(n_cols)
     if not own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
-        by_wave = by_wave and pk.u32(n_cols) < pk.u32(cache // T.nbytes * GROUP_MIN_THREADS)
+        by_wave = by_wave and pk.u32(n_cols) < pk.u32(NORM_CACHE[T.nbytes] // T.nbytes * GROUP_MIN_THREADS)
     if not own and T.nbytes == 2 and pk.block_dim.y == 1 and pk.u32(n_cols) > NARROW_GROUP_COLS:
         if by_wave:
             narrow_groups(src, dst, alpha, beta, n_cols, eps, ln, sm, block, group=NARROW_GROUP_THREADS)
@@ -1221,7 +1221,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, ln, sm,
                      pk.thread_idx.x % pk.wave_size, pk.u32(pk.wave_size), True, cache=cache,
-                     unguarded=own and T.nbytes == 2, held=own)
+                     unguarded=own and T.nbytes == 2, held=held)
         return
     if not own and T.nbytes >= 4:
         g = row_group(src, dst, n_cols, cache=cache)
@@ -1238,31 +1238,40 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     row = (pk.u64(block) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
     norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, ln, row_sm, pk.thread_idx.x, pk.block_dim.x,
-             False, cache=cache, unguarded=own and T.nbytes == 2, held=own)
+             False, cache=cache, unguarded=own and T.nbytes == 2, held=held)
 
 
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
-                   *, T, A, CACHE, OWN):
+                   *, T, A, CACHE, OWN, HELD):
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE, own=OWN)
+    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), False, sm + 0, cache=CACHE, own=OWN, held=HELD)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
-                     block_size: i32, eps: f32, *, T, A, CACHE, OWN):
+                     block_size: i32, eps: f32, *, T, A, CACHE, OWN, HELD):
     sm = pk.shared.array(3 * MAX_WAVES, A)  # three planes: two row totals, or layernorm_stats' triples
     touch = sm[0]  # noqa: F841
-    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE, own=OWN)
+    norm_rows(src, dst, alpha, beta, n_cols, A(eps), True, sm + 0, cache=CACHE, own=OWN, held=HELD)
 
 
-# f32/f64: the default register budget (64 at 1024 threads), where their cached rows live; 16-bit rows
-# cache 8 elements in 4 registers, and keep two blocks of 1024 per SM for candle's two-pass launches.
+# layernorm f32 and the f64 norms: the default register budget (64 at 1024 threads), where their cached
+# rows live; the others (NORM_TWO_BLOCKS) keep two blocks of 1024 an SM for candle's launches.
 # The wrappers' own norms (``*_rows_*``, not candle's names): 16-bit ones in blocks of at most 256
 # threads, four an SM at 64 registers, holding rows of up to NORM_ROWS_CACHE bytes a thread; f32/f64
 # ones at the default budget, holding half of rows of up to twice NORM_CACHE a thread (``norm_row_held``)
 NORM_ROWS_CACHE = {2: 32, 4: NORM_CACHE[4], 8: NORM_CACHE[8]}
+#: candle's kernels built for two blocks of 1024 an SM (32 registers), holding 8 bytes a thread less than
+#: NORM_CACHE: the 16-bit ones and rmsnorm_f32, which holds half of rows of up to 16384 (``norm_row_held``).
+#: Two blocks an SM let the idle blocks of candle's grid run beside a busy one: H200, candle's launch,
+#: rmsnorm f32 1024 / 2048 / 3072 / 4096 / 8192 / 12000 / 16384 columns 0.59 / 0.99 / 1.00 / 1.09 / 1.25
+#: / 1.14 / 1.23 -> 0.91 / 0.97 / 0.96 / 1.13 / 1.31 / 1.24 / 1.36x torch. layernorm_f32 spills 36 bytes
+#: at 32 registers and lost there (2048 / 3072 / 8192 0.92 / 0.90 / 1.16 -> 0.74 / 0.66 / 1.08, though
+#: 1024 gained 0.79 -> 1.19), so it keeps 64.
+NORM_TWO_BLOCKS = {("rmsnorm", f32), ("rmsnorm", f16), ("rmsnorm", bf16), ("layernorm", f16), ("layernorm", bf16)}
+NORM_TWO_BLOCKS_CACHE = {2: 16, 4: 32}
 _rmsnorm_narrow = pk.kernel(min_blocks_per_sm=2)(rmsnorm_kernel.__wrapped__)
 _layernorm_narrow = pk.kernel(min_blocks_per_sm=2)(layernorm_kernel.__wrapped__)
 _rmsnorm_rows = pk.kernel(max_block_size=NORM_BLOCK_THREADS, min_blocks_per_sm=4)(rmsnorm_kernel.__wrapped__)
@@ -1271,10 +1280,13 @@ for _t in NN_DTYPES:
     _narrow = _t.nbytes == 2
     for _name, _kern, _kern_narrow, _kern_rows in (("rmsnorm", rmsnorm_kernel, _rmsnorm_narrow, _rmsnorm_rows),
                                                    ("layernorm", layernorm_kernel, _layernorm_narrow, _layernorm_rows)):
-        REDUCE.add((_kern_narrow if _narrow else _kern).instance(kernel_name(_name, _t), T=_t, A=_acc(_t),
-                                                                 CACHE=NORM_CACHE[_t.nbytes], OWN=False))
+        _two = (_name, _t) in NORM_TWO_BLOCKS
+        REDUCE.add((_kern_narrow if _two else _kern).instance(
+            kernel_name(_name, _t), T=_t, A=_acc(_t), OWN=False, HELD=_two and not _narrow,
+            CACHE=NORM_TWO_BLOCKS_CACHE[_t.nbytes] if _two else NORM_CACHE[_t.nbytes]))
         REDUCE.add((_kern_rows if _narrow else _kern).instance(kernel_name(_name + "_rows", _t), T=_t, A=_acc(_t),
-                                                               CACHE=NORM_ROWS_CACHE[_t.nbytes], OWN=True))
+                                                               CACHE=NORM_ROWS_CACHE[_t.nbytes], OWN=True,
+                                                               HELD=not _narrow))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1553,8 +1565,9 @@ HELD_ROWS_THREADS = 512
 
 def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[str, tuple, tuple]:
     """The wrappers' own kernel, grid and block for rmsnorm/layernorm: 16-bit rows by NARROW_LAUNCH,
-    f32/f64 rows candle's kernel, held in registers by ``row_threads``, but rows longer than
-    HELD_ROWS_THREADS threads hold (up to twice what 1024 hold) half held by ``*_rows_*``. Block
+    f32/f64 rows held in registers by ``row_threads`` (in candle's kernel, or ``*_rows_*`` where
+    candle's holds less: NORM_TWO_BLOCKS), but rows longer than HELD_ROWS_THREADS threads hold (up to
+    twice what 1024 hold) half held by ``*_rows_*``. Block
     (threads a row, R), row = block * R + y: R rows a block (the block's threads over a row's) when they
     divide the row count."""
     per_thread = NORM_CACHE[dtype.nbytes] // dtype.nbytes
@@ -1567,7 +1580,8 @@ def norm_launch(name: str, rows: int, n_cols: int, dtype, wave: int) -> tuple[st
         nt = HELD_ROWS_THREADS if n_cols <= 2 * HELD_ROWS_THREADS * per_thread else 1024
         block_threads = NORM_BLOCK_THREADS
     else:
-        kname, nt = kernel_name(name, dtype), row_threads(n_cols, dtype, wave, NORM_CACHE)
+        kname = kernel_name(name + ("_rows" if (name, dtype) in NORM_TWO_BLOCKS else ""), dtype)
+        nt = row_threads(n_cols, dtype, wave, NORM_CACHE)
         block_threads = NORM_BLOCK_THREADS
     per_block = max(1, block_threads // nt)
     while rows % per_block:

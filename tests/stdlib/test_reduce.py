@@ -397,15 +397,17 @@ def check_norm_kernels(device, dtype, rows: int, n: int, block: int, suffix: str
     return x, tol
 
 
-@pytest.mark.parametrize("rows, n", [(16, 1000), (3, 12000), (2, 17001), (2, 33001)],
-                         ids=["rows-share-blocks", "block-per-row-in-registers", "block-per-row-half-held",
-                              "block-per-row-two-passes"])
+@pytest.mark.parametrize("rows, n", [(16, 1000), (5, 4096), (3, 12000), (2, 17001), (2, 33001)],
+                         ids=["rows-share-blocks", "groups-share-blocks", "block-per-row-in-registers",
+                              "block-per-row-half-held", "block-per-row-two-passes"])
 def test_norm_launch_shapes(wave_device, rows, n):
     """The norms' block organisations: several rows of a few waves in one block (the wrappers' shape
-    for 1000 columns), a block per row with the row in registers (candle's 1024 threads on 12000
-    columns; the wrappers' 512 threads hold half of it), half of the row in registers (the wrappers'
-    1024 threads on 17001 columns), and rows read in every pass (candle's 1024 threads on 17001 and
-    33001 columns, the wrappers' on 33001)."""
+    for 1000 columns), groups of a block's threads a row (candle's 1024 threads on 4096 columns: rmsnorm
+    in two groups, layernorm in four; five rows leave a group without one), a block per row with the
+    row in registers (candle's layernorm on 12000 columns; its rmsnorm and the wrappers' 512 threads
+    hold half of it), half of the row in registers (the wrappers' 1024 threads on 17001 columns), and
+    rows read in every pass (candle's 1024 threads on 17001 and 33001 columns, the wrappers' on
+    33001)."""
     eps, eps_ref = 1e-5, float(np.float32(1e-5))
     x = (RNG.standard_normal((rows, n)) + 0.5).astype(np.float32)
     alpha, beta = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
@@ -546,7 +548,8 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
     to 256 columns, ``*_rows_*`` up to 512, eight rows a block), then candle's kernel reading the row
     twice with 64 threads up to 1536 columns, 128 up to 4096 (two, then four rows a block), then in
     candle's block of 1024 (which the kernel splits into groups of 512 up to 16384 columns); never
-    fewer threads than a wave. f32 rows held by enough threads."""
+    fewer threads than a wave. f32 rows held by enough threads, rmsnorm's in ``rmsnorm_rows_f32``
+    (candle's rmsnorm_f32 holds half as much: two blocks of 1024 an SM)."""
     launch = R.norm_launch
     for n, kernel, grid, block in ((7, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
                                    (256, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
@@ -557,12 +560,13 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
                                    (2048, "layernorm_f16", (32, 1, 1), (128, 2, 1))):
         assert launch("layernorm", 64, n, pk.f16, 32) == (kernel, grid, block), n
     assert launch("layernorm", 64, 1024, pk.f32, 32) == ("layernorm_f32", (16, 1, 1), (64, 4, 1))
-    assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (512, 1, 1))
+    assert launch("rmsnorm", 8, 8192, pk.f32, 32) == ("rmsnorm_rows_f32", (8, 1, 1), (512, 1, 1))
     # longer f32/f64 rows: half held by the *_rows_* kernels, 512 threads up to twice what they hold
     for n, dtype, block in ((8193, pk.f32, 512), (16384, pk.f32, 512), (16385, pk.f32, 1024),
                             (32768, pk.f32, 1024), (4097, pk.f64, 512), (16384, pk.f64, 1024)):
         assert launch("layernorm", 8, n, dtype, 64) == (f"layernorm_rows_{dtype}", (8, 1, 1), (block, 1, 1)), n
-    assert launch("rmsnorm", 8, 32769, pk.f32, 32) == ("rmsnorm_f32", (8, 1, 1), (1024, 1, 1))
+    assert launch("rmsnorm", 8, 32769, pk.f32, 32) == ("rmsnorm_rows_f32", (8, 1, 1), (1024, 1, 1))
+    assert launch("rmsnorm", 8, 32769, pk.f64, 32) == ("rmsnorm_f64", (8, 1, 1), (1024, 1, 1))
     for n, grid, block in ((2049, (2, 1, 1), (128, 4, 1)), (4096, (2, 1, 1), (128, 4, 1)),
                            (4097, (8, 1, 1), (1024, 1, 1)), (16384, (8, 1, 1), (1024, 1, 1)),
                            (16385, (8, 1, 1), (1024, 1, 1)), (65536, (8, 1, 1), (1024, 1, 1))):
