@@ -174,7 +174,7 @@ def reductions(b: Bench, shape: str = "candle") -> None:
                     b.case(f"{op} {tag} rows of {cols}", nb, lambda f=f, o=o: f[grid, threads](
                         n, cols, 2, info, x.data_ptr(), o.data_ptr()), ref)
         block = R.softmax_block(cols, getattr(pk, tag), ws) if own else R.SOFTMAX_CANDLE_BLOCK
-        name = R.softmax_kernel_name(getattr(pk, tag), block)  # the wrappers' kernel for their own shape
+        name = R.softmax_kernel_name(getattr(pk, tag), None if own else block)  # the wrappers' own for theirs
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)
             b.case(f"softmax {tag} cols {cols}", 2 * nb, lambda f=f, block=block: f[(rows, 1, 1), block](

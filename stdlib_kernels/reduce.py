@@ -1513,11 +1513,13 @@ def softmax_block(n_cols: int, dtype, wave: int) -> tuple[int, int, int]:
     return 1, lanes, 1
 
 
-def softmax_kernel_name(dtype, block) -> str:
-    """candle's kernel for candle's block, ``softmax_rows_*`` for every other: candle's f32 kernel is
-    built for one warp, and candle's 16-bit ones keep the start of a long row in registers, which
-    makes them spill and slows the rows held in registers (see ``softmax_kernel``)."""
-    return kernel_name("softmax" if tuple(block) == SOFTMAX_CANDLE_BLOCK else "softmax_rows", dtype)
+def softmax_kernel_name(dtype, block=None) -> str:
+    """candle's kernel for candle's block, ``softmax_rows_*`` for every other and for the wrappers' own
+    (``block`` None, even where ``softmax_block`` is candle's): candle's f32 kernel is built for one
+    warp, and candle's 16-bit ones keep the start of a long row in registers, which makes them spill
+    and slows the rows held in registers (see ``softmax_kernel``)."""
+    candle = block is not None and tuple(block) == SOFTMAX_CANDLE_BLOCK
+    return kernel_name("softmax" if candle else "softmax_rows", dtype)
 
 
 def softmax_last_dim(x, block=None):
@@ -1529,9 +1531,9 @@ def softmax_last_dim(x, block=None):
     rows = x.size // n_cols if n_cols else 0
     if rows == 0 or n_cols == 0:
         return out
+    fn = x.device.get_or_load_func(softmax_kernel_name(x.dtype, block), REDUCE)
     if block is None:
         block = softmax_block(n_cols, x.dtype, x.device.target.wave_size)
-    fn = x.device.get_or_load_func(softmax_kernel_name(x.dtype, block), REDUCE)
     fn[(rows, 1, 1), block](x, out, n_cols)
     return out
 

@@ -529,13 +529,15 @@ def test_rope_rejects_what_does_not_fit(layout):
 
 
 def test_softmax_kernels_by_block():
-    """candle's names for candle's block (1, 32, 1), ``softmax_rows_*`` for every other: candle's f32
-    kernel is built for one warp (a lane holds 256 bytes of a long row), and a wider block gets a
-    launch error that names the limit."""
+    """candle's names for candle's block (1, 32, 1), ``softmax_rows_*`` for every other and for the
+    wrappers' own launches (whose block may be candle's): candle's f32 kernel is built for one warp
+    (a lane holds 256 bytes of a long row), and a wider block gets a launch error that names the
+    limit."""
     assert R.softmax_kernel_name(pk.f16, (1, 32, 1)) == "softmax_f16"
     assert R.softmax_kernel_name(pk.f32, [1, 32, 1]) == "softmax_f32"
     for dtype in (pk.f32, pk.f64, pk.f16, pk.bf16):
         assert R.softmax_kernel_name(dtype, (1, 64, 1)) == f"softmax_rows_{dtype.name}"
+        assert R.softmax_kernel_name(dtype) == f"softmax_rows_{dtype.name}"  # the wrappers' own launch
     dev = pk.device("cpu")
     f = dev.get_or_load_func("softmax_f32", REDUCE)
     x = dev.to_device(np.ones((1, 4000), np.float32))
