@@ -3,7 +3,8 @@ layernorm and the three rotary-embedding layouts (64 kernels, candle's names and
 
 Every cross-lane step is written once against ``pk.wave_size`` (32 or 64): a guarded xor butterfly
 inside each wave (a partner lane outside the block is ignored, so any block size works, including
-blocks smaller than a wave), then the per-wave results through shared memory. Semantics follow
+blocks smaller than a wave, up to each kernel's max_block_size), then the per-wave results through
+shared memory. Semantics follow
 candle's CPU backend where its CUDA kernels differ:
 
 * min/max/argmin/argmax: candle-cpu's fold ``if f(val, s) { val = s }`` starting from the first
