@@ -976,12 +976,13 @@ def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n
 def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, ln: bool,
                   sm: S, t: u32, nt: u32, *, cache):
     """An f32/f64 row longer than its threads hold, up to twice that: the first ``cache`` bytes a
-    thread stay in registers, the rest is read from memory in each pass (the wrappers' ``*_rows_*``
-    kernels). Rows of 8193-16384 f32 then take blocks of 512 threads, two an SM, where holding the
+    thread stay in registers, the rest is read from memory in each pass (the f32/f64 ``*_rows_*``
+    kernels and candle's rmsnorm_f32: ``HELD``). Rows of 8193-16384 f32 then take blocks of 512 threads, two an SM, where holding the
     whole row takes one block of 1024 an SM whose load, reduction and store do not overlap: H200,
     rmsnorm / layernorm f32 12000 1.16 / 1.03 -> 1.27 / 1.26x torch, 16384 1.24 / 1.21 -> 1.30 / 1.21.
-    In candle's kernels the path cost their short rows (a spill in layernorm_f32; 1024 columns 0.58 /
-    0.79 -> 0.52 / 0.69), so only the wrappers' own kernels have it."""
+    In candle's 64-register kernels the path cost their short rows (a spill in layernorm_f32; 1024
+    columns 0.58 / 0.79 -> 0.52 / 0.69); candle's rmsnorm_f32 at 32 registers takes it for its rows of
+    8193-16384 (NORM_TWO_BLOCKS)."""
     per = cache // T.nbytes
     h = pk.u32(per) * nt
     e = pk.local.array(cache // T.nbytes, V)
@@ -1264,8 +1265,9 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
 # threads, four an SM at 64 registers, holding rows of up to NORM_ROWS_CACHE bytes a thread; f32/f64
 # ones at the default budget, holding half of rows of up to twice NORM_CACHE a thread (``norm_row_held``)
 NORM_ROWS_CACHE = {2: 32, 4: NORM_CACHE[4], 8: NORM_CACHE[8]}
-#: candle's kernels built for two blocks of 1024 an SM (32 registers), holding 8 bytes a thread less than
-#: NORM_CACHE: the 16-bit ones and rmsnorm_f32, which holds half of rows of up to 16384 (``norm_row_held``).
+#: candle's kernels built for two blocks of 1024 an SM (32 registers), holding NORM_TWO_BLOCKS_CACHE bytes
+#: a thread: the 16-bit ones, and rmsnorm_f32 (half of NORM_CACHE), which holds half of rows of up to
+#: 16384 (``norm_row_held``).
 #: Two blocks an SM let the idle blocks of candle's grid run beside a busy one: H200, candle's launch,
 #: rmsnorm f32 1024 / 2048 / 3072 / 4096 / 8192 / 12000 / 16384 columns 0.59 / 0.99 / 1.00 / 1.09 / 1.25
 #: / 1.14 / 1.23 -> 0.91 / 0.97 / 0.96 / 1.13 / 1.31 / 1.24 / 1.36x torch. layernorm_f32 spills 36 bytes
