@@ -182,10 +182,30 @@ class Module:
     the index of their position in ``stdlib_kernels.ALL_IDS``. User modules get a private slot.
     """
 
+    #: modules with an index (the stdlib's families), by name and by index: what candle's API names
+    #: a module by (``get_or_load_func(name, Id::Unary)``)
+    indexed: dict[str | int, "Module"] = {}
+
     def __init__(self, name: str, index: int | None = None):
         self.name, self.index = name, index
         self.uid = next(_uids)
         self._kernels: dict[str, KernelInstance] = {}
+        if index is not None:
+            Module.indexed[name] = Module.indexed[index] = self
+
+    @staticmethod
+    def lookup(key: "Module | str | int") -> "Module":
+        """A module from a ``Module``, an indexed module's name, or its index (an ``Id`` is an int)."""
+        if isinstance(key, Module):
+            return key
+        if not isinstance(key, (str, int)):
+            raise TypeError(f"a module is a pykern.Module, a module name or an index, not {type(key).__name__}")
+        found = Module.indexed.get(key)
+        if found is None:
+            from ..runtime.base import close_matches
+            names = [k for k in Module.indexed if isinstance(k, str)]
+            raise KeyError(f"no module {key!r} (is stdlib_kernels imported?){close_matches(str(key), names)}")
+        return found
 
     def add(self, *instances: KernelInstance) -> "Module":
         for inst in instances:

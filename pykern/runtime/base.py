@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..ir.types import DType, dtype_of_numpy
+from ..lang.kernel import Module
 from ..targets.base import Target
 
 
@@ -117,8 +118,9 @@ class Device(ABC):
         self.index = index
         self._slots: dict[int, Any] = {}  # module uid -> LoadedModule
         self._funcs: dict[tuple[int, str], Any] = {}
-        self._lock = threading.Lock()
-        self.load_count = 0  # modules loaded so far (tests check loads happen once)
+        self._lock = threading.RLock()  # held while loading: one thread compiles, the others wait
+        self.load_count = 0  # whole modules loaded so far (tests check loads happen once)
+        self.kernel_load_count = 0  # kernels compiled and loaded one at a time (``get_or_load_func``)
 
     def __repr__(self) -> str:
         return f"{self.kind}:{self.index}"
@@ -173,7 +175,8 @@ class Device(ABC):
 
     # ---- candle's ModuleStore ----------------------------------------------------------------------
     def load_module(self, module) -> Any:
-        """The loaded form of ``module`` on this device, loading it on first use (thread-safe)."""
+        """The loaded form of the whole of ``module`` on this device, loading it on first use
+        (thread-safe): candle's ``ModuleStore`` slot, and what a Rust backend loads."""
         loaded = self._slots.get(module.uid)
         if loaded is not None:
             return loaded
@@ -188,18 +191,39 @@ class Device(ABC):
                 self.load_count += 1
         return loaded
 
+    def _load_one(self, module, instance) -> tuple[Any, Any]:
+        """The (handle, signature) of one kernel of ``module``: from the module's slot when it is
+        loaded or prebuilt (no compile), else compiled and loaded alone (its own cache entry), so the
+        first launch of one kernel of a 100-kernel family pays for that kernel only."""
+        from ..compiler import compile_kernels
+        from ..prebuilt import find_prebuilt
+        loaded = self._slots.get(module.uid)
+        if loaded is None and (len(module) == 1 or find_prebuilt(module, self.target) is not None):
+            loaded = self.load_module(module)
+        if loaded is not None:
+            handle, sigs = loaded
+            return handle, sigs[instance.name]
+        artifact, sigs = compile_kernels([instance], self.target, f"{module.name}.{instance.name}")
+        self.kernel_load_count += 1
+        return self.load_artifact(artifact, sigs), sigs[0]
+
     def get_or_load_func(self, name: str, module) -> "Function":
+        """candle's ``get_or_load_func``: the launchable ``name`` of ``module``, loaded once per device.
+
+        ``module`` is a ``pykern.Module``, or what candle's API names one by: a stdlib ``Id`` (or its
+        int index) or the module's name (``"unary"``)."""
+        module = Module.lookup(module)
         key = (module.uid, name)
         fn = self._funcs.get(key)
         if fn is not None:
             return fn
         instance = module.get(name)  # raises with close matches
-        handle, sigs = self.load_module(module)
         with self._lock:
             fn = self._funcs.get(key)
             if fn is None:
                 from .launch import Function
-                fn = Function(self, instance, sigs[name], self.get_function(handle, name))
+                handle, sig = self._load_one(module, instance)
+                fn = Function(self, instance, sig, self.get_function(handle, name))
                 self._funcs[key] = fn
         return fn
 

@@ -44,12 +44,12 @@ def fresh_device() -> CpuDevice:
 
 def test_module_loads_once_and_handles_are_cached():
     dev, mod = fresh_device(), make_module()
-    assert dev.load_count == 0
+    assert dev.load_count == dev.kernel_load_count == 0
     fn = dev.get_or_load_func("scale_f32", mod)
-    assert dev.load_count == 1
+    assert (dev.load_count, dev.kernel_load_count) == (0, 1), "a request compiles and loads that kernel only"
     assert dev.get_or_load_func("scale_f32", mod) is fn
     others = [dev.get_or_load_func(n, mod) for n in ("copy_f32", "copy_f64", "copy_u8", "copy_bf16")]
-    assert dev.load_count == 1, "the first request loads the whole module"
+    assert (dev.load_count, dev.kernel_load_count) == (0, 5)
     assert len({id(f) for f in others + [fn]}) == 5
     assert [dev.get_or_load_func(n, mod) for n in ("copy_f32", "copy_f64", "copy_u8", "copy_bf16")] == others
     # and they run
@@ -63,10 +63,35 @@ def test_each_module_and_each_device_has_its_own_slot():
     m1, m2 = make_module("same_name"), make_module("same_name")
     dev1.get_or_load_func("copy_f32", m1)
     dev1.get_or_load_func("copy_f32", m2)
-    assert dev1.load_count == 2          # user modules get slots of their own, even with equal names
-    assert dev2.load_count == 0
+    assert dev1.kernel_load_count == 2   # user modules get slots of their own, even with equal names
+    assert dev2.kernel_load_count == 0
     f2 = dev2.get_or_load_func("copy_f32", m1)
-    assert dev2.load_count == 1 and f2 is not dev1.get_or_load_func("copy_f32", m1)
+    assert dev2.kernel_load_count == 1 and f2 is not dev1.get_or_load_func("copy_f32", m1)
+    dev1.load_module(m1)
+    assert dev1.load_count == 1
+
+
+def test_a_loaded_module_serves_its_kernels_without_compiling():
+    dev, mod = fresh_device(), make_module()
+    dev.load_module(mod)
+    fns = [dev.get_or_load_func(n, mod) for n in mod.names()]
+    assert (dev.load_count, dev.kernel_load_count) == (1, 0)
+    x = dev.to_device(np.arange(5, dtype=np.float64)); y = dev.zeros(5, np.float64)
+    fns[2][1, 32](5, x, y)
+    np.testing.assert_array_equal(y.to_host(), np.arange(5, dtype=np.float64))
+
+
+def test_get_or_load_func_takes_what_candle_names_a_module_by():
+    import stdlib_kernels as sk
+    dev = fresh_device()
+    fn = dev.get_or_load_func("affine_f32", sk.AFFINE)
+    assert dev.get_or_load_func("affine_f32", sk.Id.Affine) is fn
+    assert dev.get_or_load_func("affine_f32", int(sk.Id.Affine)) is fn
+    assert dev.get_or_load_func("affine_f32", "affine") is fn
+    with pytest.raises(KeyError, match="no module 'afine'.*did you mean affine"):
+        dev.get_or_load_func("affine_f32", "afine")
+    with pytest.raises(TypeError, match="pykern.Module, a module name or an index"):
+        dev.get_or_load_func("affine_f32", 1.5)
 
 
 def test_sixteen_threads_load_once():
@@ -89,7 +114,7 @@ def test_sixteen_threads_load_once():
     for t in threads:
         t.join()
     assert not errors, errors
-    assert dev.load_count == 1
+    assert dev.kernel_load_count == len(names), "each kernel is loaded once, whatever the threads"
     for k, fn in results.items():
         assert fn is dev.get_or_load_func(names[k % len(names)], mod)
 
@@ -142,7 +167,7 @@ def test_stdlib_registry():
         sk.module("nope")
 
 
-def test_stdlib_module_slot_is_loaded_once_when_it_has_kernels():
+def test_stdlib_kernels_load_one_at_a_time_and_the_slot_once():
     import stdlib_kernels as sk
     mod = next((m for m in sk.MODULES if len(m)), None)
     if mod is None:
@@ -150,6 +175,9 @@ def test_stdlib_module_slot_is_loaded_once_when_it_has_kernels():
     dev = fresh_device()
     names = mod.names()[:3]
     fns = [dev.get_or_load_func(n, mod) for n in names]
+    assert dev.kernel_load_count == 3 and dev.load_count == 0
+    dev.load_module(mod)
+    dev.load_module(mod)
     assert dev.load_count == 1
     assert [dev.get_or_load_func(n, mod) for n in names] == fns
 
