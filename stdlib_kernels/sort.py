@@ -1,0 +1,469 @@
+"""candle's SORT module: ``asort_{asc,desc}_{T}(x, dst, ncols, ncols_pad)``, the argsort of each row.
+
+Every kernel orders elements by a **total order**: the element's *sort key* (an unsigned integer
+``K`` whose order is the value order, ``sort_key``), then its column index. So the result is unique:
+ties, and -0.0 against 0.0, keep their index order (candle-cpu's stable ``sort_by``; candle's CUDA
+bitonic network leaves them in any order), NaN sorts as the largest value (last ascending, first
+descending, as torch), and a bitonic network over that order is a stable sort under any launch.
+
+candle's launch (one block a row, ``min(ncols_pad, 1024)`` threads, ``ncols_pad * 4`` bytes of dynamic
+shared memory holding the row's indices) is served by ``asort``; the wrappers (``argsort``, ``sort``,
+``topk``) launch their own kernels: ``sort_runs`` sorts runs of up to ``MAX_RUN`` (key, index) pairs
+held in shared memory, several short rows a block, and ``merge_runs`` merges sorted runs pairwise,
+pass after pass, for rows longer than one run (any length, any row count).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, f32, f64, f16, bf16, i32, i64, u8, u32, u64, usize
+
+from . import SORT, kernel_name
+from ._common import as_device_array, launch_stream
+
+T = pk.TypeVar("T")
+K = pk.TypeVar("K")
+
+#: the dtypes candle has argsort kernels for
+DTYPES = (f32, f64, f16, bf16, u8, u32, i64)
+
+
+def key_type(t):
+    """The unsigned integer a dtype's sort keys take: as wide as the value, at least 32 bits."""
+    return u64 if t.nbytes == 8 else u32
+
+
+# ---------------------------------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------------------------------
+@pk.func
+def sort_key(v: T, *, K, descending) -> K:
+    """``v`` as an unsigned integer in the sort order: floats by their bits with the sign folded in
+    (-0.0 made +0.0, every NaN the largest key), signed integers with the sign bit flipped; the
+    complement for a descending sort (then NaN comes first)."""
+    top = K(1) << (K.nbytes * 8 - 1)
+    k = K(0)
+    if T.is_float:
+        F = f64 if T is f64 else f32  # f16/bf16 widen to f32 exactly
+        f = F(v)
+        b = pk.bitcast(f, K)
+        k = pk.select(pk.isnan(f), ~K(0), pk.select(f == 0, top, pk.select((b & top) != 0, ~b, b | top)))
+    elif T.is_signed:
+        k = pk.bitcast(v, K) ^ top
+    else:
+        k = K(v)
+    if descending:
+        k = ~k
+    return k
+
+
+@pk.func
+def precedes(ka: K, ia: u32, kb: K, ib: u32) -> bool:
+    """(key, index) order: the whole order every kernel sorts by."""
+    return ka < kb or (ka == kb and ia < ib)
+
+
+@pk.func
+def pair_low(q: u32, j: u32) -> u32:
+    """The lower element of bitonic pair ``q`` at distance ``j`` (a power of two): ``q`` with a zero
+    bit inserted at ``j``, so that ``nt`` threads cover the ``n/2`` pairs of a stage with no idle one."""
+    return ((q & ~(j - 1)) << 1) | (q & (j - 1))
+
+
+@pk.func
+def column_key(row: ConstPtr[T], c: u32, ncols: u32, *, K, descending) -> K:
+    """Column ``c``'s key, the largest for padding (``c >= ncols``: it sorts after every column)."""
+    if c < ncols:
+        return sort_key(row[c], K=K, descending=descending)
+    return ~K(0)
+
+
+@pk.func
+def bitonic_pairs(keys: Ptr[K], idx: Ptr[u32], n: u32, t: u32, nt: u32):
+    """Sort ``n`` (a power of two) (key, index) pairs in shared memory by ``precedes``; ``nt`` threads,
+    this one ``t``. Every thread of the block calls it (barriers inside)."""
+    k: u32 = 2
+    while k <= n:
+        j = k // 2
+        while j > 0:
+            for q in range(t, n // 2, nt):
+                a = pair_low(q, j)
+                b = a + j
+                ka = keys[a]
+                kb = keys[b]
+                ia = idx[a]
+                ib = idx[b]
+                if precedes(kb, ib, ka, ia) == ((a & k) == 0):  # out of order for this half's direction
+                    keys[a] = kb
+                    keys[b] = ka
+                    idx[a] = ib
+                    idx[b] = ia
+            pk.syncthreads()
+            j //= 2
+        k *= 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# candle's kernels
+# ---------------------------------------------------------------------------------------------------
+@pk.kernel
+def asort(x: ConstPtr[T], dst: Ptr[u32], ncols: i32, ncols_pad: i32, *, T, K, descending):
+    """candle's argsort of row ``block_idx.x``: a bitonic network over the row's indices in dynamic
+    shared memory (``ncols_pad * 4`` bytes), each comparison reading the two keys from ``x``. Any
+    block size works; candle's is ``min(ncols_pad, 1024)``."""
+    idx = pk.shared.dynamic(u32)
+    n = u32(ncols)
+    npad = u32(ncols_pad)
+    row = x + usize(pk.block_idx.x) * usize(n)
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    for c in range(t, npad, nt):
+        idx[c] = c
+    pk.syncthreads()
+    k: u32 = 2
+    while k <= npad:
+        j = k // 2
+        while j > 0:
+            for q in range(t, npad // 2, nt):
+                a = pair_low(q, j)
+                b = a + j
+                ia = idx[a]
+                ib = idx[b]
+                ka = column_key(row, ia, n, K=K, descending=descending)
+                kb = column_key(row, ib, n, K=K, descending=descending)
+                if precedes(kb, ib, ka, ia) == ((a & k) == 0):
+                    idx[a] = ib
+                    idx[b] = ia
+            pk.syncthreads()
+            j //= 2
+        k *= 2
+    out = dst + usize(pk.block_idx.x) * usize(n)
+    for c in range(t, n, nt):
+        out[c] = idx[c]
+
+
+for _t in DTYPES:
+    for _desc in (False, True):
+        SORT.add(asort.instance(kernel_name("asort_desc" if _desc else "asort_asc", _t), T=_t, K=key_type(_t),
+                                descending=_desc))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the wrappers' kernels (extra names, see SORT_EXTRAS)
+# ---------------------------------------------------------------------------------------------------
+@pk.func
+def load_run(x: ConstPtr[T], keys: Ptr[K], idx: Ptr[u32], g: usize, segments: usize, ncols: u32, run: u32,
+             run_pad: u32, t: u32, nt: u32, *, descending) -> u32:
+    """Load segment ``g`` (run ``g % per_row`` of row ``g // per_row``) into shared ``keys``/``idx``,
+    padded to ``run_pad`` with the largest key, sort it, and return its length (0 for a block's spare
+    segments past the last: they sort padding). Every thread of the block calls it."""
+    per_row = usize((ncols + run - 1) // run)
+    first = (g % per_row) * usize(run)
+    m: u32 = 0
+    if g < segments:
+        m = min(run, u32(usize(ncols) - first))
+    start = (g // per_row) * usize(ncols) + first
+    for i in range(t, run_pad, nt):
+        k = ~K(0)
+        if i < m:
+            k = sort_key(x[start + usize(i)], K=K, descending=descending)
+        keys[i] = k
+        idx[i] = u32(first) + i
+    pk.syncthreads()
+    bitonic_pairs(keys, idx, run_pad, t, nt)
+    return m
+
+
+@pk.func
+def run_start(g: usize, ncols: u32, run: u32) -> usize:
+    """Segment ``g``'s first element in the array."""
+    per_row = usize((ncols + run - 1) // run)
+    return (g // per_row) * usize(ncols) + (g % per_row) * usize(run)
+
+
+@pk.kernel
+def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, run_pad: u32, dst: Ptr[u32], *, T, K, descending):
+    """The argsort of rows of up to ``MAX_RUN`` columns, ``block_dim.y`` rows a block (row
+    ``block_idx.x * block_dim.y + thread_idx.y``), ``block_dim.x`` threads a row: the row's (key,
+    column) pairs sorted in shared memory (``block_dim.y * run_pad`` keys, then as many u32)."""
+    sm = pk.shared.dynamic(K)
+    y = usize(pk.thread_idx.y)
+    keys = sm + y * usize(run_pad)
+    idx = pk.bitcast(sm + usize(pk.block_dim.y) * usize(run_pad), Ptr[u32]) + y * usize(run_pad)
+    g = usize(pk.block_idx.x) * usize(pk.block_dim.y) + y
+    t = pk.thread_idx.x
+    m = load_run(x, keys, idx, g, rows, ncols, ncols, run_pad, t, pk.block_dim.x, descending=descending)
+    out = dst + g * usize(ncols)
+    for i in range(t, m, pk.block_dim.x):
+        out[i] = idx[i]
+
+
+@pk.kernel
+def sort_runs(x: ConstPtr[T], segments: usize, ncols: u32, run: u32, keys_out: Ptr[K], idx_out: Ptr[u32], *, T, K,
+              descending):
+    """The first pass over rows longer than a run: each run of ``run`` (a power of two) columns sorted
+    in shared memory (``run`` keys, then ``run`` u32), one a block, its keys and columns written at the
+    run's place for ``merge_runs``."""
+    sm = pk.shared.dynamic(K)
+    idx = pk.bitcast(sm + usize(run), Ptr[u32])
+    g = usize(pk.block_idx.x)
+    t = pk.thread_idx.x
+    m = load_run(x, sm, idx, g, segments, ncols, run, run, t, pk.block_dim.x, descending=descending)
+    start = run_start(g, ncols, run)
+    for i in range(t, m, pk.block_dim.x):
+        keys_out[start + usize(i)] = sm[i]
+        idx_out[start + usize(i)] = idx[i]
+
+
+@pk.func
+def merged_place(i: usize, ncols: u32, run: u32, keys: ConstPtr[K], idx: ConstPtr[u32]) -> usize:
+    """Where element ``i`` goes when runs ``2p`` and ``2p + 1`` of its row (``run`` columns each,
+    sorted) merge into one: its rank in its own run plus the number of elements of the other run that
+    precede it (a binary search). (key, column) pairs are distinct, so the places are a permutation
+    and the merge is stable."""
+    base = (i // usize(ncols)) * usize(ncols)
+    c = u32(i - base)
+    own = c // run
+    pair = (own & ~u32(1)) * run  # the merged run's first column
+    lo = pair
+    if own % 2 == 0:
+        lo = pair + run
+    hi = min(lo + run, ncols)
+    lo = min(lo, ncols)
+    first = lo
+    k = keys[i]
+    ix = idx[i]
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if precedes(keys[base + usize(mid)], idx[base + usize(mid)], k, ix):
+            lo = mid + 1
+        else:
+            hi = mid
+    return base + usize(pair + (c - own * run) + (lo - first))
+
+
+@pk.kernel
+def merge_runs(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[K], idx_in: ConstPtr[u32], keys_out: Ptr[K],
+               idx_out: Ptr[u32], *, K):
+    """One merge pass: runs of ``run`` columns into runs of ``2 * run``, keys and columns."""
+    for i in pk.grid_stride(total):
+        dest = merged_place(i, ncols, run, keys_in, idx_in)
+        keys_out[dest] = keys_in[i]
+        idx_out[dest] = idx_in[i]
+
+
+@pk.kernel
+def merge_last(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[K], idx_in: ConstPtr[u32], dst: Ptr[u32], *, K):
+    """The last merge pass (``2 * run >= ncols``): only the columns are written, the argsort's result."""
+    for i in pk.grid_stride(total):
+        dst[merged_place(i, ncols, run, keys_in, idx_in)] = idx_in[i]
+
+
+@pk.kernel
+def take_rows(total: usize, ncols: u32, k: u32, x: ConstPtr[T], order: ConstPtr[u32], values: Ptr[T], *, T):
+    """``values[r, c] = x[r, order[r, c]]`` for the first ``k`` columns of each row of ``order`` (rows
+    of ``ncols``): ``sort``'s and ``topk``'s values."""
+    for i in pk.grid_stride(total):
+        r = i // usize(k)
+        values[i] = x[r * usize(ncols) + usize(order[r * usize(ncols) + (i - r * usize(k))])]
+
+
+@pk.kernel
+def take_columns(total: usize, ncols: u32, k: u32, order: ConstPtr[u32], out: Ptr[u32]):
+    """The first ``k`` columns of each row of ``order``: ``topk``'s indices."""
+    for i in pk.grid_stride(total):
+        r = i // usize(k)
+        out[i] = order[r * usize(ncols) + (i - r * usize(k))]
+
+
+#: the wrappers' kernels, exported beside candle's names (a candle backend never asks for them)
+SORT_EXTRAS = []
+for _t in DTYPES:
+    for _root, _kernel in (("sort_rows", sort_rows_kernel), ("sort_runs", sort_runs)):
+        for _desc in (False, True):
+            SORT_EXTRAS.append(kernel_name(f"{_root}_{'desc' if _desc else 'asc'}", _t))
+            SORT.add(_kernel.instance(SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc))
+    SORT_EXTRAS.append(kernel_name("take_rows", _t))
+    SORT.add(take_rows.instance(SORT_EXTRAS[-1], T=_t))
+for _k in (u32, u64):
+    for _root, _kernel in (("merge_runs", merge_runs), ("merge_last", merge_last)):
+        SORT_EXTRAS.append(kernel_name(_root, _k))
+        SORT.add(_kernel.instance(SORT_EXTRAS[-1], K=_k))
+SORT_EXTRAS.append("take_columns_u32")
+SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
+
+
+# ---------------------------------------------------------------------------------------------------
+# host wrappers
+# ---------------------------------------------------------------------------------------------------
+#: the longest run ``sort_runs`` sorts in one block: 4096 (key, column) pairs take 32 KiB of shared
+#: memory for 32-bit keys and 48 KiB for 64-bit ones, what every target gives a block without opt-in
+MAX_RUN = 4096
+#: threads a block of ``sort_runs`` holding several short rows (one row per ``block_dim.x`` threads)
+ROW_BLOCK = 256
+#: indices are u32 (candle's); a row longer than this cannot be described
+MAX_COLS = 1 << 31
+
+
+def next_power_of_two(v: int) -> int:
+    return 1 if v <= 1 else 1 << (v - 1).bit_length()
+
+
+def _check(x, dim: int, what: str):
+    """``x`` as a device array and ``dim`` made non-negative, or a clear error."""
+    x = as_device_array(x)
+    if x.dtype not in DTYPES:
+        raise TypeError(f"{what}: no sort kernel for dtype {x.dtype}; dtypes: {', '.join(map(str, DTYPES))}")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{what}: dim must be an int, got {dim!r}")
+    ndim = max(x.ndim, 1)
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"{what}: dim {dim} out of range for a {x.ndim}-d array (expected -{ndim} <= dim < {ndim})")
+    dim = int(dim) % ndim
+    if x.ndim and x.shape[dim] >= MAX_COLS:
+        raise ValueError(f"{what}: {x.shape[dim]} elements along dim {dim}; u32 indices allow at most {MAX_COLS - 1}")
+    return x, dim
+
+
+def _swap(shape: tuple, dim: int) -> tuple:
+    """``shape`` with ``dim`` and the last dim swapped (its own inverse)."""
+    s = list(shape)
+    s[dim], s[-1] = s[-1], s[dim]
+    return tuple(s)
+
+
+def _rows_last(x, dim: int):
+    """``x`` with ``dim`` swapped with the last dim, contiguous (candle's argsort sorts contiguous rows)."""
+    if x.ndim == 0:
+        return x.reshape(1)
+    if dim != x.ndim - 1:
+        x = x.transpose(dim, -1)
+    if not x.is_contiguous:
+        from . import unary
+        x = unary.copy(x)
+    return x
+
+
+def _restore(a, dim: int, shape: tuple):
+    """Undo ``_rows_last`` on a result ``a`` (whose last dim may be shorter): contiguous, in ``x``'s order."""
+    if not shape:
+        return a.reshape(()) if a.size == 1 else a
+    if dim != len(shape) - 1:
+        from . import unary
+        a = unary.copy(a.transpose(dim, -1))
+    return a
+
+
+def asort_launch(x, descending: bool = False):
+    """candle-core's ``arg_sort_last_dim`` launch of ``asort_*``: contiguous ``x``, one block a row of
+    ``min(ncols_pad, 1024)`` threads, ``ncols_pad * 4`` bytes of dynamic shared memory, ``ncols_pad``
+    the next power of two. candle's own limit applies on GPUs: 48 KiB of shared memory, rows of up to
+    8192 (the CPU runs any row)."""
+    x = as_device_array(x)
+    if not x.is_contiguous or x.ndim == 0:
+        raise ValueError(f"asort: candle's launch takes a contiguous array of at least one dim, got {x!r}")
+    if x.dtype not in DTYPES:
+        raise TypeError(f"asort: no kernel for dtype {x.dtype}; dtypes: {', '.join(map(str, DTYPES))}")
+    out = x.device.empty(x.shape, u32)
+    ncols = x.shape[-1]
+    if x.size == 0:
+        return out
+    ncols_pad = next_power_of_two(ncols)
+    fn = x.device.get_or_load_func(kernel_name("asort_desc" if descending else "asort_asc", x.dtype), SORT)
+    fn[(x.size // ncols, 1, 1), (min(ncols_pad, 1024), 1, 1), None, ncols_pad * 4](x, out, ncols, ncols_pad)
+    return out
+
+
+def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
+    """The wrappers' argsort of the rows of contiguous ``x`` (any length): rows of up to ``run`` columns
+    by ``sort_rows_*`` (several a block when short), longer ones sorted in runs of ``run`` (a power of
+    two) by ``sort_runs_*`` and merged pairwise, one ``merge_runs`` pass per doubling."""
+    if run < 1 or run & (run - 1):
+        raise ValueError(f"sort_rows: run must be a power of two, got {run}")
+    dev = x.device
+    out = dev.empty(x.shape, u32)
+    ncols = x.shape[-1]
+    if x.size == 0:
+        return out
+    rows = x.size // ncols
+    key = key_type(x.dtype)
+    direction = "desc" if descending else "asc"
+    if ncols <= run:
+        run_pad = next_power_of_two(ncols)
+        threads = max(1, min(run_pad // 2, 1024))
+        per_block = max(1, min(ROW_BLOCK // threads, next_power_of_two(rows)))
+        fn = dev.get_or_load_func(kernel_name(f"sort_rows_{direction}", x.dtype), SORT)
+        fn[(-(-rows // per_block), 1, 1), (threads, per_block, 1), None, per_block * run_pad * (key.nbytes + 4)](
+            x, rows, ncols, run_pad, out)
+        return out
+    segments = rows * -(-ncols // run)
+    keys = [dev.empty(x.shape, key), dev.empty(x.shape, key)]
+    cols = [dev.empty(x.shape, u32), dev.empty(x.shape, u32)]
+    fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
+    fn[(segments, 1, 1), (min(run // 2, 1024), 1, 1), None, run * (key.nbytes + 4)](
+        x, segments, ncols, run, keys[0], cols[0])
+    grid, block = launch_stream(x.size, keys[0])
+    while 2 * run < ncols:
+        dev.get_or_load_func(kernel_name("merge_runs", key), SORT)[grid, block](
+            x.size, ncols, run, keys[0], cols[0], keys[1], cols[1])
+        keys.reverse()
+        cols.reverse()
+        run *= 2
+    dev.get_or_load_func(kernel_name("merge_last", key), SORT)[grid, block](x.size, ncols, run, keys[0], cols[0], out)
+    return out
+
+
+def _argsort_rows(x, dim: int, descending: bool, candle_shape: bool, what: str):
+    x, dim = _check(x, dim, what)
+    rows = _rows_last(x, dim)
+    order = asort_launch(rows, descending) if candle_shape else sort_rows(rows, descending)
+    return x, dim, rows, order
+
+
+def argsort(x, dim: int = -1, descending: bool = False, candle_shape: bool = False):
+    """Indices (u32) that sort ``x`` along ``dim``, stably: equal values (and -0.0, 0.0) keep their order,
+    NaN is the largest value (last ascending, first descending). Any dtype of ``DTYPES``, any layout,
+    any length. ``candle_shape`` launches candle's ``asort_*`` as candle does (rows it can hold)."""
+    x, dim, _, order = _argsort_rows(x, dim, descending, candle_shape, "argsort")
+    return _restore(order, dim, x.shape)
+
+
+def _take(rows, order, k: int):
+    """The values of ``rows`` at the first ``k`` columns of ``order`` (``take_rows``)."""
+    values = rows.device.empty(rows.shape[:-1] + (k,), rows.dtype)
+    if values.size:
+        fn = rows.device.get_or_load_func(kernel_name("take_rows", rows.dtype), SORT)
+        fn[launch_stream(values.size, rows, order)](values.size, rows.shape[-1], k, rows, order, values)
+    return values
+
+
+def sort(x, dim: int = -1, descending: bool = False, candle_shape: bool = False):
+    """``(values, indices)`` of ``x`` sorted along ``dim`` (the order of ``argsort``)."""
+    x, dim, rows, order = _argsort_rows(x, dim, descending, candle_shape, "sort")
+    values = _take(rows, order, rows.shape[-1])
+    return _restore(values, dim, x.shape), _restore(order, dim, x.shape)
+
+
+def topk(x, k: int, dim: int = -1, largest: bool = True):
+    """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements along ``dim``,
+    in sorted order; ties go to the lower index, NaN counts as the largest value (torch's ``topk``)."""
+    x, dim = _check(x, dim, "topk")
+    n = x.shape[dim] if x.ndim else 1
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
+        raise ValueError(f"topk: k must be an int in [0, {n}] (the size of dim {dim}), got {k!r}")
+    rows = _rows_last(x, dim)
+    order = sort_rows(rows, descending=largest)
+    k = int(k)
+    values = _take(rows, order, k)
+    indices = x.device.empty(values.shape, u32)
+    if k < rows.shape[-1] and indices.size:
+        x.device.get_or_load_func("take_columns_u32", SORT)[launch_stream(indices.size, order)](
+            indices.size, rows.shape[-1], k, order, indices)
+    elif indices.size:
+        indices = order
+    return _restore(values, dim, x.shape), _restore(indices, dim, x.shape)
+
+
+__all__ = ["argsort", "sort", "topk", "asort_launch", "sort_rows", "sort_key", "asort", "sort_rows_kernel", "sort_runs",
+           "merge_runs", "merge_last", "take_rows", "take_columns", "DTYPES", "SORT_EXTRAS", "MAX_RUN"]
