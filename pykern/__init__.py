@@ -11,7 +11,8 @@
 from .errors import CompileError, DeviceError, LaunchError, PykernError
 from .ir.types import (ALL_DTYPES, ConstPtr, DType, Ptr, TypeVar, bf16, bool_, f8e4m3, f16, f32, f64, i8, i16,
                        i32, i64, u8, u16, u32, u64, usize)
-from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysign, fabs, fast_exp2, fast_rcp, floor,
+from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysign, dot4_i8, dot4_u8i8, fabs, fast_exp2,
+                            fast_rcp, floor,
                             fma, fmax, fmin, global_id, grid_dim, grid_stride, is_aligned, isinf, isnan, lane_id, load,
                             local, maximum, minimum, parallel_range, rint, select, shared, sqrt, static_range, store,
                             syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, trunc, wave,

@@ -114,6 +114,8 @@ class Load(Expr):
     ptr: Expr
     index: Expr
     eviction: str = ""
+    #: ``pk.load(..., align=n)``: the address is a multiple of ``n`` bytes only (0: the element's size)
+    align: int = 0
 
 
 @dataclass(eq=False)

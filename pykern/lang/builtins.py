@@ -44,7 +44,7 @@ thread_idx, block_idx, block_dim, grid_dim = (Dim3(n) for n in ("thread_idx", "b
 _FLAT = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads", "threadfence", "threadfence_block",
          "threadfence_system", "bitcast", "sqrt", "fma", "fabs", "floor", "ceil", "trunc", "rint",
          "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2", "fast_rcp", "select",
-         "static_range", "is_aligned", "load", "store"]
+         "static_range", "is_aligned", "load", "store", "dot4_i8", "dot4_u8i8"]
 globals().update({n: Builtin(n) for n in _FLAT})
 
 atomic = Namespace("atomic", ["add", "sub", "min", "max", "exchange", "cas"])

@@ -755,8 +755,10 @@ class Typer(ast.NodeVisitor):
             raise self.error(args[0], f"pk.{name}() takes a pointer to global memory")
         eviction = ""
         for k in node.keywords:
+            if k.arg == "align" and name == "load":
+                continue
             if k.arg != "eviction":
-                raise self.error(k, f"pk.{name}() takes one keyword, eviction=")
+                raise self.error(k, f"pk.{name}() takes the keyword eviction=" + (" or align=" if name == "load" else ""))
             literal = isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
             eviction = k.value.value if literal else self.ct_eval(k.value, "eviction=")
             if eviction not in N.EVICTION_POLICIES:
@@ -766,7 +768,37 @@ class Typer(ast.NodeVisitor):
 
     def builtin_load(self, node, args):
         base, idx, eviction = self.memory_access(node, args, 2, "load")
-        return N.Load(base.ty.elem, base, idx, eviction, loc=self.loc(node))
+        align = 0
+        for k in node.keywords:
+            if k.arg == "align":  # the address is only known to be a multiple of align bytes
+                align = self.ct_eval(k.value, "align=")
+                elem = base.ty.elem.nbytes
+                if not (isinstance(align, int) and 0 < align <= elem and align & (align - 1) == 0):
+                    raise self.error(k.value, f"align= is a power of two from 1 to the element's {elem} bytes, "
+                                              f"got {align!r}")
+                if eviction:
+                    raise self.error(k, "pk.load() takes eviction= or align=, not both")
+        return N.Load(base.ty.elem, base, idx, eviction, align if align and align < base.ty.elem.nbytes else 0,
+                      loc=self.loc(node))
+
+    def builtin_dot4_i8(self, node, args, a_signed=True):
+        """``pk.dot4_i8(a, b, acc)`` / ``pk.dot4_u8i8``: the four byte products of two 32-bit words
+        added to ``acc`` (i32, wrapping), bytes of ``b`` signed, of ``a`` signed or unsigned."""
+        name = "dot4_i8" if a_signed else "dot4_u8i8"
+        vals = self.args_exact(node, args, 3, name)
+        words = []
+        for v, an, what in zip(vals[:2], node.args, ("a", "b")):
+            v = self.materialize(v, an, T.i32)
+            if not (isinstance(v.ty, T.DType) and v.ty.is_int and v.ty.bits == 32):
+                raise self.error(an, f"{name}()'s {what} is four packed bytes in an i32 or u32, got {v.ty!r}")
+            words.append(v if v.ty is T.i32 else N.Bitcast(T.i32, v, loc=self.loc(an)))
+        acc = self.materialize(vals[2], node.args[2], T.i32)
+        if acc.ty is not T.i32:
+            raise self.error(node.args[2], f"{name}()'s accumulator is an i32, got {acc.ty!r}")
+        return self.intrinsic("dot4", T.i32, words + [acc], node, a_signed=a_signed)
+
+    def builtin_dot4_u8i8(self, node, args):
+        return self.builtin_dot4_i8(node, args, a_signed=False)
 
     def builtin_store(self, node, args):
         base, idx, eviction = self.memory_access(node, args, 3, "store")

@@ -32,6 +32,17 @@ _ATOMIC_OPS = {  # (int signed, int unsigned, float)
 
 
 def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
+def dot4_bytes(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
+    """``acc + sum(x.byte[k] * y.byte[k])`` in wrapping i32 arithmetic, bytes of ``y`` signed, of ``x``
+    signed or not: ``pk.dot4_*`` where the target has no instruction (the products fit in 17 bits)."""
+    total = acc
+    for k in range(4):
+        bx, by = (b.trunc(b.lshr(v, ir.Constant(I32, 8 * k)), ir.IntType(8)) for v in (x, y))
+        bx = (b.sext if x_signed else b.zext)(bx, I32)
+        total = b.add(total, b.mul(bx, b.sext(by, I32)))
+    return total
+
+
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
     return KernelSignature(fn.name, params, max_block_size, min_blocks_per_sm)
@@ -315,13 +326,16 @@ class FunctionLowering(GridTiles):
         if staged is not None:
             return staged
         ptr, elem = self.address(e.ptr, e.index)
-        return self.from_memory(self.guarded(ptr, elem, lambda: self.memory_load(ptr, elem, e.eviction),
+        return self.from_memory(self.guarded(ptr, elem, lambda: self.memory_load(ptr, elem, e.eviction, e.align),
                                              e.ptr.ty.space), elem)
 
-    def memory_load(self, ptr: ir.Value, elem: T.DType, eviction: str) -> ir.Value:
-        """A load; under ``pk.load``'s cache policy, the target's (``Target.policy_load``)."""
+    def memory_load(self, ptr: ir.Value, elem: T.DType, eviction: str, align: int = 0) -> ir.Value:
+        """A load; under ``pk.load``'s cache policy, the target's (``Target.policy_load``); under its
+        ``align=``, one LLVM splits where the target needs aligned words (NVPTX: halves or bytes)."""
         ty = storage_type(elem)
-        return self.target.policy_load(self.b, ptr, ty, eviction) if eviction else self.b.load(ptr, typ=ty)
+        if eviction:
+            return self.target.policy_load(self.b, ptr, ty, eviction)
+        return self.b.load(ptr, typ=ty, align=align or None)
 
     def memory_store(self, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
         if eviction:
@@ -501,6 +515,14 @@ class FunctionLowering(GridTiles):
         return self.b.fdiv(ir.Constant(F32, 1.0), self.expr(e.args[0]), flags=("afn",))
 
     def intr_abs(self, e):
+    def intr_dot4(self, e):
+        """``pk.dot4_i8``/``pk.dot4_u8i8``: the target's dot instruction where it has one
+        (``Target.dot4``), else the four byte products in i32 arithmetic (the same wrapping sum)."""
+        a, b, acc = (self.expr(x) for x in e.args)
+        signed = e.attrs["a_signed"]
+        fast = self.target.dot4(self.b, a, b, acc, signed)
+        return fast if fast is not None else dot4_bytes(self.b, a, b, acc, signed)
+
         ty = e.ty
         if ty.is_int:
             v = self.expr(e.args[0])

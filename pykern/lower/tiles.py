@@ -63,7 +63,7 @@ def _stageable(body) -> bool:
 
 def _is_element(e: N.Expr, var: str, pointers: set[str]) -> bool:
     """``p[var]`` for a tile pointer ``p`` (not ``pk.load``'s: its cache policy stays on its own access)."""
-    return (not e.eviction and isinstance(e.ptr, N.Var) and e.ptr.name in pointers
+    return (not e.eviction and not getattr(e, "align", 0) and isinstance(e.ptr, N.Var) and e.ptr.name in pointers
             and isinstance(e.index, N.Var) and e.index.name == var)
 
 

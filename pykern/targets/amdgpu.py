@@ -110,6 +110,22 @@ class AmdgpuTarget(Target):
 
     def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
         """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);
+    def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
+        """``v_dot4_i32_i8``/``v_dot4c_i32_i8`` (``llvm.amdgcn.sdot4``, every listed arch) and, for
+        unsigned x signed bytes, ``v_dot4_i32_iu8`` (``llvm.amdgcn.sudot4``) where the arch has it
+        (``ArchInfo.dot4_mixed_sign``); elsewhere two signed dots: x's bytes below 128, then its top
+        bits times 128. No clamp: the sum wraps like the integer arithmetic."""
+        no_clamp = ir.Constant(I1, 0)
+        sdot4 = intrinsic(b.module, "llvm.amdgcn.sdot4", I32, [I32, I32, I32, I1])
+        if x_signed:
+            return b.call(sdot4, [x, y, acc, no_clamp])
+        if self.info.dot4_mixed_sign:
+            sudot4 = intrinsic(b.module, "llvm.amdgcn.sudot4", I32, [I1, I32, I1, I32, I32, I1])
+            return b.call(sudot4, [no_clamp, x, ir.Constant(I1, 1), y, acc, no_clamp])
+        low = b.call(sdot4, [b.and_(x, I32(0x7F7F7F7F)), y, acc, no_clamp])
+        top = b.call(sdot4, [b.and_(b.lshr(x, I32(7)), I32(0x01010101)), y, I32(0), no_clamp])
+        return b.add(low, b.shl(top, I32(7)))
+
         AMDGPU has no way to ask that a line stay longer, so ``evict_last`` loads plainly."""
         return self._nontemporal(b.load(ptr, typ=ty), eviction)
 

@@ -58,6 +58,12 @@ class ArchInfo:
     def is_cdna(self) -> bool:
         return self.generation.startswith("cdna")
 
+    @property
+    def dot4_mixed_sign(self) -> bool:
+        """``v_dot4_i32_iu8`` (``llvm.amdgcn.sudot4``: unsigned x signed bytes) is gfx11+ (RDNA3, RDNA4);
+        every listed arch has the signed ``v_dot4(c)_i32_i8`` (``llvm.amdgcn.sdot4``)."""
+        return self.generation in ("rdna3", "rdna4")
+
     def supports_wave(self, size: int) -> bool:
         """CDNA (gfx9) is wave64 only; RDNA runs wave32 natively and wave64 on request."""
         return size == 64 if self.is_cdna else size in (32, 64)

@@ -118,6 +118,12 @@ class Target(ABC):
         """``pk.load``: a global load whose cache line follows ``eviction`` (``N.EVICTION_POLICIES``)
         where this target can say so; a plain load where it cannot (the value is the same)."""
         return b.load(ptr, typ=ty)
+    def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value | None:
+        """``pk.dot4_i8``/``pk.dot4_u8i8`` (i32 operands: four bytes each, ``y``'s signed) by an
+        instruction of this target, or None: the lowering then adds the four products in i32
+        arithmetic (``lower.llvm.dot4_bytes``), the same wrapping sum."""
+        return None
+
 
     def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
         """``pk.store``: ``policy_load``'s counterpart."""

@@ -71,6 +71,11 @@ class NvptxTarget(Target):
         # comes out canonical (as from candle's __float2bfloat16), its payload not kept
         return b.bitcast(b.fptrunc(v, BFLOAT), ir.IntType(16))
 
+    def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
+        # dp4a.{s32,u32}.s32 (sm_61+, so every supported arch): one instruction, wrapping like C's int
+        name = "llvm.nvvm.idp4a." + ("s.s" if x_signed else "u.s")
+        return b.call(intrinsic(b.module, name, I32, [I32, I32, I32]), [x, y, acc])
+
     def _policy_bits(self, ty: ir.Type) -> int | None:
         """The width of a value ``L2::cache_hint`` accesses can move, or None: ``createpolicy`` needs
         PTX 7.4, and LLVM writes 7.0 / 7.1 for sm_80 / sm_86 (those keep plain accesses)."""
