@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..targets.base import KernelFrame, KernelSignature, Target
 from . import convert as C
 from .convert import F32, F64, I1, I32, I64, storage_type, value_type
+from .llvm_ext import BFLOAT
 from .tiles import GridTiles
 
 _FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
@@ -31,7 +32,6 @@ _ATOMIC_OPS = {  # (int signed, int unsigned, float)
     "max": ("max", "umax", "fmax"), "exchange": ("xchg", "xchg", "xchg")}
 
 
-def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
 def dot4_bytes(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
     """``acc + sum(x.byte[k] * y.byte[k])`` in wrapping i32 arithmetic, bytes of ``y`` signed, of ``x``
     signed or not: ``pk.dot4_*`` where the target has no instruction (the products fit in 17 bits)."""
@@ -43,6 +43,7 @@ def dot4_bytes(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signe
     return total
 
 
+def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
     return KernelSignature(fn.name, params, max_block_size, min_blocks_per_sm)
@@ -514,7 +515,6 @@ class FunctionLowering(GridTiles):
         # division on the host; no branch to a slow path, unlike an IEEE division on GPUs
         return self.b.fdiv(ir.Constant(F32, 1.0), self.expr(e.args[0]), flags=("afn",))
 
-    def intr_abs(self, e):
     def intr_dot4(self, e):
         """``pk.dot4_i8``/``pk.dot4_u8i8``: the target's dot instruction where it has one
         (``Target.dot4``), else the four byte products in i32 arithmetic (the same wrapping sum)."""
@@ -523,6 +523,7 @@ class FunctionLowering(GridTiles):
         fast = self.target.dot4(self.b, a, b, acc, signed)
         return fast if fast is not None else dot4_bytes(self.b, a, b, acc, signed)
 
+    def intr_abs(self, e):
         ty = e.ty
         if ty.is_int:
             v = self.expr(e.args[0])
@@ -569,7 +570,32 @@ class FunctionLowering(GridTiles):
                 return self.b.bitcast(old, value_type(elem))
             return self.frame.cmpxchg(ptr, vals[0], vals[1], space)
         llop = _ATOMIC_OPS[op][2 if elem.is_float else (0 if elem.is_signed else 1)]
+        if elem is T.bf16 and llop != "xchg":
+            # bf16 is i16 in registers; LLVM's bfloat atomics are native where the arch has them
+            # (sm_90 atom.add.bf16) and a CAS loop that AtomicExpand writes elsewhere
+            if not self.target.bf16_atomics_in_llvm:
+                return self.bf16_atomic_loop(llop, ptr, vals[0], space)
+            old = self.frame.atomic_rmw(llop, ptr, self.b.bitcast(vals[0], BFLOAT), space)
+            return self.b.bitcast(old, value_type(elem))
         return self.frame.atomic_rmw(llop, ptr, vals[0], space)
+
+    def bf16_atomic_loop(self, llop: str, ptr: ir.Value, value: ir.Value, space: str) -> ir.Value:
+        """``p[i] = p[i] op value`` for bf16 (i16 bits) as a compare-and-swap loop: computed in f32
+        and rounded like every other bf16 result; returns the old bits."""
+        b = self.b
+        first, entry = b.load_atomic(ptr, "monotonic", 2, typ=value.type), b.block
+        loop, done = b.append_basic_block("bf16.atomic"), b.append_basic_block("bf16.atomic.end")
+        b.branch(loop)
+        b.position_at_end(loop)
+        old = b.phi(value.type)
+        old.add_incoming(first, entry)
+        x, y = C.to_f32(b, old, T.bf16), C.to_f32(b, value, T.bf16)
+        new = C.from_f32(b, b.fadd(x, y) if llop == "fadd" else b.fsub(x, y), T.bf16, self.target)
+        seen = self.frame.cmpxchg(ptr, old, new, space)
+        old.add_incoming(seen, loop)
+        b.cbranch(b.icmp_unsigned("==", seen, old), done, loop)
+        b.position_at_end(done)
+        return seen
 
     # --- wave operations: split into 32-bit pieces, one shuffle each
     def to_words(self, v: ir.Value, ty: T.DType) -> list[ir.Value]:

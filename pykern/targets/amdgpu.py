@@ -101,15 +101,15 @@ class AmdgpuTarget(Target):
         op, space = parts[1], parts[2]
         kind, bits = getattr(dtype, "kind", None), getattr(dtype, "bits", 0)
         allowed = _FLOAT_ATOMICS if kind == "float" else _INT_ATOMICS
+        if getattr(dtype, "name", None) in ("f16", "bf16") and op in ("add", "sub"):
+            return  # LLVM's AtomicExpand: a CAS loop on the enclosing 32-bit word
         if kind not in ("int", "uint", "float") or bits not in (32, 64):
             raise self.unsupported(
                 f"atomic {op} on {dtype} in {space} memory (AMDGPU atomics take 32- and 64-bit "
-                "integers and f32/f64; f16, bf16, fp8, bool and 8/16-bit integers have none)", loc)
+                "integers and f32/f64, and add/sub of f16/bf16; fp8, bool and 8/16-bit integers have none)", loc)
         if op not in allowed:
             raise self.unsupported(f"atomic {op} on {dtype} in {space} memory", loc)
 
-    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
-        """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);
     def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
         """``v_dot4_i32_i8``/``v_dot4c_i32_i8`` (``llvm.amdgcn.sdot4``, every listed arch) and, for
         unsigned x signed bytes, ``v_dot4_i32_iu8`` (``llvm.amdgcn.sudot4``) where the arch has it
@@ -126,6 +126,8 @@ class AmdgpuTarget(Target):
         top = b.call(sdot4, [b.and_(b.lshr(x, I32(7)), I32(0x01010101)), y, I32(0), no_clamp])
         return b.add(low, b.shl(top, I32(7)))
 
+    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
+        """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);
         AMDGPU has no way to ask that a line stay longer, so ``evict_last`` loads plainly."""
         return self._nontemporal(b.load(ptr, typ=ty), eviction)
 

@@ -86,6 +86,10 @@ class Target(ABC):
     #: bytes of each array a thread takes per step of a ``grid_stride`` loop (``lower/tiles.py``):
     #: GPUs need several loads in flight per thread to reach their memory bandwidth; 0 = one element
     tile_bytes = 0
+    #: bf16 atomic add/sub as LLVM's ``atomicrmw fadd bfloat`` (one instruction where the arch has
+    #: it, else LLVM's CAS loop); False where LLVM would round to bf16 through a runtime routine the
+    #: JIT may lack (the host): the lowering then writes the CAS loop with its own rounding
+    bf16_atomics_in_llvm = True
 
     def __init__(self, arch: str):
         self.arch = arch
@@ -114,16 +118,16 @@ class Target(ABC):
         the lowering then rounds with integer arithmetic (lower/convert.py), the same bits everywhere."""
         return None
 
-    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
-        """``pk.load``: a global load whose cache line follows ``eviction`` (``N.EVICTION_POLICIES``)
-        where this target can say so; a plain load where it cannot (the value is the same)."""
-        return b.load(ptr, typ=ty)
     def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value | None:
         """``pk.dot4_i8``/``pk.dot4_u8i8`` (i32 operands: four bytes each, ``y``'s signed) by an
         instruction of this target, or None: the lowering then adds the four products in i32
         arithmetic (``lower.llvm.dot4_bytes``), the same wrapping sum."""
         return None
 
+    def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
+        """``pk.load``: a global load whose cache line follows ``eviction`` (``N.EVICTION_POLICIES``)
+        where this target can say so; a plain load where it cannot (the value is the same)."""
+        return b.load(ptr, typ=ty)
 
     def policy_store(self, b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, eviction: str) -> None:
         """``pk.store``: ``policy_load``'s counterpart."""

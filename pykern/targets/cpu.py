@@ -225,6 +225,7 @@ ret.done:
 class CpuTarget(Target):
     name = "cpu"
     binary_ext = ".o"
+    bf16_atomics_in_llvm = False  # without AVX512-BF16, LLVM rounds through __truncsfbf2
 
     def __init__(self, arch: str = "host", wave_size: int = 64, check_bounds: bool = False, tile_bytes: int = 0):
         if wave_size not in (32, 64):
@@ -247,9 +248,11 @@ class CpuTarget(Target):
                                             opt=3, codemodel="jitdefault", jit=True)
 
     def check(self, feature, dtype, loc):
-        # bf16 and fp8 live in integer registers: an integer atomic add on their bits would be wrong
+        # bf16 and fp8 live in integer registers: an integer atomic add on their bits would be wrong;
+        # bf16 add/sub go through LLVM's bfloat (a CAS loop here), fp8 has no LLVM type
         op = feature.split(".")[1] if feature.startswith("atomic.") else None
-        if op not in (None, "exchange", "cas") and dtype.is_storage_float and dtype is not T.f16:
+        bf16_arith = dtype is T.bf16 and op in ("add", "sub")
+        if op not in (None, "exchange", "cas") and dtype.is_storage_float and dtype is not T.f16 and not bf16_arith:
             raise self.unsupported(f"atomic {op} on {dtype!r}", loc)
 
     def begin_kernel(self, module, sig, param_types, uses_sync):

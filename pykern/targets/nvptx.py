@@ -130,6 +130,8 @@ class NvptxTarget(Target):
         kind, bits = getattr(dtype, "kind", None), getattr(dtype, "bits", 0)
         if kind not in ("int", "uint", "float") or bits not in (8, 16, 32, 64):
             raise self.unsupported(f"atomic {op} on {dtype!r} in {space} memory", loc)
+        if kind == "float" and dtype.name == "bf16" and op in ("add", "sub"):
+            return  # LLVM's bfloat atomic: sm_90's atom.add.noftz.bf16, a CAS loop before sm_90
         if kind == "float" and dtype.name not in ("f16", "f32", "f64") and op not in ("exchange", "xchg", "cas"):
             raise self.unsupported(f"atomic {op} on {dtype!r} in {space} memory (only exchange and cas "
                                    "exist for it)", loc)

@@ -441,7 +441,7 @@ def e_atomic_const(p: ConstPtr[i32]):
 
 
 @pk.kernel
-def e_atomic_dtype(p: Ptr[pk.bf16]):
+def e_atomic_dtype(p: Ptr[pk.f8e4m3]):
     pk.atomic.add(p, 0, 1.0)  # <-
 
 
@@ -741,12 +741,12 @@ def test_compile_error(case):
 
 
 def test_atomic_on_unsupported_dtype_is_the_targets_decision():
-    # which dtypes have atomics is the target's call (the error names it); the host has no bf16 add
+    # which dtypes have atomics is the target's call (the error names it); the host has no fp8 add
     import ml_dtypes
     import numpy as np
     with pytest.raises(pk.CompileError) as info:
-        e_atomic_dtype[1, 1](np.zeros(1, ml_dtypes.bfloat16))
-    check(info.value, e_atomic_dtype, "atomic add on bf16 is not supported on cpu")
+        e_atomic_dtype[1, 1](np.zeros(1, ml_dtypes.float8_e4m3fn))
+    check(info.value, e_atomic_dtype, "atomic add on f8e4m3 is not supported on cpu")
 
 
 def test_at_least_40_distinct_cases():
