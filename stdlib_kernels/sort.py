@@ -401,7 +401,7 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     keys = [dev.empty(x.shape, key), dev.empty(x.shape, key)]
     cols = [dev.empty(x.shape, u32), dev.empty(x.shape, u32)]
     fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
-    fn[(segments, 1, 1), (min(run // 2, 1024), 1, 1), None, run * (key.nbytes + 4)](
+    fn[(segments, 1, 1), (max(1, min(run // 2, 1024)), 1, 1), None, run * (key.nbytes + 4)](
         x, segments, ncols, run, keys[0], cols[0])
     grid, block = launch_stream(x.size, keys[0])
     while 2 * run < ncols:
