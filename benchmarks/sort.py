@@ -1,0 +1,105 @@
+"""argsort of f32 rows against ``torch.argsort`` on the same GPU, same buffers, same process.
+
+Run on the GPU machine:  python benchmarks/sort.py [--keys-log2 24]
+
+Rows of 128, 1024, 4096 and 65536 columns, 2^24 keys each case. Three launches of pykern's:
+
+* ``wrappers``: ``stdlib_kernels.sort.argsort`` as a user calls it (``sort_rows_*`` for rows of up to
+  ``MAX_RUN`` columns, ``sort_runs_*`` then ``merge_runs`` passes beyond; output and scratch buffers
+  allocated per call, Python included);
+* ``wrappers, kernels only``: the same kernels on preallocated buffers (what the launches cost);
+* ``candle``: candle's ``asort_asc_f32`` under candle's launch (a block a row, ``min(ncols_pad,
+  1024)`` threads, ``ncols_pad * 4`` bytes of shared memory), where it fits in 48 KiB.
+
+against ``torch.argsort(x, dim=-1)`` (and ``stable=True``, since pykern's sort is stable). Times are
+CUDA-event medians of 20 runs after warm-up; the device's copy bandwidth is measured in the same run
+(a sort moves at least 4 bytes in and 4 out a key: that traffic at copy speed is the ceiling).
+Every pykern result is checked once against torch's sorted values.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu import timed  # noqa: E402
+
+COLS = (128, 1024, 4096, 65536)
+
+
+def check(label: str, x_host: np.ndarray, order: np.ndarray) -> None:
+    """The order must be a permutation of each row that sorts it."""
+    got = np.take_along_axis(x_host, order.astype(np.int64), -1)
+    ok = (np.sort(order, -1) == np.arange(x_host.shape[-1])).all() and (got == np.sort(x_host, -1)).all()
+    if not ok:
+        print(f"  MISMATCH {label}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys-log2", type=int, default=24)
+    args = ap.parse_args()
+
+    import torch
+
+    import pykern as pk
+    from stdlib_kernels import SORT, sort
+    from stdlib_kernels.sort import ROW_BLOCK, MAX_RUN, key_type, next_power_of_two
+
+    dev = pk.device("cuda")
+    keys = 1 << args.keys_log2
+    big = torch.empty(keys, dtype=torch.float32, device="cuda")
+    copy_out = torch.empty_like(big)
+    copy_bw = 2 * big.nbytes / timed(torch, lambda: copy_out.copy_(big))
+    floor = 8 * keys / copy_bw  # 4 bytes read, 4 written a key at copy speed
+    print(f"device copy bandwidth: {copy_bw / 1e12:.2f} TB/s; {keys:,} keys a case "
+          f"(8 bytes a key at copy speed: {floor * 1e3:.3f} ms)")
+    print(f"{'case':46} {'ms':>8} {'Gkeys/s':>8} {'torch ms':>9} {'vs torch':>8} {'vs stable':>9}")
+
+    for cols in COLS:
+        rows = keys // cols
+        xd = dev.empty((rows, cols), pk.f32)
+        x = torch.from_dlpack(xd)
+        x.copy_(torch.randn(rows, cols, device="cuda"))
+        x_host = xd.to_host()
+        t_torch = timed(torch, lambda: torch.argsort(x, dim=-1))
+        t_stable = timed(torch, lambda: torch.argsort(x, dim=-1, stable=True))
+
+        def report(label: str, seconds: float) -> None:
+            print(f"{label:46} {seconds * 1e3:8.3f} {keys / seconds / 1e9:8.2f} {t_torch * 1e3:9.3f} "
+                  f"{t_torch / seconds:8.2f} {t_stable / seconds:9.2f}", flush=True)
+
+        check(f"wrappers {cols}", x_host, sort.argsort(xd).to_host())
+        report(f"f32 rows of {cols} [wrappers]", timed(torch, lambda: sort.argsort(xd)))
+
+        out = dev.empty((rows, cols), pk.u32)
+        key = key_type(pk.f32)
+        if cols <= MAX_RUN:  # the wrappers' one launch, without the Python around it
+            run_pad = next_power_of_two(cols)
+            threads = min(run_pad // 2, 1024)
+            per_block = max(1, min(ROW_BLOCK // threads, rows))
+            fn = dev.get_or_load_func("sort_rows_asc_f32", SORT)
+            cfg = ((rows // per_block, 1, 1), (threads, per_block, 1), None, per_block * run_pad * (key.nbytes + 4))
+            launch = lambda: fn[cfg](xd, rows, cols, run_pad, out)  # noqa: E731
+            launch()
+            check(f"wrapper kernel {cols}", x_host, out.to_host())
+            report(f"f32 rows of {cols} [wrappers, kernels only]", timed(torch, launch))
+
+        ncols_pad = next_power_of_two(cols)
+        if ncols_pad * 4 <= 48 * 1024:
+            fn = dev.get_or_load_func("asort_asc_f32", SORT)
+            cfg = ((rows, 1, 1), (min(ncols_pad, 1024), 1, 1), None, ncols_pad * 4)
+            launch = lambda: fn[cfg](xd, out, cols, ncols_pad)  # noqa: E731
+            launch()
+            check(f"candle {cols}", x_host, out.to_host())
+            report(f"f32 rows of {cols} [candle's launch]", timed(torch, launch))
+        else:
+            print(f"f32 rows of {cols} [candle's launch]: needs {ncols_pad * 4 // 1024} KiB of shared memory "
+                  f"(48 KiB without opt-in): candle cannot launch it")
+
+
+if __name__ == "__main__":
+    main()
