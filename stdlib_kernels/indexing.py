@@ -1,0 +1,330 @@
+"""candle's INDEXING module: ``is`` (index_select), ``gather``, ``ia`` (index_add), ``s`` (scatter) and
+``sa`` (scatter_add), ``{op}_{I}_{T}`` for every index type ``I`` and value type ``T``.
+
+Semantics follow candle's CPU backend where its CUDA kernels differ (docs/compat.md, "indexing"):
+
+* an index equal to the index type's largest value is the *sentinel* (no element): ``is``/``gather``
+  write 0 for it, ``ia``/``s``/``sa`` skip it;
+* any other index outside the dim is never followed: ``is``/``gather`` write 0, the others skip it
+  (candle's CUDA kernels trap on a device assert; its f8 ``ia``/``sa`` write out of bounds). The host
+  wrappers below raise ``ValueError`` for such indices before launching;
+* ``is`` reads its ids through the ids layout in ``info`` (candle's CUDA kernel applies those
+  strides to the *source* offset instead);
+* ``ia``/``s``/``sa`` give each thread one (pre, post) column and walk the indexed dim in order, as
+  candle does: no atomics, the same result on every run; ``s`` keeps the last write of a duplicate.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, usize
+
+from . import INDEXING, kernel_name
+from ._common import as_device_array, is_contiguous, launch_1d, launch_stream, strided_index
+from .unary import copy as contiguous_copy
+
+I = pk.TypeVar("I")
+T = pk.TypeVar("T")
+W = pk.TypeVar("W")
+
+#: candle's index dtypes and value dtypes; its f8 kernels (``_f8_e4m3``) take two more index types
+INDICES = (pk.u8, pk.u32, pk.i64)
+VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u8, pk.u32, pk.i64)
+F8_INDICES = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
+#: a grid-stride index below this fits 32 bits: its divisions are 32-bit (several times cheaper on GPUs)
+U32_LIMIT = 0xFFFFFFFF
+
+
+@pk.func
+def position(idx: I, size: usize) -> usize:
+    """``idx`` as a position along a dim of ``size`` entries, or ``size`` (no position) for the
+    sentinel (the index type's largest value) and for any index outside the dim, negative ones
+    included (they convert to huge unsigned values, as in candle's ``size_t`` comparison)."""
+    k = usize(idx)
+    return pk.select(idx != I(I.int_range[1]) and k < size, k, size)
+
+
+@pk.func
+def select_element(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
+                   right: usize, *, W):
+    """``out[i]`` of an index_select with dense ids; the decomposition of ``i`` in ``W`` arithmetic."""
+    right_i = W(i) % W(right)
+    rest = W(i) // W(right)
+    k = position(ids[usize(rest % W(ids_dim))], src_dim)
+    out[i] = inp[(usize(rest // W(ids_dim)) * src_dim + k) * right + usize(right_i)] if k < src_dim else T(0)
+
+
+@pk.kernel
+def index_select(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], inp: ConstPtr[T],
+                 out: Ptr[T], left_size: usize, src_dim_size: usize, ids_dim_size: usize, right_size: usize,
+                 *, I, T):
+    if info is None or is_contiguous(num_dims, info, info + num_dims):  # dense ids: no loop in the body
+        if numel <= U32_LIMIT:
+            for i in pk.grid_stride(numel):
+                select_element(i, ids, inp, out, src_dim_size, ids_dim_size, right_size, W=pk.u32)
+        else:
+            for i in pk.grid_stride(numel):
+                select_element(i, ids, inp, out, src_dim_size, ids_dim_size, right_size, W=usize)
+        return
+    for i in pk.grid_stride(numel):  # ids element (i / right) % ids_dim through the ids layout
+        k = position(ids[strided_index((i // right_size) % ids_dim_size, num_dims, info, info + num_dims)], src_dim_size)
+        src = ((i // (right_size * ids_dim_size)) * src_dim_size + k) * right_size + i % right_size
+        out[i] = inp[src] if k < src_dim_size else T(0)
+
+
+@pk.func
+def gather_element(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
+                   right: usize, *, W):
+    """``out[i]`` of a gather: ``ids`` has the output's shape; ``W`` arithmetic as in select_element."""
+    k = position(ids[i], src_dim)
+    pre = W(i) // (W(right) * W(ids_dim))
+    out[i] = inp[(usize(pre) * src_dim + k) * right + usize(W(i) % W(right))] if k < src_dim else T(0)
+
+
+@pk.kernel
+def gather(numel: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, src_dim_size: usize,
+           ids_dim_size: usize, right_size: usize, *, I, T):
+    if numel <= U32_LIMIT:
+        for i in pk.grid_stride(numel):
+            gather_element(i, ids, inp, out, src_dim_size, ids_dim_size, right_size, W=pk.u32)
+    else:
+        for i in pk.grid_stride(numel):
+            gather_element(i, ids, inp, out, src_dim_size, ids_dim_size, right_size, W=usize)
+
+
+@pk.kernel
+def index_add(ids: ConstPtr[I], ids_dim_size: usize, inp: ConstPtr[T], out: Ptr[T], left_size: usize,
+              src_dim_size: usize, dst_dim_size: usize, right_size: usize, *, I, T):
+    for c in pk.grid_stride(left_size * right_size):  # one (pre, post) column a thread, ids in order
+        pre = c // right_size
+        post = c % right_size
+        for j in range(ids_dim_size):
+            k = position(ids[j], dst_dim_size)
+            if k < dst_dim_size:
+                dst = (pre * dst_dim_size + k) * right_size + post
+                out[dst] = out[dst] + inp[(pre * ids_dim_size + j) * right_size + post]
+
+
+@pk.kernel
+def scatter(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, src_dim_size: usize,
+            dst_dim_size: usize, right_size: usize, *, I, T, accumulate):
+    for c in pk.grid_stride(left_size * right_size):  # one (pre, post) column a thread, src in order
+        pre = c // right_size
+        post = c % right_size
+        for j in range(src_dim_size):
+            src = (pre * src_dim_size + j) * right_size + post
+            k = position(ids[src], dst_dim_size)
+            if k < dst_dim_size:
+                dst = (pre * dst_dim_size + k) * right_size + post
+                if accumulate:
+                    out[dst] = out[dst] + inp[src]
+                else:
+                    out[dst] = inp[src]  # a later j overwrites: the last duplicate wins
+
+
+#: candle's symbols: op -> (generic kernel, compile-time parameters)
+OPS = {"is": (index_select, {}), "gather": (gather, {}), "ia": (index_add, {}),
+       "s": (scatter, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
+#: (op, index, value, value tag) for every kernel candle exports: no ``s_*_f8_e4m3``
+TABLE = ([(op, i, v, v.tag) for op in OPS for i in INDICES for v in VALUES]
+         + [(op, i, pk.f8e4m3, "f8_e4m3") for op in ("is", "gather", "ia", "sa") for i in F8_INDICES])
+#: the ``f8e4m3`` spellings candle's Rust side requests (``DType::F8E4M3.as_str()``; u8/u32/i64
+#: indices), scatter's included: candle's CPU backend scatters f8 too. Exported in addition.
+F8_EXTRAS = [kernel_name(op, i, "f8e4m3") for op in OPS for i in INDICES]
+for _op, _i, _t, _tag in TABLE:
+    INDEXING.add(OPS[_op][0].instance(kernel_name(_op, _i, _tag), I=_i, T=_t, **OPS[_op][1]))
+for _op in OPS:
+    for _i in INDICES:
+        INDEXING.add(OPS[_op][0].instance(kernel_name(_op, _i, "f8e4m3"), I=_i, T=pk.f8e4m3, **OPS[_op][1]))
+
+
+# ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
+#: threads a block for the column kernels (ia/s/sa): each thread walks a whole column
+COLUMN_BLOCK = 256
+
+
+def _kernel(op: str, ids, values, what: str) -> str:
+    """The kernel for ``op`` on these index and value dtypes, or a TypeError naming what exists."""
+    tag = "f8_e4m3" if values.dtype is pk.f8e4m3 and op != "s" else (
+        "f8e4m3" if values.dtype is pk.f8e4m3 else values.dtype.tag)
+    name = kernel_name(op, ids.dtype, tag)
+    if name not in INDEXING:
+        have = sorted({str(i) for o, i, v, _ in TABLE if o == op and v is values.dtype} |
+                      ({str(i) for i in INDICES} if values.dtype is pk.f8e4m3 else set()))  # f8 scatter: extras
+        if not have:
+            raise TypeError(f"{what}: no kernel for values of dtype {values.dtype}; "
+                            f"dtypes: {', '.join(str(v) for v in VALUES + (pk.f8e4m3,))}")
+        raise TypeError(f"{what}: index dtype {ids.dtype} is not supported for {values.dtype} values; "
+                        f"index dtypes: {', '.join(have)}")
+    return name
+
+
+def _dim(dim: int, ndim: int, what: str) -> int:
+    if not isinstance(dim, (int, np.integer)) or not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise ValueError(f"{what}: dim must be an int in [{-ndim}, {ndim}), got {dim!r}")
+    return int(dim) % max(ndim, 1)
+
+
+def _check_ids(ids, size: int, what: str) -> None:
+    """Every index a position in ``[0, size)`` or the sentinel, checked on the host."""
+    if ids.size == 0:
+        return
+    host = ids.to_host().astype(np.int64)
+    bad = (host != ids.dtype.int_range[1]) & ((host < 0) | (host >= size))
+    if bad.any():
+        at = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise ValueError(f"{what}: index {host[at]} at {at} is out of range for a dim of size {size} "
+                         f"(valid: 0..{size - 1}, or {ids.dtype.int_range[1]} for no element)")
+
+
+def _dense(x):
+    """``x`` contiguous: itself, or a copy by candle's ``ucopy``."""
+    return x if x.is_contiguous else contiguous_copy(x)
+
+
+def _sizes(shape: tuple[int, ...], dim: int) -> tuple[int, int]:
+    return math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+
+
+def _same_except(a: tuple[int, ...], b: tuple[int, ...], dim: int, what: str, names: str) -> None:
+    if len(a) != len(b) or any(m != n for d, (m, n) in enumerate(zip(a, b)) if d != dim):
+        raise ValueError(f"{what}: {names} must have the same shape except along dim {dim}, got {a} and {b}")
+
+
+def _ids_storage(ids):
+    """The memory a (possibly strided) ids view covers, for a kernel given its layout in ``info``."""
+    if ids.is_contiguous:
+        return ids
+    span = 1 + sum((n - 1) * s for n, s in zip(ids.shape, ids.strides))
+    return ids.as_strided((span,), (1,))
+
+
+def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what: str):
+    name = _kernel("is", ids, x, what)
+    if check_ids:
+        _check_ids(ids, x.shape[dim], what)
+    x = _dense(x)
+    out = x.device.empty(out_shape, x.dtype)
+    if out.size:
+        left, right = _sizes(x.shape, dim)
+        info = None
+        if not ids.is_contiguous:
+            if any(s < 0 for s in ids.strides):
+                ids = _dense(ids)
+            else:
+                info = x.device.to_device(np.array(list(ids.shape) + list(ids.strides), np.uint64))
+        grid, block = launch_stream(out.size, x, out)
+        x.device.get_or_load_func(name, INDEXING)[grid, block](
+            out.size, ids.ndim, info, _ids_storage(ids), x, out, left, x.shape[dim], ids.size, right)
+    return out
+
+
+def index_select(x, ids, dim: int = 0, *, check_ids: bool = True):
+    """``x`` indexed by the 1-D ``ids`` along ``dim`` (torch.index_select), with candle's ``is_*``.
+
+    ``x`` and ``ids`` may be strided; the sentinel index (the index type's largest value) gives a
+    slice of zeros. ``check_ids=False`` skips the host check of the ids' range (the kernel still
+    never reads outside ``x``: it writes zeros for such an index)."""
+    x = as_device_array(x)
+    ids = as_device_array(ids, x.device)
+    dim = _dim(dim, x.ndim, "index_select")
+    if ids.ndim != 1:
+        raise ValueError(f"index_select: ids must be 1-D, got shape {ids.shape}")
+    return _select(x, ids, dim, x.shape[:dim] + ids.shape + x.shape[dim + 1:], check_ids, "index_select")
+
+
+def embedding(ids, table, *, check_ids: bool = True):
+    """The rows of ``table`` (vocab, hidden) for ``ids`` of any shape: shape ``ids.shape + (hidden,)``.
+
+    The ids' own layout goes to ``is_*`` through ``info``, so strided ids are read in place."""
+    table = as_device_array(table)
+    ids = as_device_array(ids, table.device)
+    if table.ndim != 2:
+        raise ValueError(f"embedding: table must be 2-D (vocab, hidden), got shape {table.shape}")
+    return _select(table, ids, 0, ids.shape + table.shape[1:], check_ids, "embedding")
+
+
+def gather(x, dim: int, ids, *, check_ids: bool = True):
+    """``out[..., j, ...] = x[..., ids[..., j, ...], ...]`` along ``dim`` (torch.gather), with candle's
+    ``gather_*``: ``ids`` has ``x``'s shape except along ``dim``; the output has the ids' shape."""
+    x = as_device_array(x)
+    ids = as_device_array(ids, x.device)
+    dim = _dim(dim, x.ndim, "gather")
+    _same_except(x.shape, ids.shape, dim, "gather", "x and ids")
+    name = _kernel("gather", ids, x, "gather")
+    if check_ids:
+        _check_ids(ids, x.shape[dim], "gather")
+    x, ids = _dense(x), _dense(ids)
+    out = x.device.empty(ids.shape, x.dtype)
+    if out.size:
+        left, right = _sizes(x.shape, dim)
+        grid, block = launch_stream(out.size, ids, x, out)
+        x.device.get_or_load_func(name, INDEXING)[grid, block](
+            out.size, ids, x, out, left, x.shape[dim], ids.shape[dim], right)
+    return out
+
+
+def _columns(op: str, x, dim: int, ids, src, check_ids: bool, what: str):
+    """The checks and operands shared by the in-place column kernels (``ia``, ``s``, ``sa``)."""
+    x = as_device_array(x)
+    ids, src = as_device_array(ids, x.device), as_device_array(src, x.device)
+    dim = _dim(dim, x.ndim, what)
+    if src.dtype is not x.dtype:
+        raise TypeError(f"{what}: src has dtype {src.dtype}, x has {x.dtype}")
+    if not x.is_contiguous:
+        raise ValueError(f"{what}: x is updated in place and must be contiguous, got strides {x.strides} "
+                         f"for shape {x.shape}")
+    _same_except(x.shape, src.shape, dim, what, "x and src")
+    name = _kernel(op, ids, x, what)
+    if check_ids:
+        _check_ids(ids, x.shape[dim], what)
+    return name, x, dim, _dense(ids), _dense(src)
+
+
+def _launch_columns(x, name: str, args: tuple, left: int, right: int):
+    if left * right and x.size:
+        grid, block = launch_1d(left * right, COLUMN_BLOCK)
+        x.device.get_or_load_func(name, INDEXING)[grid, block](*args)
+
+
+def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
+    """In place: ``x[..., ids[..., j, ...], ...] = src[..., j, ...]`` along ``dim`` (torch ``scatter_``,
+    candle ``scatter_set``); ``ids`` has ``src``'s shape. Of duplicate indices the last along ``dim``
+    wins. Returns ``x``."""
+    name, x, dim, ids, src = _columns("s", x, dim, ids, src, check_ids, "scatter")
+    if ids.shape != src.shape:
+        raise ValueError(f"scatter: ids must have src's shape {src.shape}, got {ids.shape}")
+    left, right = _sizes(src.shape, dim)
+    _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    return x
+
+
+def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True):
+    """In place: ``x[..., ids[..., j, ...], ...] += src[..., j, ...]`` (torch ``scatter_add_``, candle
+    ``scatter_add_set``), added in order along ``dim``. Returns ``x``."""
+    name, x, dim, ids, src = _columns("sa", x, dim, ids, src, check_ids, "scatter_add")
+    if ids.shape != src.shape:
+        raise ValueError(f"scatter_add: ids must have src's shape {src.shape}, got {ids.shape}")
+    left, right = _sizes(src.shape, dim)
+    _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    return x
+
+
+def index_add(x, dim: int, ids, src, *, check_ids: bool = True):
+    """In place: ``x[..., ids[j], ...] += src[..., j, ...]`` along ``dim`` for the 1-D ``ids`` (torch
+    ``index_add_``), added in order of ``j``. Returns ``x``; candle's out-of-place ``index_add`` is
+    ``index_add(unary.copy(x), ...)``."""
+    name, x, dim, ids, src = _columns("ia", x, dim, ids, src, check_ids, "index_add")
+    if ids.ndim != 1 or ids.size != src.shape[dim]:
+        raise ValueError(f"index_add: ids must be 1-D with src.shape[{dim}] = {src.shape[dim]} entries, "
+                         f"got shape {ids.shape}")
+    left, right = _sizes(src.shape, dim)
+    _launch_columns(x, name, (ids, ids.size, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    return x
+
+
+__all__ = ["index_select", "embedding", "gather", "scatter", "scatter_add", "index_add", "position", "TABLE",
+           "OPS", "INDICES", "VALUES", "F8_INDICES", "F8_EXTRAS"]
