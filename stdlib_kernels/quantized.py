@@ -1,0 +1,576 @@
+"""candle's QUANTIZED module: ggml/GGUF block formats (``quantized.cu``, 142 kernels).
+
+Every format is one row of ``QTYPES``: its block size and bytes, and three device functions that read
+one block — ``word`` (the quants of elements ``4w .. 4w+3`` as four bytes, in element order), ``scale``
+and ``min`` (a 16- or 32-element group's float scale and additive minimum). An element is then
+``scale * (quant + qoff) + min``, computed in exactly gguf's (= ggml's) order, so the dequantizers
+are bit-exact. Every kernel family is written once over that table:
+
+* ``dequantize_block_{q}_{f32,f16}``, ``get_rows_{t}``, DMMV ``dequantize_mul_mat_vec_*``: the
+  elements as above (``dequantize_word``), 4 a thread at a time.
+* ``quantize_q8_1``: activations to q8_1 blocks (candle's CUDA definition: ``d = amax / 127``,
+  ``q = roundf(x / d)``, ``s`` the f16 of the float sum).
+* MMVQ ``mul_mat_vec_{q}_q8_1_cuda{N}``, MMQ ``mul_mat_{q}``, ``indexed_moe_forward_*``: integer dot
+  products of a weight group's quants with the q8_1 quants (``pk.dot4_i8``), then
+  ``d8 * (scale * (Σ q·q8 + qoff · Σ q8) + min · Σ q8)``: the dot of the dequantized weights with the
+  dequantized activations (``chunk_dot``). Work is split over every thread of the block, whatever
+  the wave width, and rows past ``nrows`` are never read or written.
+
+Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
+formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
+``quantized_api.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pykern as pk
+import pykern.math as pkm
+from pykern import ConstPtr, Ptr, f16, f32, i32, i64, u8, u32, usize
+
+from . import QUANTIZED, kernel_name
+
+D = pk.TypeVar("D")
+T = pk.TypeVar("T")
+
+#: elements in a q8_1 activation block; bytes of one (f16 d, f16 s, 32 x i8)
+Q8_1_QK, Q8_1_BYTES = 32, 36
+#: candle pads activation rows to a multiple of this many elements (MATRIX_ROW_PADDING)
+ROW_PADDING = 512
+#: the most (rows x columns) partial sums one block of MMVQ reduces (2 rows x 8 columns)
+MAX_SUMS = 16
+#: waves a block of 1024 threads holds at the narrowest wave width
+MAX_WAVES = 32
+
+
+# ---- reading a block ---------------------------------------------------------------------------------
+@pk.func
+def word_at(block: ConstPtr[u8], offset: u32) -> u32:
+    """The little-endian u32 at byte ``offset``: ggml's blocks of 18, 22, 34, 110 and 210 bytes leave
+    their words only 2-byte aligned (two 16-bit loads where the target needs aligned words)."""
+    return pk.load(pk.bitcast(block + offset, ConstPtr[u32]), 0, align=2)
+
+
+@pk.func
+def half_at(block: ConstPtr[u8], offset: u32) -> f32:
+    """The f16 at an even byte ``offset``, as f32 (every f16 field of every format is 2-byte aligned)."""
+    return f32(pk.bitcast(block + offset, ConstPtr[f16])[0])
+
+
+@pk.func
+def byte_at(block: ConstPtr[u8], offset: u32) -> u32:
+    return u32(block[offset])
+
+
+@pk.func
+def nibbles(block: ConstPtr[u8], qs: u32, w: u32) -> u32:
+    """Elements 4w..4w+3 of 32 four-bit quants at ``qs``: element j is byte j's low nibble, j + 16 its high."""
+    return (word_at(block, qs + 4 * (w % 4)) >> (4 * (w // 4))) & 0x0F0F0F0F
+
+
+@pk.func
+def fifth_bits(block: ConstPtr[u8], qh: u32, w: u32) -> u32:
+    """Bit 4 of elements 4w..4w+3 from the u32 at ``qh`` (bit e = element e's fifth bit), spread to bytes."""
+    bits = (word_at(block, qh) >> (4 * w)) & 0xF
+    return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25)
+
+
+@pk.func
+def k4_scale(block: ConstPtr[u8], scales: u32, j: u32) -> u32:
+    """Sub-block j's 6-bit scale of Q4_K/Q5_K's 12 packed bytes (ggml's get_scale_min_k4)."""
+    if j < 4:
+        return byte_at(block, scales + j) & 63
+    return (byte_at(block, scales + j + 4) & 0xF) | ((byte_at(block, scales + j - 4) >> 6) << 4)
+
+
+@pk.func
+def k4_min(block: ConstPtr[u8], scales: u32, j: u32) -> u32:
+    """Sub-block j's 6-bit min of Q4_K/Q5_K's 12 packed bytes (ggml's get_scale_min_k4)."""
+    if j < 4:
+        return byte_at(block, scales + j + 4) & 63
+    return (byte_at(block, scales + j + 4) >> 4) | ((byte_at(block, scales + j) >> 6) << 4)
+
+
+# Each format: word(block, w) -> 4 quants; scale(block, g) / min(block, g) for group g. Element
+# orders and byte offsets are ggml's (docs/quantized.md).
+@pk.func
+def q4_0_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 2, w)  # noqa: E704
+@pk.func
+def q4_1_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 4, w)  # noqa: E704
+@pk.func
+def q5_0_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 6, w) | fifth_bits(b, 2, w)  # noqa: E704
+@pk.func
+def q5_1_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 8, w) | fifth_bits(b, 4, w)  # noqa: E704
+@pk.func
+def q8_0_word(b: ConstPtr[u8], w: u32) -> u32: return word_at(b, 2 + 4 * w)  # noqa: E704
+@pk.func
+def q8_k_word(b: ConstPtr[u8], w: u32) -> u32: return word_at(b, 4 + 4 * w)  # noqa: E704
+@pk.func
+def d_at_0(b: ConstPtr[u8], g: u32) -> f32: return half_at(b, 0)  # noqa: E704
+@pk.func
+def m_at_2(b: ConstPtr[u8], g: u32) -> f32: return half_at(b, 2)  # noqa: E704
+@pk.func
+def q8_k_scale(b: ConstPtr[u8], g: u32) -> f32: return pk.bitcast(b, ConstPtr[f32])[0]  # noqa: E704
+
+
+@pk.func
+def q2_k_word(b: ConstPtr[u8], w: u32) -> u32:
+    """e = 128h + 32s + l: bits 2s of qs[32h + l]."""
+    return (word_at(b, 16 + 32 * (w // 32) + 4 * (w % 8)) >> (2 * (w // 8 % 4))) & 0x03030303
+
+
+@pk.func
+def q2_k_scale(b: ConstPtr[u8], g: u32) -> f32: return half_at(b, 80) * f32(byte_at(b, g) & 0xF)  # noqa: E704
+@pk.func
+def q2_k_min(b: ConstPtr[u8], g: u32) -> f32: return -(half_at(b, 82) * f32(byte_at(b, g) >> 4))  # noqa: E704
+
+
+@pk.func
+def q3_k_word(b: ConstPtr[u8], w: u32) -> u32:
+    """Two low bits as Q2_K's (from byte 32), the third from bit 4h + s of hmask[l]; stored value - 4."""
+    h = w // 32
+    s = w // 8 % 4
+    l4 = w % 8
+    low = (word_at(b, 32 + 32 * h + 4 * l4) >> (2 * s)) & 0x03030303
+    return low | (((word_at(b, 4 * l4) >> (4 * h + s)) & 0x01010101) << 2)
+
+
+@pk.func
+def q3_k_scale(b: ConstPtr[u8], g: u32) -> f32:
+    """16 six-bit scales (+32) in 12 bytes: low nibbles from bytes g (g < 8) or g - 8 (high nibble),
+    top two bits from byte 8 + g % 4 at bit 2 (g // 4)."""
+    low = byte_at(b, 96 + g) & 0xF if g < 8 else byte_at(b, 96 + g - 8) >> 4
+    top = (byte_at(b, 104 + g % 4) >> (2 * (g // 4))) & 3
+    return half_at(b, 108) * f32(i32(low | (top << 4)) - 32)
+
+
+@pk.func
+def q4_k_word(b: ConstPtr[u8], w: u32) -> u32:
+    """e = 64c + 32p + l: nibble p of qs[32c + l]."""
+    return (word_at(b, 16 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
+
+
+@pk.func
+def q5_k_word(b: ConstPtr[u8], w: u32) -> u32:
+    """Q4_K's nibbles (from byte 48) and bit e // 32 of qh[l] as the fifth bit."""
+    low = (word_at(b, 48 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
+    return low | (((word_at(b, 16 + 4 * (w % 8)) >> (w // 8)) & 0x01010101) << 4)
+
+
+@pk.func
+def qk_k_scale(b: ConstPtr[u8], g: u32) -> f32: return half_at(b, 0) * f32(k4_scale(b, 4, g))  # noqa: E704
+@pk.func
+def qk_k_min(b: ConstPtr[u8], g: u32) -> f32: return -(half_at(b, 2) * f32(k4_min(b, 4, g)))  # noqa: E704
+
+
+@pk.func
+def q6_k_word(b: ConstPtr[u8], w: u32) -> u32:
+    """e = 128h + 32s + l: nibble s // 2 of ql[64h + 32 (s % 2) + l], bits 2s of qh[32h + l] above it."""
+    h = w // 32
+    s = w // 8 % 4
+    l4 = w % 8
+    low = (word_at(b, 64 * h + 32 * (s % 2) + 4 * l4) >> (4 * (s // 2))) & 0x0F0F0F0F
+    return low | (((word_at(b, 128 + 32 * h + 4 * l4) >> (2 * s)) & 0x03030303) << 4)
+
+
+@pk.func
+def q6_k_scale(b: ConstPtr[u8], g: u32) -> f32:
+    return half_at(b, 208) * f32(pk.bitcast(b, ConstPtr[pk.i8])[192 + g])
+
+
+@dataclass(frozen=True)
+class QType:
+    """One ggml block format: an element is ``scale(g) * (quant + qoff) + min(g)`` (no ``min`` where
+    ``has_min`` is false), for the ``group`` elements of group g sharing a scale."""
+
+    name: str           #: candle's and gguf's spelling ("q4_0", "q4_K")
+    ggml_type: int      #: ggml's type id (= gguf's GGMLQuantizationType)
+    qk: int             #: elements in a block
+    nbytes: int         #: bytes in a block
+    group: int          #: elements sharing a scale and min (16 or 32)
+    qoff: int           #: added to the stored quant (e.g. -8 for Q4_0)
+    has_min: bool
+    signed: bool        #: word()'s bytes are signed (Q8_0, Q8_K); else unsigned, below 64
+    word: pk.FuncDef
+    scale: pk.FuncDef
+    min: pk.FuncDef | None = None
+
+
+QTYPES = {q.name: q for q in (
+    #     name    ggml  qk   bytes group qoff  min    signed  word       scale       min
+    QType("q4_0", 2, 32, 18, 32, -8, False, False, q4_0_word, d_at_0),
+    QType("q4_1", 3, 32, 20, 32, 0, True, False, q4_1_word, d_at_0, m_at_2),
+    QType("q5_0", 6, 32, 22, 32, -16, False, False, q5_0_word, d_at_0),
+    QType("q5_1", 7, 32, 24, 32, 0, True, False, q5_1_word, d_at_0, m_at_2),
+    QType("q8_0", 8, 32, 34, 32, 0, False, True, q8_0_word, d_at_0),
+    QType("q2_K", 10, 256, 84, 16, 0, True, False, q2_k_word, q2_k_scale, q2_k_min),
+    QType("q3_K", 11, 256, 110, 16, -4, False, False, q3_k_word, q3_k_scale),
+    QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min),
+    QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min),
+    QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale),
+    QType("q8_K", 15, 256, 292, 32, 0, False, True, q8_k_word, q8_k_scale),
+)}
+#: the ten formats candle multiplies with (every group but dequantize_block has no q8_K)
+MATMUL_TYPES = tuple(q for q in QTYPES.values() if q.name != "q8_K")
+FLOAT_ROWS = (pk.f32, pk.f16, pk.bf16)
+
+
+# ---- shared algorithms -------------------------------------------------------------------------------
+@pk.func
+def dequantize_word(block: ConstPtr[u8], w: u32, vals: Ptr[f32], *, Q):
+    """Elements 4w..4w+3 of a block into ``vals``, in gguf's arithmetic: ``scale * q`` rounded, then
+    ``+ min`` rounded (no fused multiply-add), so the values are gguf's bit for bit."""
+    q = Q.word(block, w)
+    g = 4 * w // Q.group
+    a = Q.scale(block, g)
+    for k in pk.static_range(4):
+        if Q.signed:
+            v = a * f32(pk.bitcast(q << (24 - 8 * k), i32) >> 24)
+        else:
+            v = a * f32(i32((q >> (8 * k)) & 0xFF) + Q.qoff)
+        if Q.has_min:
+            v = v + Q.min(block, g)
+        vals[k] = v
+
+
+@pk.func
+def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize, nt: usize, *, Q, D):
+    """Elements [lo, hi) (multiples of 4) of consecutive blocks at ``vx`` to ``y``, thread ``t`` of
+    ``nt`` taking every nt-th run of 4 (adjacent threads, adjacent words)."""
+    vals = pk.local.array(4, f32)
+    per_block: u32 = Q.qk // 4
+    for w in range(lo // 4 + t, hi // 4, nt):
+        dequantize_word(vx + (w // per_block) * Q.nbytes, u32(w % per_block), vals, Q=Q)
+        for k in pk.static_range(4):
+            y[4 * w + k] = D(vals[k])
+
+
+@pk.func
+def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
+    """The dot of weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb`` with the q8_1 block
+    ``yb``: per group, integer dots of the quants (``Σ q·q8`` and ``Σ q8``, exact), then
+    ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) + min_g Σ q8)`` in f32."""
+    y = pk.bitcast(yb + 4, ConstPtr[i32])  # a q8_1 block's quants are 4-byte aligned
+    total = f32(0)
+    for gi in pk.static_range(Q8_1_QK // Q.group):
+        dots = i32(0)
+        sums = i32(0)
+        for k in pk.static_range(Q.group // 4):
+            yw = y[gi * (Q.group // 4) + k]
+            dots = pk.dot4_i8(Q.word(wb, 8 * chunk + gi * (Q.group // 4) + k), yw, dots)
+            if Q.qoff != 0 or Q.has_min:
+                sums = pk.dot4_i8(0x01010101, yw, sums)
+        g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
+        if Q.qoff != 0:
+            dots += Q.qoff * sums
+        part = Q.scale(wb, g) * f32(dots)
+        if Q.has_min:
+            part += Q.min(wb, g) * f32(sums)
+        total += part
+    return half_at(yb, 0) * total
+
+
+@pk.func
+def wave_total(v: f32, lane: u32, present: u32) -> f32:
+    """The sum over the wave's first ``present`` lanes, exact on lane 0 (xor butterfly; any wave width)."""
+    off: u32 = pk.wave_size // 2
+    while off > 0:
+        other = pk.wave.shuffle_xor(v, off)
+        if (lane ^ off) < present:
+            v += other
+        off = off // 2
+    return v
+
+
+@pk.func
+def block_totals(acc: Ptr[f32], sm: Ptr[f32], t: u32, nt: u32, *, count):
+    """``acc[0 .. count)`` summed over the block's ``nt`` threads, the totals left in thread 0's
+    ``acc``: a butterfly per wave, then thread 0 adds the waves' sums (``sm``: count per wave).
+    Every thread of the block calls it."""
+    lane = t % pk.wave_size
+    wave = t // pk.wave_size
+    present = min(nt - wave * pk.wave_size, u32(pk.wave_size))
+    for i in pk.static_range(count):
+        acc[i] = wave_total(acc[i], lane, present)
+    waves = (nt + pk.wave_size - 1) // pk.wave_size
+    if waves > 1:
+        if lane == 0:
+            for i in pk.static_range(count):
+                sm[wave * count + i] = acc[i]
+        pk.syncthreads()
+        if t == 0:
+            for other in range(u32(1), waves):
+                for i in pk.static_range(count):
+                    acc[i] += sm[other * count + i]
+
+
+@pk.func
+def flat_thread() -> u32:
+    return pk.thread_idx.y * pk.block_dim.x + pk.thread_idx.x
+
+
+@pk.func
+def flat_threads() -> u32:
+    return pk.block_dim.x * pk.block_dim.y
+
+
+@pk.func
+def row_dot(wrow: ConstPtr[u8], yrow: ConstPtr[u8], chunks: u32, sm: Ptr[f32], *, Q) -> f32:
+    """One weight row times one q8_1 row (``chunks`` blocks of 32), over the whole block; the total
+    on thread 0."""
+    t = flat_thread()
+    nt = flat_threads()
+    acc = pk.local.array(1, f32)
+    acc[0] = 0.0
+    per_block: u32 = Q.qk // Q8_1_QK
+    for c in range(t, chunks, nt):
+        acc[0] += chunk_dot(wrow + usize(c // per_block) * Q.nbytes, c % per_block, yrow + usize(c) * Q8_1_BYTES, Q=Q)
+    block_totals(acc, sm, t, nt, count=1)
+    return acc[0]
+
+
+# ---- dequantize_block_{q}_{f32,f16} ------------------------------------------------------------------
+@pk.kernel
+def dequantize_counted(vx: ConstPtr[u8], y: Ptr[D], count: i32, *, Q, D, per_block, count_unit):
+    """candle's legacy launches: block b makes elements [per_block b, per_block (b + 1)) of the
+    ``count * count_unit`` (q4_0/q4_1/q8_0 pass 32-element blocks, q5_0/q5_1 elements)."""
+    if count <= 0:
+        return
+    n = usize(count) * count_unit
+    lo = usize(pk.block_idx.x) * per_block
+    dequantize_span(vx, y, lo, min(lo + per_block, n), usize(pk.thread_idx.x), usize(pk.block_dim.x), Q=Q, D=D)
+
+
+@pk.kernel
+def dequantize_superblock(vx: ConstPtr[u8], y: Ptr[D], *, Q, D):
+    """candle's K-quant launch: block b makes super-block b (the grid is the count)."""
+    lo = usize(pk.block_idx.x) * Q.qk
+    dequantize_span(vx, y, lo, lo + Q.qk, usize(pk.thread_idx.x), usize(pk.block_dim.x), Q=Q, D=D)
+
+
+#: candle's dequantize launch per format: (elements a block, block threads, count argument's unit
+#: or None for the K formats' two-argument kernels)
+DEQUANTIZE_LAUNCH = {"q4_0": (256, 32, 32), "q4_1": (256, 32, 32), "q8_0": (256, 32, 32),
+                     "q5_0": (512, 256, 1), "q5_1": (512, 256, 1),
+                     "q2_K": (256, 64, None), "q3_K": (256, 64, None), "q5_K": (256, 64, None),
+                     "q6_K": (256, 64, None), "q4_K": (256, 32, None), "q8_K": (256, 32, None)}
+
+for _q in QTYPES.values():
+    _per, _threads, _unit = DEQUANTIZE_LAUNCH[_q.name]
+    for _d in (f32, f16):
+        _name = kernel_name("dequantize_block", _q.name, _d)
+        QUANTIZED.add(dequantize_superblock.instance(_name, Q=_q, D=_d) if _unit is None else
+                      dequantize_counted.instance(_name, Q=_q, D=_d, per_block=_per, count_unit=_unit))
+
+
+# ---- get_rows_{t} -----------------------------------------------------------------------------------
+@pk.kernel
+def get_rows_quant(src: ConstPtr[u8], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i64, nb01: usize, *, Q):
+    """``dst[r, :]`` = row ``ids[r]`` (``nb01`` bytes apart) dequantized; ``r`` = block x, the row's
+    words shared by the threads of every block along y."""
+    r = usize(pk.block_idx.x)
+    t = usize(pk.block_idx.y) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+    nt = usize(pk.grid_dim.y) * usize(pk.block_dim.x)
+    dequantize_span(src + usize(ids[r]) * nb01, dst + r * usize(ne00), usize(0), usize(ne00), t, nt, Q=Q, D=f32)
+
+
+@pk.kernel
+def get_rows_float(src: ConstPtr[T], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i64, nb01: usize, *, T):
+    r = usize(pk.block_idx.x)
+    row = pk.bitcast(pk.bitcast(src, ConstPtr[u8]) + usize(ids[r]) * nb01, ConstPtr[T])
+    t = usize(pk.block_idx.y) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+    for c in range(t, usize(ne00), usize(pk.grid_dim.y) * usize(pk.block_dim.x)):
+        dst[r * usize(ne00) + c] = f32(row[c])
+
+
+for _t in FLOAT_ROWS:
+    QUANTIZED.add(get_rows_float.instance(kernel_name("get_rows", _t), T=_t))
+for _q in MATMUL_TYPES:
+    QUANTIZED.add(get_rows_quant.instance(kernel_name("get_rows", _q.name), Q=_q))
+
+
+# ---- quantize_q8_1 -----------------------------------------------------------------------------------
+@pk.kernel
+def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
+    """One thread per element of row ``block_idx.y`` (zero past ``kx``): lanes 32 apart never meet, so
+    each q8_1 block's max and sum are an xor butterfly over its 32 lanes on either wave width (the
+    block's x size is a multiple of 32, as candle's 256). ``d = amax / 127``, ``q = roundf(x / d)``."""
+    ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+    iy = usize(pk.block_idx.y)
+    xi = x[iy * usize(kx) + ix] if ix < usize(kx) else f32(0)
+    amax = pk.fabs(xi)
+    total = xi
+    for m in pk.static_range(5):
+        amax = pk.fmax(amax, pk.wave.shuffle_xor(amax, 16 >> m))
+        total += pk.wave.shuffle_xor(total, 16 >> m)
+    d = amax / 127.0
+    q = pk.i8(0) if amax == 0.0 else pk.i8(pkm.round(xi / d))
+    if ix < usize(kx_padded):
+        i = iy * usize(kx_padded) + ix
+        block = vy + i // Q8_1_QK * Q8_1_BYTES
+        block[4 + i % Q8_1_QK] = pk.bitcast(q, u8)
+        if i % Q8_1_QK == 0:
+            halves = pk.bitcast(block, Ptr[f16])
+            halves[0] = f16(d)
+            halves[1] = f16(total)
+
+
+QUANTIZED.add(quantize_q8_1.instance("quantize_q8_1"))
+
+
+# ---- DMMV: dequantize_mul_mat_vec_* ------------------------------------------------------------------
+@pk.func
+def dmmv_row(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, row: u32, sm: Ptr[f32], *, Q):
+    """``dst[row]`` = the dequantized row times ``y`` in f32, over the whole block."""
+    t = flat_thread()
+    nt = flat_threads()
+    words = u32(ncols) // 4
+    per_block: u32 = Q.qk // 4
+    wrow = vx + usize(row) * usize(u32(ncols) // Q.qk) * Q.nbytes
+    vals = pk.local.array(4, f32)
+    acc = pk.local.array(1, f32)
+    acc[0] = 0.0
+    for w in range(t, words, nt):
+        dequantize_word(wrow + usize(w // per_block) * Q.nbytes, w % per_block, vals, Q=Q)
+        for k in pk.static_range(4):
+            acc[0] += vals[k] * y[4 * w + k]
+    block_totals(acc, sm, t, nt, count=1)
+    if t == 0:
+        dst[row] = acc[0]
+
+
+@pk.kernel
+def dmmv(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, nrows: i32, *, Q):
+    """candle's launch: one row a block (grid = nrows, block 32)."""
+    sm = pk.shared.array(MAX_WAVES, f32)
+    row = pk.block_idx.x
+    if ncols > 0 and i32(row) < nrows:
+        dmmv_row(vx, y, dst, ncols, row, sm, Q=Q)
+
+
+@pk.kernel
+def dmmv_unbounded(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, *, Q):
+    """candle's q5_k signature has no row count: the grid is trusted to be nrows."""
+    sm = pk.shared.array(MAX_WAVES, f32)
+    if ncols > 0:
+        dmmv_row(vx, y, dst, ncols, pk.block_idx.x, sm, Q=Q)
+
+
+for _q in MATMUL_TYPES:
+    if _q.qk == 256:
+        _root = kernel_name("dequantize_mul_mat_vec", _q.name.lower())
+        QUANTIZED.add((dmmv_unbounded if _q.name == "q5_K" else dmmv).instance(_root, Q=_q))
+    else:
+        QUANTIZED.add(dmmv.instance(kernel_name("dequantize_mul_mat_vec", _q.name, "cuda"), Q=_q))
+
+
+# ---- MMVQ: mul_mat_vec_{q}_q8_1_cuda{N} --------------------------------------------------------------
+@pk.kernel
+def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
+                     nrows_dst: i32, *, Q, N, rows):
+    """``dst[j * nrows_dst + row]`` = row ``row`` of the weights times q8_1 column j (< N), for the
+    ``rows`` rows of this block (``mmvq_rows``: candle's), rows past ``nrows_x`` skipped. Every
+    thread of the block takes every nt-th 32-element chunk of the row, for all its rows and columns."""
+    sm = pk.shared.array(MAX_WAVES * MAX_SUMS, f32)
+    acc = pk.local.array(MAX_SUMS, f32)
+    for i in pk.static_range(rows * N):
+        acc[i] = 0.0
+    t = flat_thread()
+    nt = flat_threads()
+    first = pk.block_idx.x * rows
+    chunks = u32(max(ncols_x, 0)) // Q8_1_QK
+    per_block: u32 = Q.qk // Q8_1_QK
+    row_bytes = usize(chunks // per_block) * Q.nbytes
+    column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
+    for c in range(t, chunks, nt):
+        for r in pk.static_range(rows):
+            if i32(first + r) < nrows_x:
+                wb = vx + usize(first + r) * row_bytes + usize(c // per_block) * Q.nbytes
+                for j in pk.static_range(N):
+                    acc[r * N + j] += chunk_dot(wb, c % per_block, vy + usize(j) * column_bytes
+                                                + usize(c) * Q8_1_BYTES, Q=Q)
+    block_totals(acc, sm, t, nt, count=rows * N)
+    if t == 0:
+        for r in pk.static_range(rows):
+            if i32(first + r) < nrows_x:
+                for j in pk.static_range(N):
+                    dst[usize(j) * usize(nrows_dst) + usize(first + r)] = acc[r * N + j]
+
+
+def mmvq_rows(width: int) -> int:
+    """Rows a block of MMVQ computes for ``width`` activation columns (candle's rows_per_block)."""
+    return 1 if width == 1 else 2
+
+
+#: batch widths candle has MMVQ kernels for
+MMVQ_WIDTHS = range(1, 9)
+for _q in MATMUL_TYPES:
+    for _n in MMVQ_WIDTHS:
+        QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
+                                                rows=mmvq_rows(_n)))
+
+
+# ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
+@pk.kernel
+def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+              nrows_y: i32, nrows_dst: i32, *, Q, tile_x, tile_y):
+    """``dst[col * nrows_dst + row]`` for the ``tile_y`` rows (block x) and ``tile_x`` q8_1 columns
+    (block y) of candle's tile: each thread takes every nt-th (row, column) of the tile and walks
+    the whole row; outputs outside the matrix are skipped."""
+    t = flat_thread()
+    nt = flat_threads()
+    chunks = u32(max(ncols_x, 0)) // Q8_1_QK
+    per_block: u32 = Q.qk // Q8_1_QK
+    row_bytes = usize(chunks // per_block) * Q.nbytes
+    column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
+    for p in range(t, u32(tile_x * tile_y), nt):
+        row = pk.block_idx.x * tile_y + p % tile_y
+        col = pk.block_idx.y * tile_x + p // tile_y
+        if i32(row) < nrows_x and i32(col) < ncols_y:
+            wrow = vx + usize(row) * row_bytes
+            ycol = vy + usize(col) * column_bytes
+            total = f32(0)
+            for c in range(u32(0), chunks):
+                total += chunk_dot(wrow + usize(c // per_block) * Q.nbytes, c % per_block,
+                                   ycol + usize(c) * Q8_1_BYTES, Q=Q)
+            dst[usize(col) * usize(nrows_dst) + usize(row)] = total
+
+
+#: candle's (mmq_x, mmq_y) tiles (CUDA_USE_TENSOR_CORES off: the "AMPERE" sizes), block (32, 4)
+MMQ_TILES = {"q4_0": (64, 128), "q4_1": (64, 128), "q5_0": (128, 64), "q5_1": (128, 64), "q8_0": (128, 64),
+             "q2_K": (64, 128), "q3_K": (128, 128), "q4_K": (64, 128), "q5_K": (64, 128), "q6_K": (64, 64)}
+for _q in MATMUL_TYPES:
+    _tx, _ty = MMQ_TILES[_q.name]
+    QUANTIZED.add(mul_mat_q.instance(kernel_name("mul_mat", _q.name), Q=_q, tile_x=_tx, tile_y=_ty))
+
+
+# ---- indexed_moe_forward_{q}_q8_1 -------------------------------------------------------------------
+@pk.kernel
+def indexed_moe_forward(all_weights: ConstPtr[u8], all_inputs: ConstPtr[u8], indices: ConstPtr[u32],
+                        all_outputs: Ptr[f32], n: i32, k: i32, batch: i32, topk: i32, k_padded: i32,
+                        input_dim1: i32, *, Q):
+    """``out[task * n + row]`` = row ``row`` (block x) of expert ``indices[task]`` times the q8_1 input
+    row (the batch index if ``input_dim1 == 1``, else the task), task = (block y, block z) of the
+    (batch, topk) grid. An expert is ``n * k / qk`` blocks of its own format (q8_0's too)."""
+    sm = pk.shared.array(MAX_WAVES, f32)
+    row = pk.block_idx.x
+    task = pk.block_idx.y * pk.grid_dim.z + pk.block_idx.z
+    if i32(row) >= n or k <= 0:
+        return
+    row_bytes = usize(u32(k) // Q.qk) * Q.nbytes
+    wrow = all_weights + usize(indices[task]) * usize(n) * row_bytes + usize(row) * row_bytes
+    in_row = pk.block_idx.y if input_dim1 == 1 else task
+    yrow = all_inputs + usize(in_row) * usize(u32(k_padded) // Q8_1_QK) * Q8_1_BYTES
+    total = row_dot(wrow, yrow, u32(k) // Q8_1_QK, sm, Q=Q)
+    if flat_thread() == 0:
+        all_outputs[usize(task) * usize(n) + usize(row)] = total
+
+
+#: candle's MoE formats and their spelling in the kernel names
+MOE_NAMES = {"q2_K": "q2k", "q3_K": "q3k", "q4_K": "q4k", "q5_K": "q5k", "q6_K": "q6k", "q8_0": "q8_0"}
+for _qname, _tag in MOE_NAMES.items():
+    QUANTIZED.add(indexed_moe_forward.instance(f"indexed_moe_forward_{_tag}_q8_1", Q=QTYPES[_qname]))
+
+
+__all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "MMQ_TILES", "MOE_NAMES",
+           "MMVQ_WIDTHS", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "chunk_dot", "block_totals"]

@@ -1,0 +1,332 @@
+"""QUANTIZED: candle's 142 GGUF kernels, against gguf (the oracle for ggml's formats) and NumPy.
+
+* Dequantizers (``dequantize_block_*``, ``get_rows_*``) are bit-exact against
+  ``gguf.quants.dequantize`` (Q8_K, which gguf has no dequantizer for: ``d * q`` from the byte
+  layout), on random block bytes (every quant bit pattern; finite scales of both signs, subnormal
+  ones included) and on gguf's own quantization of Gaussian data.
+* ``quantize_q8_1`` is bit-exact against a NumPy emulation of candle's CUDA definition.
+* The products (MMVQ, MMQ, MoE with q8_1 activations; DMMV with f32 ones) are checked within error
+  bounds derived below, not a fixed tolerance, under candle's launch shapes, odd row counts and
+  ``ncols`` not a multiple of 512; rows past the matrix are never written.
+
+Every kernel runs on the CPU at wave widths 32 and 64 (and with the GPU's grid-stride tiles).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as GT
+from gguf.quants import dequantize as gguf_dequantize
+from gguf.quants import quantize as gguf_quantize
+
+import pykern as pk
+from stdlib_kernels import QUANTIZED, quantized as Q
+from _elementwise import ABI, abi_mismatches
+
+U = 2.0 ** -24  # f32 unit roundoff
+TYPES = list(Q.QTYPES)
+MATMUL = [q.name for q in Q.MATMUL_TYPES]
+LEGACY = [q for q in MATMUL if not q.endswith("K")]
+
+#: byte offsets of each format's f16 scale fields (Q8_K's d is an f32 at 0)
+SCALE_FIELDS = {"q4_0": [0], "q4_1": [0, 2], "q5_0": [0], "q5_1": [0, 2], "q8_0": [0], "q2_K": [80, 82],
+                "q3_K": [108], "q4_K": [0, 2], "q5_K": [0, 2], "q6_K": [208], "q8_K": []}
+#: the bytes holding each format-with-a-min's quants: zeroed, a block dequantizes to its mins
+QUANT_BYTES = {"q4_1": (4, 20), "q5_1": (4, 24), "q2_K": (16, 80), "q4_K": (16, 144), "q5_K": (16, 176)}
+
+
+def gguf_type(name: str) -> GT:
+    return GT[name.upper()]
+
+
+def random_blocks(rng, qtype: str, nrows: int, ncols: int, scale: float = 1e-2) -> np.ndarray:
+    """Random block bytes (every quant bit pattern) with finite scales of both signs, some subnormal:
+    uint8 of shape (nrows, ncols / qk * nbytes)."""
+    q = Q.QTYPES[qtype]
+    raw = rng.integers(0, 256, size=(nrows, ncols // q.qk, q.nbytes), dtype=np.uint8)
+    for off in SCALE_FIELDS[qtype]:
+        v = rng.uniform(0.5, 1.5, raw.shape[:2]) * scale * rng.choice([-1.0, 1.0], raw.shape[:2])
+        v[rng.random(raw.shape[:2]) < 0.05] = 3e-6  # an f16 subnormal
+        raw[..., off:off + 2] = v.astype(np.float16)[..., None].view(np.uint8)
+    if qtype == "q8_K":
+        raw[..., 0:4] = (rng.standard_normal(raw.shape[:2]) * scale).astype(np.float32)[..., None].view(np.uint8)
+    return raw.reshape(nrows, -1)
+
+
+def gaussian_blocks(rng, qtype: str, nrows: int, ncols: int) -> np.ndarray:
+    """gguf's quantization of N(0, 1) weights where gguf has a quantizer (the legacy formats)."""
+    if qtype in LEGACY:
+        return gguf_quantize(rng.standard_normal((nrows, ncols)).astype(np.float32), gguf_type(qtype))
+    return random_blocks(rng, qtype, nrows, ncols)
+
+
+def reference_dequantize(blocks: np.ndarray, qtype: str) -> np.ndarray:
+    """gguf's dequantizer; Q8_K (none in gguf) from its layout: f32 d, 256 x i8, 16 x i16 sums."""
+    if qtype == "q8_K":
+        b = blocks.reshape(-1, 292)
+        d = b[:, 0:4].copy().view(np.float32)
+        return (d * b[:, 4:260].view(np.int8).astype(np.float32)).reshape(blocks.shape[0], -1)
+    return gguf_dequantize(blocks, gguf_type(qtype))
+
+
+def group_mins(blocks: np.ndarray, qtype: str) -> np.ndarray:
+    """Each element's group min (0 where the format has none): the block dequantized with its quants zeroed."""
+    if qtype not in QUANT_BYTES:
+        return np.zeros((blocks.shape[0], blocks.shape[1] // Q.QTYPES[qtype].nbytes * Q.QTYPES[qtype].qk))
+    q = Q.QTYPES[qtype]
+    b = blocks.reshape(blocks.shape[0], -1, q.nbytes).copy()
+    lo, hi = QUANT_BYTES[qtype]
+    b[..., lo:hi] = 0
+    return reference_dequantize(b.reshape(blocks.shape[0], -1), qtype).astype(np.float64)
+
+
+def padded(blocks: np.ndarray) -> np.ndarray:
+    """The flat weight buffer as candle stores it: MATRIX_ROW_PADDING elements' worth of zero bytes after."""
+    return np.concatenate([blocks.reshape(-1), np.zeros(512 * 2, np.uint8)])
+
+
+# ------------------------------------------------------------------------------------------------- ABI
+def test_abi_names_and_param_sizes():
+    assert abi_mismatches(QUANTIZED) == []
+    spec = json.loads(ABI.read_text())["modules"]["quantized"]
+    assert sorted(QUANTIZED.names()) == sorted(spec) and len(QUANTIZED) == 142
+
+
+# ------------------------------------------------------------------------------------------------- dequantize
+@pytest.mark.parametrize("qtype", TYPES)
+@pytest.mark.parametrize("dtype", [pk.f32, pk.f16], ids=str)
+def test_dequantize_block_bit_exact(wave_device, qtype, dtype):
+    """candle's launch (grid, block, count) for each format; every element equals gguf's."""
+    rng = np.random.default_rng(len(qtype) + dtype.nbytes)
+    q = Q.QTYPES[qtype]
+    for blocks in (random_blocks(rng, qtype, 3, 5 * q.qk if q.qk == 256 else 44 * 32),
+                   gaussian_blocks(rng, qtype, 2, 768)):
+        el = blocks.size // q.nbytes * q.qk
+        per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
+        fn = wave_device.get_or_load_func(f"dequantize_block_{qtype}_{dtype}", QUANTIZED)
+        y = wave_device.zeros(el + 64, dtype)  # 64 past the end must stay untouched
+        args = (wave_device.to_device(blocks.reshape(-1)), y) + (() if unit is None else (el // unit,))
+        fn[-(-el // per), threads](*args)
+        want = reference_dequantize(blocks, qtype).reshape(-1).astype(dtype.np)
+        got = y.to_host()
+        np.testing.assert_array_equal(got[:el], want)
+        assert not got[el:].any()
+
+
+# ------------------------------------------------------------------------------------------------- get_rows
+@pytest.mark.parametrize("qtype", MATMUL + ["f32", "f16", "bf16"])
+def test_get_rows_bit_exact(wave_device, qtype):
+    rng = np.random.default_rng(7)
+    hidden, rows = 512, 9
+    if qtype in Q.QTYPES:
+        q = Q.QTYPES[qtype]
+        table = random_blocks(rng, qtype, rows, hidden)
+        full = reference_dequantize(table, qtype)
+        row_bytes = hidden // q.qk * q.nbytes
+        block = 256 if q.qk == 32 else (32 if qtype == "q4_K" else 64)
+        grid_y = -(-hidden // 512) if q.qk == 32 else hidden // 256
+        src = wave_device.to_device(table.reshape(-1))
+    else:
+        dt = getattr(pk, qtype)
+        table = rng.standard_normal((rows, hidden)).astype(dt.np)
+        full = table.astype(np.float32)
+        row_bytes, block, grid_y = hidden * dt.nbytes, 256, -(-hidden // 256)
+        src = wave_device.to_device(table)
+    ids = np.array([3, 0, 8, 3, 5], np.uint32)
+    dst = wave_device.zeros((len(ids), hidden), pk.f32)
+    wave_device.get_or_load_func(f"get_rows_{qtype}", QUANTIZED)[(len(ids), grid_y), block](
+        src, wave_device.to_device(ids), dst, hidden, row_bytes)
+    np.testing.assert_array_equal(dst.to_host(), full[ids])
+
+
+# ------------------------------------------------------------------------------------------------- quantize_q8_1
+def roundf(a: np.ndarray) -> np.ndarray:
+    """C's roundf: halves away from zero."""
+    return np.sign(a) * np.floor(np.abs(a) + np.float32(0.5))
+
+
+def quantize_q8_1_reference(x: np.ndarray, kx_padded: int) -> np.ndarray:
+    """candle's CUDA quantize_q8_1 in NumPy: per 32 values (zero past the row), ``d = amax / 127``,
+    ``q = roundf(x / d)`` (0 where amax = 0), ``s`` the f16 of the xor-butterfly f32 sum (the kernels'
+    order of additions). Returns the q8_1 bytes, (rows, kx_padded / 32 * 36)."""
+    rows, kx = x.shape
+    xp = np.zeros((rows, kx_padded), np.float32)
+    xp[:, :kx] = x
+    v = xp.reshape(rows, -1, 32)
+    amax = np.abs(v).max(axis=2)
+    total = v.copy()
+    lanes = np.arange(32)
+    for off in (16, 8, 4, 2, 1):
+        total = total + total[..., lanes ^ off]
+    d = amax / np.float32(127)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(amax[..., None] == 0, 0, roundf(v / d[..., None])).astype(np.int8)
+    out = np.zeros(v.shape[:2] + (36,), np.uint8)
+    out[..., 0:2] = d.astype(np.float16)[..., None].view(np.uint8)
+    out[..., 2:4] = total[..., 0].astype(np.float16)[..., None].view(np.uint8)
+    out[..., 4:] = q.view(np.uint8)
+    return out.reshape(rows, -1)
+
+
+def activations(rng, rows: int, kx: int) -> np.ndarray:
+    x = rng.standard_normal((rows, kx)).astype(np.float32)
+    x[0, :32] = 0.0                                   # a block of zeros: d = 0, q = 0
+    x[0, 32:64] = np.linspace(-1, 1, 32) * 127 / 64   # halves of d: roundf's ties away from zero
+    return x
+
+
+@pytest.mark.parametrize("rows,kx", [(1, 4096), (3, 700), (5, 96)])
+def test_quantize_q8_1_bit_exact(wave_device, rows, kx):
+    rng = np.random.default_rng(kx)
+    x = activations(rng, rows, kx)
+    kx_padded = -(-kx // 512) * 512
+    vy = wave_device.zeros(rows * kx_padded // 32 * 36, pk.u8)
+    wave_device.get_or_load_func("quantize_q8_1", QUANTIZED)[(kx_padded // 256, rows), 256](
+        wave_device.to_device(x), vy, kx, kx_padded)
+    np.testing.assert_array_equal(vy.to_host().reshape(rows, -1), quantize_q8_1_reference(x, kx_padded))
+
+
+# ------------------------------------------------------------------------------------------------- products
+def q8_1_values(qy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dequantized q8_1 activations (d8 * q8, float64) and |q8| times d8, per element."""
+    b = qy.reshape(qy.shape[0], -1, 36)
+    d8 = b[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float64)
+    q8 = b[..., 4:].view(np.int8).astype(np.float64)
+    return (d8[..., None] * q8).reshape(qy.shape[0], -1), (d8[..., None] * np.abs(q8)).reshape(qy.shape[0], -1)
+
+
+def check_q8_1_product(got: np.ndarray, blocks: np.ndarray, qtype: str, x: np.ndarray, qy: np.ndarray):
+    """``got`` (ncols_y, nrows) against the weights times the activations, two bounds:
+
+    1. The kernel's arithmetic against ``W · xq`` (xq = d8·q8, the dequantized q8_1 activations, in
+       float64). Per 16/32-element group it forms integer dots (exact) and
+       ``d8 · (scale · Σ(q + qoff)·q8 + min · Σ q8)``; with ``|scale·q| ≤ |w| + |min|`` each group term
+       is at most ``Σ_j d8·(|w_j| + 2|min_j|)·|q8_j|`` and carries a few roundings, and at most
+       ``ncols / 16`` group terms are added in sequence (fewer: a thread's chunks, then a tree). So
+       ``|got − W·xq| ≤ (ncols/16 + 24) · u · Σ_j d8·(|w_j| + 2|min_j|)·|q8_j|`` (u = 2^-24; gguf's own
+       rounding of ``scale·q`` in W is one more u per element, inside the slack).
+    2. q8_1 against the float activations: ``|xq_j − x_j| ≤ 0.5·d8·(1 + 2^-9) + 2^-10·|x_j|`` (half a
+       step of the f32 d, d's rounding to f16 — 2^-11 relative — times |q| ≤ |x|/d + 1/2, and the
+       quotient's rounding), so ``|W·xq − W·x| ≤ Σ_j |w_j|·that``.
+    """
+    w = reference_dequantize(blocks, qtype).astype(np.float64)
+    ncols = w.shape[1]
+    xq, d8q8 = q8_1_values(qy)
+    xq, d8q8 = xq[:, :ncols], d8q8[:, :ncols]
+    mins = np.abs(group_mins(blocks, qtype))
+    emulated = xq @ w.T
+    arith = (ncols / 16 + 24) * U * (d8q8 @ (np.abs(w) + 2 * mins).T)
+    assert np.all(np.abs(got - emulated) <= arith), np.max(np.abs(got - emulated) / arith)
+    d8 = np.repeat(qy.reshape(qy.shape[0], -1, 36)[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float64),
+                   32, axis=1)[:, :ncols]
+    x64 = x.astype(np.float64)[:, :ncols]
+    quant = (0.5 * d8 * (1 + 2 ** -9) + 2 ** -10 * np.abs(x64)) @ np.abs(w).T
+    assert np.all(np.abs(emulated - x64 @ w.T) <= quant)
+    assert np.all(np.abs(got - x64 @ w.T) <= arith + quant)
+
+
+def quantize_on(device, x: np.ndarray) -> tuple[object, np.ndarray]:
+    """x (rows, k) quantized to q8_1 by the kernel: (device bytes, host bytes)."""
+    rows, kx = x.shape
+    kx_padded = -(-kx // 512) * 512
+    vy = device.zeros(rows * kx_padded // 32 * 36, pk.u8)
+    device.get_or_load_func("quantize_q8_1", QUANTIZED)[(kx_padded // 256, rows), 256](
+        device.to_device(np.ascontiguousarray(x)), vy, kx, kx_padded)
+    return vy, vy.to_host().reshape(rows, -1)
+
+
+def weights(rng, qtype: str, nrows: int, ncols: int) -> np.ndarray:
+    """Random block bytes for the K formats, gguf's quantization of Gaussian weights for the legacy ones
+    (their random bytes are checked by the dequantizer tests); a random-bytes half for both."""
+    blocks = random_blocks(rng, qtype, nrows, ncols, scale=0.05)
+    if qtype in LEGACY:
+        blocks[: nrows // 2] = gaussian_blocks(rng, qtype, nrows // 2, ncols)
+    return blocks
+
+
+def shape_for(qtype: str) -> tuple[int, int]:
+    """An odd row count and a row length that is not a multiple of 512."""
+    return (7, 768) if qtype.endswith("K") else (7, 352)
+
+
+@pytest.mark.parametrize("width", Q.MMVQ_WIDTHS)
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmvq(wave_device, qtype, width):
+    """candle's launch: grid ceil(nrows / rows a block), block (32, 4 or 2); dst zeroed with a guard."""
+    rng = np.random.default_rng(width)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, width, ncols)
+    vy, qy = quantize_on(wave_device, x)
+    kx_padded = qy.shape[1] // 36 * 32
+    rows = Q.mmvq_rows(width)
+    dst = wave_device.zeros(width * nrows + 8, pk.f32)
+    wave_device.get_or_load_func(f"mul_mat_vec_{qtype}_q8_1_cuda{width}", QUANTIZED)[
+        -(-nrows // rows), (32, 4 if width <= 4 else 2)](
+        wave_device.to_device(padded(blocks)), vy, dst, ncols, nrows, kx_padded, nrows)
+    got = dst.to_host()
+    assert not got[width * nrows:].any()  # candle's N >= 2 odd-nrows kernels write one past
+    check_q8_1_product(got[:width * nrows].reshape(width, nrows), blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+@pytest.mark.parametrize("ncols_y", [9, 130])
+def test_mmq(wave_device, qtype, ncols_y):
+    """candle's launch: grid (ceil(rows / mmq_y), ceil(cols / mmq_x)), block (32, 4)."""
+    rng = np.random.default_rng(ncols_y)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, ncols_y, ncols)
+    vy, qy = quantize_on(wave_device, x)
+    tile_x, tile_y = Q.MMQ_TILES[qtype]
+    dst = wave_device.zeros(ncols_y * nrows + 8, pk.f32)
+    wave_device.get_or_load_func(f"mul_mat_{qtype}", QUANTIZED)[(-(-nrows // tile_y), -(-ncols_y // tile_x)), (32, 4)](
+        wave_device.to_device(padded(blocks)), vy, dst, ncols, nrows, ncols_y, qy.shape[1] // 36 * 32, nrows)
+    got = dst.to_host()
+    assert not got[ncols_y * nrows:].any()
+    check_q8_1_product(got[:ncols_y * nrows].reshape(ncols_y, nrows), blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", list(Q.MOE_NAMES))
+@pytest.mark.parametrize("shared_input", [True, False])
+def test_indexed_moe_forward(wave_device, qtype, shared_input):
+    """grid (n, batch, topk), block (32, 4); each expert is n·k/qk blocks of its format (q8_0's own)."""
+    rng = np.random.default_rng(11)
+    n, k, batch, topk, experts = 5, 768, 3, 2, 4
+    blocks = weights(rng, qtype, experts * n, k)
+    ids = rng.integers(0, experts, (batch, topk)).astype(np.uint32)
+    x = activations(rng, batch * (1 if shared_input else topk), k)
+    vy, qy = quantize_on(wave_device, x)
+    out = wave_device.zeros(batch * topk * n, pk.f32)
+    tag = Q.MOE_NAMES[qtype]
+    wave_device.get_or_load_func(f"indexed_moe_forward_{tag}_q8_1", QUANTIZED)[(n, batch, topk), (32, 4)](
+        wave_device.to_device(padded(blocks)), vy, wave_device.to_device(ids), out, n, k, batch, topk,
+        qy.shape[1] // 36 * 32, 1 if shared_input else topk)
+    got = out.to_host().reshape(batch, topk, n)
+    per_expert = blocks.reshape(experts, n, -1)
+    for b in range(batch):
+        for t in range(topk):
+            row = b if shared_input else b * topk + t
+            check_q8_1_product(got[b, t][None], per_expert[ids[b, t]], qtype, x[row:row + 1], qy[row:row + 1])
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_dmmv(wave_device, qtype):
+    """grid nrows, block 32: ``dst = W · y`` in f32. Each thread adds ``ncols / 32`` products in
+    sequence, then five tree levels and the waves' sums: ``|dst − W·y| ≤ (ncols/32 + 16) · u · Σ|w·y|``."""
+    rng = np.random.default_rng(3)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    y = rng.standard_normal(ncols).astype(np.float32)
+    dst = wave_device.zeros(nrows + 4, pk.f32)
+    name = f"dequantize_mul_mat_vec_{qtype.lower()}" + ("" if qtype.endswith("K") else "_cuda")
+    args = (wave_device.to_device(padded(blocks)), wave_device.to_device(y), dst, ncols) + \
+        (() if qtype == "q5_K" else (nrows,))
+    wave_device.get_or_load_func(name, QUANTIZED)[nrows, 32](*args)
+    w = reference_dequantize(blocks, qtype).astype(np.float64)
+    got = dst.to_host()
+    assert not got[nrows:].any()
+    bound = (ncols / 32 + 16) * U * (np.abs(w) @ np.abs(y.astype(np.float64)))
+    assert np.all(np.abs(got[:nrows] - w @ y.astype(np.float64)) <= bound)
