@@ -1,0 +1,364 @@
+"""candle's CONV module: direct and transposed convolutions, im2col / col2im, pools and upsampling.
+
+Eleven ops x ``f32 f64 f16 bf16 u8 u32``, each written once below and instantiated from ``OPS``, with
+candle's names, parameter order and sizes (``../shared/spec/candle_kernels.md`` §5):
+
+* ``conv1d(src_numel, l_out, stride, padding, dilation, info12, src, kernel, dst)``;
+  ``conv2d(src_numel, w_out, h_out, stride, padding, dilation, info16, src, kernel, dst)``;
+  ``conv_transpose1d(src_numel, l_out, stride, padding, out_padding, dilation, info12, ...)``;
+  ``conv_transpose2d(src_numel, w_out, h_out, stride, padding, out_padding, dilation, info16, ...)``.
+  ``info`` = src dims and strides, then kernel dims and strides (``(c_out, c_in, k...)``, transposed
+  ``(c_in, c_out, k...)``); dst is contiguous ``(b, c_out, out...)``. Sums run in A (f32 for f16/bf16,
+  else T: u8/u32 wrap); taps falling in the zero padding are skipped. conv1d's source position is
+  ``stride*l + k*dilation`` as in candle's CPU backend (candle's CUDA kernel multiplies the stride
+  term by the dilation too; ``docs/compat.md``).
+* ``im2col1d(dst_numel, l_out, l_k, stride, padding, dilation, info6, src, dst)``: ``dst_numel`` is
+  candle's thread count ``b*l_out*c_in``; dst ``(b, l_out, c_in, l_k)``.
+  ``im2col(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info8, src, dst)``: dst
+  ``(b, h_out, w_out, c_in, h_k, w_k)``. Positions in the padding read as zero.
+* ``col2im1d(dst_el, l_out, l_in, c_out, k_size, stride, src, dst)``: contiguous src
+  ``(b, l_in, c_out, k_size)`` summed (in T, ``l_in`` ascending, as candle's CPU backend) into dst
+  ``(b, c_out, l_out)``.
+* ``avg_pool2d`` / ``max_pool2d(src_numel, w_k, h_k, w_stride, h_stride, info8, src, dst)``: candle's
+  "w" is dim 2 and "h" dim 3; no padding; a window larger than the input gives an empty output.
+* ``upsample_nearest2d(w_out, h_out, w_scale, h_scale, info8, src, dst)`` (again "w" = dim 2) and
+  ``upsample_bilinear2d(w_out, h_out, align_corners, has_scale_h, scale_h, has_scale_w, scale_w, info8,
+  src, dst)`` (genuine NCHW: h = dim 2) with PyTorch's scale rules, interpolated in f64.
+
+Every kernel covers its output in a grid-stride loop, so candle's launch (one thread per output
+element, blocks of 1024) and any smaller grid are both correct. The Python wrappers below the kernels
+launch them the way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and
+pykern's own GEMM (``stdlib_kernels/matmul.py``).
+"""
+from __future__ import annotations
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u32, usize
+
+from . import CONV, kernel_name
+from ._common import compute_type
+
+T = pk.TypeVar("T")
+A = pk.TypeVar("A")
+
+DTYPES = (f32, f64, f16, bf16, u8, u32)
+
+
+# ---- device helpers ---------------------------------------------------------------------------------
+@pk.func
+def padded_source(pos: usize, padding: usize, extent: usize) -> usize:
+    """``pos - padding`` where that lies in ``[0, extent)``, else ``extent`` (a tap in the zero padding)."""
+    if pos < padding or pos >= padding + extent:
+        return extent
+    return pos - padding
+
+
+@pk.func
+def transposed_source(out_pos: usize, tap: usize, padding: usize, stride: usize, extent: usize) -> usize:
+    """The input position a transposed convolution's tap reads for ``out_pos`` (``(out_pos + padding -
+    tap) / stride`` when that divides and lies in ``[0, extent)``), else ``extent``."""
+    shifted = out_pos + padding
+    if shifted < tap:
+        return extent
+    t = shifted - tap
+    if t % stride != 0:
+        return extent
+    return min(t // stride, extent)
+
+
+@pk.func
+def pool_extent(size: usize, window: usize, stride: usize) -> usize:
+    """Windows along one dim (no padding): ``(size - window) / stride + 1``, 0 when the window is larger."""
+    if size < window or stride == 0:
+        return 0
+    return (size - window) // stride + 1
+
+
+@pk.func
+def average(total: A, count: usize) -> A:
+    """A window's mean: the float sum times the reciprocal count (candle's ``sum * (1/(w_k*h_k))``),
+    integers by exact division of their wrapped sum."""
+    if A.is_int:
+        return total // A(count)
+    else:
+        return total * (A(1.0) / A(count))
+
+
+@pk.func
+def bilinear_scale(in_size: usize, out_size: usize, align_corners: bool, has_scale: bool, scale: f64) -> f64:
+    """PyTorch's ``area_pixel_compute_scale``: (in-1)/(out-1) with aligned corners (0 for one output),
+    else 1/scale for a given positive scale factor, else in/out."""
+    if align_corners:
+        return f64(in_size - 1) / f64(out_size - 1) if out_size > 1 else 0.0
+    if has_scale and scale > 0.0:
+        return 1.0 / scale
+    return f64(in_size) / f64(out_size)
+
+
+@pk.func
+def bilinear_source(o: usize, scale: f64, align_corners: bool) -> f64:
+    """PyTorch's ``area_pixel_compute_source_index`` (linear): clamped at 0 for half-pixel centres."""
+    if align_corners:
+        return scale * f64(o)
+    return max(scale * (f64(o) + 0.5) - 0.5, 0.0)
+
+
+# ---- kernels ----------------------------------------------------------------------------------------
+@pk.kernel
+def conv1d_op(src_numel: usize, l_out: usize, stride: usize, padding: usize, dilation: usize, info: ConstPtr[usize],
+              src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+    c_in = info[1]
+    l_in = info[2]
+    c_out = info[6]
+    k_size = info[8]
+    for i in pk.grid_stride(info[0] * c_out * l_out):
+        ol = i % l_out
+        co = (i // l_out) % c_out
+        s = src + (i // (l_out * c_out)) * info[3]
+        w = kernel + co * info[9]
+        acc = A(0)
+        for k in range(k_size):
+            sl = padded_source(stride * ol + k * dilation, padding, l_in)
+            if sl < l_in:
+                for ci in range(c_in):
+                    acc += A(s[ci * info[4] + sl * info[5]]) * A(w[ci * info[10] + k * info[11]])
+        dst[i] = T(acc)
+
+
+@pk.kernel
+def conv2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, padding: usize, dilation: usize,
+              info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+    c_in = info[1]
+    h_in = info[2]
+    w_in = info[3]
+    c_out = info[8]
+    h_k = info[10]
+    w_k = info[11]
+    for i in pk.grid_stride(info[0] * c_out * h_out * w_out):
+        ow = i % w_out
+        oh = (i // w_out) % h_out
+        co = (i // (w_out * h_out)) % c_out
+        s = src + (i // (w_out * h_out * c_out)) * info[4]
+        w = kernel + co * info[12]
+        acc = A(0)
+        for kh in range(h_k):
+            sh = padded_source(stride * oh + kh * dilation, padding, h_in)
+            if sh < h_in:
+                for kw in range(w_k):
+                    sw = padded_source(stride * ow + kw * dilation, padding, w_in)
+                    if sw < w_in:
+                        sp = s + sh * info[6] + sw * info[7]
+                        wp = w + kh * info[14] + kw * info[15]
+                        for ci in range(c_in):
+                            acc += A(sp[ci * info[5]]) * A(wp[ci * info[13]])
+        dst[i] = T(acc)
+
+
+@pk.kernel
+def conv_transpose1d_op(src_numel: usize, l_out: usize, stride: usize, padding: usize, out_padding: usize,
+                        dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T],
+                        *, T, A):
+    c_in = info[1]
+    l_in = info[2]
+    c_out = info[7]
+    k_size = info[8]
+    for i in pk.grid_stride(info[0] * c_out * l_out):
+        ol = i % l_out
+        co = (i // l_out) % c_out
+        s = src + (i // (l_out * c_out)) * info[3]
+        w = kernel + co * info[10]
+        acc = A(0)
+        for k in range(k_size):
+            il = transposed_source(ol, k * dilation, padding, stride, l_in)
+            if il < l_in:
+                for ci in range(c_in):
+                    acc += A(s[ci * info[4] + il * info[5]]) * A(w[ci * info[9] + k * info[11]])
+        dst[i] = T(acc)
+
+
+@pk.kernel
+def conv_transpose2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, padding: usize,
+                        out_padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T],
+                        kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+    c_in = info[1]
+    h_in = info[2]
+    w_in = info[3]
+    c_out = info[9]
+    h_k = info[10]
+    w_k = info[11]
+    for i in pk.grid_stride(info[0] * c_out * h_out * w_out):
+        ow = i % w_out
+        oh = (i // w_out) % h_out
+        co = (i // (w_out * h_out)) % c_out
+        s = src + (i // (w_out * h_out * c_out)) * info[4]
+        w = kernel + co * info[13]
+        acc = A(0)
+        for kh in range(h_k):
+            ih = transposed_source(oh, kh * dilation, padding, stride, h_in)
+            if ih < h_in:
+                for kw in range(w_k):
+                    iw = transposed_source(ow, kw * dilation, padding, stride, w_in)
+                    if iw < w_in:
+                        sp = s + ih * info[6] + iw * info[7]
+                        wp = w + kh * info[14] + kw * info[15]
+                        for ci in range(c_in):
+                            acc += A(sp[ci * info[5]]) * A(wp[ci * info[12]])
+        dst[i] = T(acc)
+
+
+@pk.kernel
+def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+    """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values; the loop runs over every value."""
+    c_in = info[1]
+    l_in = info[2]
+    for i in pk.grid_stride(dst_numel * l_k):
+        k = i % l_k
+        row = i // l_k
+        c = row % c_in
+        ol = (row // c_in) % l_out
+        b = row // (c_in * l_out)
+        sl = padded_source(ol * stride + k * dilation, padding, l_in)
+        inside = sl < l_in
+        v = src[pk.select(inside, b * info[3] + c * info[4] + sl * info[5], usize(0))]
+        dst[i] = pk.select(inside, v, T(0))
+
+
+@pk.kernel
+def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
+              dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+    c_in = info[1]
+    h_in = info[2]
+    w_in = info[3]
+    for i in pk.grid_stride(dst_numel):
+        kw = i % w_k
+        r = i // w_k
+        kh = r % h_k
+        r = r // h_k
+        c = r % c_in
+        r = r // c_in
+        ow = r % w_out
+        r = r // w_out
+        oh = r % h_out
+        b = r // h_out
+        sh = padded_source(oh * stride + kh * dilation, padding, h_in)
+        sw = padded_source(ow * stride + kw * dilation, padding, w_in)
+        inside = sh < h_in and sw < w_in
+        off = b * info[4] + c * info[5] + sh * info[6] + sw * info[7]
+        v = src[pk.select(inside, off, usize(0))]
+        dst[i] = pk.select(inside, v, T(0))
+
+
+@pk.kernel
+def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                src: ConstPtr[T], dst: Ptr[T], *, T):
+    for i in pk.grid_stride(dst_el):
+        ol = i % l_out
+        bc = i // l_out  # b * c_out + c
+        col = src + (bc // c_out) * l_in * c_out * k_size + (bc % c_out) * k_size
+        # li * stride + k == ol for 0 <= k < k_size: li from ceil((ol - k_size + 1) / stride) to ol / stride
+        first = (ol + 1 - k_size + stride - 1) // stride if ol + 1 > k_size else usize(0)
+        last = min(ol // stride + 1, l_in)
+        acc = T(0)
+        for li in range(first, last):
+            acc += col[li * c_out * k_size + (ol - li * stride)]
+        dst[i] = acc
+
+
+@pk.kernel
+def avg_pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
+                  src: ConstPtr[T], dst: Ptr[T], *, T, A):
+    out2 = pool_extent(info[2], w_k, w_stride)
+    out3 = pool_extent(info[3], h_k, h_stride)
+    for i in pk.grid_stride(info[0] * info[1] * out2 * out3):
+        o3 = i % out3
+        o2 = (i // out3) % out2
+        c = (i // (out3 * out2)) % info[1]
+        s = src + (i // (out3 * out2 * info[1])) * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
+        acc = A(0)
+        for a in range(w_k):
+            for b in range(h_k):
+                acc += A(s[a * info[6] + b * info[7]])
+        dst[i] = T(average(acc, w_k * h_k))
+
+
+@pk.kernel
+def max_pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
+                  src: ConstPtr[T], dst: Ptr[T], *, T):
+    """candle's CPU fold: the window's first element, replaced by every later one it is less than (a
+    NaN first element stays; later NaNs are skipped)."""
+    out2 = pool_extent(info[2], w_k, w_stride)
+    out3 = pool_extent(info[3], h_k, h_stride)
+    for i in pk.grid_stride(info[0] * info[1] * out2 * out3):
+        o3 = i % out3
+        o2 = (i // out3) % out2
+        c = (i // (out3 * out2)) % info[1]
+        s = src + (i // (out3 * out2 * info[1])) * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
+        largest = s[0]
+        for a in range(w_k):
+            for b in range(h_k):
+                v = s[a * info[6] + b * info[7]]
+                largest = pk.select(largest < v, v, largest)
+        dst[i] = largest
+
+
+@pk.kernel
+def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
+                          src: ConstPtr[T], dst: Ptr[T], *, T):
+    for i in pk.grid_stride(info[0] * info[1] * w_out * h_out):
+        o3 = i % h_out
+        o2 = (i // h_out) % w_out
+        bc = i // (h_out * w_out)
+        s2 = min(usize(f64(o2) * w_scale), info[2] - 1)
+        s3 = min(usize(f64(o3) * h_scale), info[3] - 1)
+        dst[i] = src[(bc // info[1]) * info[4] + (bc % info[1]) * info[5] + s2 * info[6] + s3 * info[7]]
+
+
+@pk.kernel
+def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
+                           has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
+                           dst: Ptr[T], *, T):
+    h_in = info[2]
+    w_in = info[3]
+    scale_h = bilinear_scale(h_in, h_out, align_corners, has_scale_h, scale_h_factor)
+    scale_w = bilinear_scale(w_in, w_out, align_corners, has_scale_w, scale_w_factor)
+    for i in pk.grid_stride(info[0] * info[1] * h_out * w_out):
+        ow = i % w_out
+        oh = (i // w_out) % h_out
+        bc = i // (w_out * h_out)
+        s = src + (bc // info[1]) * info[4] + (bc % info[1]) * info[5]
+        hr = bilinear_source(oh, scale_h, align_corners)
+        wr = bilinear_source(ow, scale_w, align_corners)
+        h0 = min(usize(hr), h_in - 1)
+        w0 = min(usize(wr), w_in - 1)
+        h1 = min(h0 + 1, h_in - 1)
+        w1 = min(w0 + 1, w_in - 1)
+        lh = min(max(hr - f64(h0), 0.0), 1.0)
+        lw = min(max(wr - f64(w0), 0.0), 1.0)
+        v00 = f64(s[h0 * info[6] + w0 * info[7]])
+        v01 = f64(s[h0 * info[6] + w1 * info[7]])
+        v10 = f64(s[h1 * info[6] + w0 * info[7]])
+        v11 = f64(s[h1 * info[6] + w1 * info[7]])
+        top = (1.0 - lw) * v00 + lw * v01
+        bottom = (1.0 - lw) * v10 + lw * v11
+        dst[i] = T((1.0 - lh) * top + lh * bottom)
+
+
+#: op -> (generic kernel, takes the accumulation type A): candle's macro table
+OPS = {
+    "conv1d": (conv1d_op, True),
+    "conv2d": (conv2d_op, True),
+    "conv_transpose1d": (conv_transpose1d_op, True),
+    "conv_transpose2d": (conv_transpose2d_op, True),
+    "im2col1d": (im2col1d_op, False),
+    "col2im1d": (col2im1d_op, False),
+    "im2col": (im2col_op, False),
+    "avg_pool2d": (avg_pool2d_op, True),
+    "max_pool2d": (max_pool2d_op, False),
+    "upsample_nearest2d": (upsample_nearest2d_op, False),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, False),
+}
+for _op, (_kernel, _accumulates) in OPS.items():
+    for _t in DTYPES:
+        _params = dict(T=_t, A=compute_type(_t)) if _accumulates else dict(T=_t)
+        CONV.add(_kernel.instance(kernel_name(_op, _t), **_params))

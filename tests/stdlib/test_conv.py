@@ -1,0 +1,416 @@
+"""CONV: every kernel x dtype against direct NumPy references, launched as candle launches them (one
+thread per output, blocks of 1024, ``info`` always passed) and with a small grid (grid-stride loops).
+
+References: integer results are exact (sums wrap: computed in uint64 and reduced modulo 2^bits, which
+is what wrapping at every step gives); sums of products in floats are held to the error bound of
+their accumulation, ``|got - exact| <= n u_A sum|x w| + u_T |exact|`` (n terms accumulated with unit
+roundoff u_A, one rounding to T); data movement (im2col, nearest, max pool), col2im (a replayed sum in
+T), the average pool (a replayed sum in A) and bilinear (replayed in f64) are bit-exact.
+"""
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pykern as pk
+from pykern import bf16, f16, f32, f64, u8, u32
+from pykern.runtime.base import DeviceArray
+from pykern.runtime.launch import storage
+from stdlib_kernels import CONV, conv
+from _elementwise import ABI, RNG, abi_mismatches, assert_bits
+
+DTYPES = conv.DTYPES
+IDS = [t.tag for t in DTYPES]
+
+
+# ---- data and layouts -------------------------------------------------------------------------------
+def values(dtype, shape) -> np.ndarray:
+    """Small integers for ints (u8 products and sums wrap), uniform [-2, 2) rounded to ``dtype`` for floats."""
+    if dtype.is_int:
+        hi = 255 if dtype is u8 else 70000
+        return RNG.integers(0, hi, size=shape, endpoint=True).astype(dtype.np)
+    return RNG.uniform(-2, 2, size=shape).astype(dtype.np)
+
+
+def view(dev, host: np.ndarray, layout: str):
+    """``host``'s values on ``dev`` as a view of the given layout: contiguous, dims stored in reverse
+    order (every stride non-unit), or every other element of a buffer starting 5 elements in."""
+    shape = host.shape
+    if layout == "contiguous":
+        return dev.to_device(host)
+    if layout == "permuted":
+        base = dev.to_device(np.ascontiguousarray(host.transpose(tuple(reversed(range(host.ndim))))))
+        strides, acc = [0] * host.ndim, 1
+        for d in range(host.ndim):
+            strides[d] = acc
+            acc *= shape[d]
+        return base.as_strided(shape, strides)
+    assert layout == "offset"
+    contiguous = [int(np.prod(shape[d + 1:])) * 2 for d in range(host.ndim)]
+    buf = np.zeros(5 + 2 * max(1, host.size) + 3, host.dtype)
+    np.lib.stride_tricks.as_strided(buf[5:], shape, [s * host.itemsize for s in contiguous])[...] = host
+    return dev.to_device(buf).as_strided(shape, contiguous, offset=5)
+
+
+LAYOUTS = ("contiguous", "permuted", "offset")
+
+
+def info_of(dev, *arrays):
+    return dev.to_device(np.array([x for a in arrays for x in (*a.shape, *a.strides)], np.uint64))
+
+
+def launch(dev, name: str, threads: int, *args, small: bool = False):
+    """candle's launch (ceil(threads/1024) blocks of 1024), or one block of 64 threads (grid-stride)."""
+    fn = dev.get_or_load_func(name, CONV)
+    grid, block = ((1, 64) if small else (max(1, -(-threads // 1024)), 1024))
+    fn[grid, block](*[storage(a) if isinstance(a, DeviceArray) else a for a in args])
+
+
+# ---- references -------------------------------------------------------------------------------------
+def wide(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.uint64) if x.dtype.kind == "u" else x.astype(np.float64)
+
+
+def out_size(size, k, stride, padding, dilation) -> int:
+    return max(0, (size + 2 * padding - dilation * (k - 1) - 1) // stride + 1)
+
+
+def conv_ref(x, w, stride, padding, dilation):
+    """N-d convolution (1-d or 2-d) of (b, c_in, *s) with (c_out, c_in, *k) in float64 or uint64."""
+    nd = x.ndim - 2
+    xp = np.pad(wide(x), [(0, 0), (0, 0)] + [(padding, padding)] * nd)
+    outs = [out_size(x.shape[2 + d], w.shape[2 + d], stride, padding, dilation) for d in range(nd)]
+    out = np.zeros((x.shape[0], w.shape[0], *outs), xp.dtype)
+    if 0 in outs:
+        return out
+    for taps in np.ndindex(*w.shape[2:]):
+        sl = tuple(slice(t * dilation, t * dilation + stride * (o - 1) + 1, stride) for t, o in zip(taps, outs))
+        cols = xp[(slice(None), slice(None)) + sl]
+        out += np.einsum("bc...,oc->bo...", cols, wide(w)[(slice(None), slice(None)) + taps])
+    return out
+
+
+def conv_transpose_ref(x, w, stride, padding, out_padding, dilation):
+    """Transposed convolution of (b, c_in, *s) with (c_in, c_out, *k): scatter, then crop the padding."""
+    nd = x.ndim - 2
+    outs = [(x.shape[2 + d] - 1) * stride - 2 * padding + dilation * (w.shape[2 + d] - 1) + out_padding + 1
+            for d in range(nd)]
+    full = [max(padding + o, (x.shape[2 + d] - 1) * stride + dilation * (w.shape[2 + d] - 1) + 1)
+            for d, o in enumerate(outs)]
+    acc = np.zeros((x.shape[0], w.shape[1], *full), wide(x).dtype)
+    for taps in np.ndindex(*w.shape[2:]):
+        sl = tuple(slice(t * dilation, t * dilation + stride * (n - 1) + 1, stride) for t, n in zip(taps, x.shape[2:]))
+        acc[(slice(None), slice(None)) + sl] += np.einsum("bc...,co->bo...", wide(x), wide(w)[(slice(None), slice(None)) + taps])
+    return acc[(slice(None), slice(None)) + tuple(slice(padding, padding + o) for o in outs)]
+
+
+def check_sum(got: np.ndarray, exact, magnitude, terms: int, dtype, what: str):
+    """Integers: equal modulo 2^bits. Floats: within the accumulation's bound (module docstring)."""
+    if dtype.is_int:
+        assert_bits(got, exact.astype(dtype.np), what)
+        return
+    u_acc = np.finfo(np.float64 if dtype is f64 else np.float32).eps / 2
+    u_out = float(ml_dtypes.finfo(dtype.np).eps) / 2
+    bound = terms * u_acc * 1.01 * magnitude + u_out * np.abs(exact) + float(ml_dtypes.finfo(dtype.np).smallest_subnormal)
+    err = np.abs(got.astype(np.float64) - exact)
+    assert got.shape == exact.shape, (what, got.shape, exact.shape)
+    if err.size and (err > bound).any():
+        i = np.unravel_index(np.argmax(err - bound), err.shape)
+        raise AssertionError(f"{what}: |{got[i]} - {exact[i]}| = {err[i]} > bound {bound[i]} at {i}")
+
+
+def absolute(x):
+    return np.abs(wide(x)) if x.dtype.kind != "u" else wide(x)
+
+
+# ---- convolutions -------------------------------------------------------------------------------------
+#: (b, c_in, size, c_out, k, stride, padding, dilation): 1x1, stride > kernel, dilation, padding >= kernel,
+#: a kernel larger than the padded input (empty output)
+CONV_CASES = [
+    (2, 3, 11, 4, 3, 1, 0, 1),
+    (1, 5, 9, 2, 1, 1, 0, 1),
+    (2, 2, 13, 3, 2, 3, 1, 1),
+    (1, 3, 10, 2, 3, 2, 1, 2),
+    (2, 2, 5, 3, 2, 1, 3, 1),
+    (1, 2, 3, 2, 7, 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_conv1d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, ci, l, co, k, stride, pad, dil) in enumerate(CONV_CASES):
+        x, w = values(dtype, (b, ci, l)), values(dtype, (co, ci, k))
+        exact, mag = conv_ref(x, w, stride, pad, dil), conv_ref(absolute(x), absolute(w), stride, pad, dil)
+        l_out = exact.shape[2]
+        layout = LAYOUTS[n % 3]
+        xd, wd = view(dev, x, layout), view(dev, w, LAYOUTS[(n + 1) % 3])
+        out = dev.empty((b, co, l_out), dtype)
+        launch(dev, f"conv1d_{dtype.tag}", out.size, x.size, l_out, stride, pad, dil, info_of(dev, xd, wd), xd, wd, out,
+               small=n % 2 == 1)
+        check_sum(out.to_host(), exact, mag, ci * k, dtype, f"conv1d case {n} {layout}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_conv2d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, ci, s, co, k, stride, pad, dil) in enumerate(CONV_CASES):
+        x, w = values(dtype, (b, ci, s, s - 2)), values(dtype, (co, ci, k, max(1, k - 1)))
+        exact = conv_ref(x, w, stride, pad, dil)
+        mag = conv_ref(absolute(x), absolute(w), stride, pad, dil)
+        h_out, w_out = exact.shape[2:]
+        xd, wd = view(dev, x, LAYOUTS[n % 3]), view(dev, w, LAYOUTS[(n + 2) % 3])
+        out = dev.empty(exact.shape, dtype)
+        launch(dev, f"conv2d_{dtype.tag}", out.size, x.size, w_out, h_out, stride, pad, dil, info_of(dev, xd, wd), xd, wd,
+               out, small=n % 2 == 0)
+        check_sum(out.to_host(), exact, mag, w[0].size, dtype, f"conv2d case {n}")
+
+
+#: (b, c_in, size, c_out, k, stride, padding, out_padding, dilation)
+CONVT_CASES = [
+    (2, 3, 7, 2, 3, 1, 0, 0, 1),
+    (1, 2, 5, 3, 1, 2, 0, 1, 1),
+    (2, 2, 6, 2, 3, 2, 1, 1, 2),
+    (1, 3, 4, 2, 2, 3, 2, 2, 1),
+    (1, 2, 5, 2, 4, 1, 3, 0, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_conv_transpose1d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, ci, l, co, k, stride, pad, opad, dil) in enumerate(CONVT_CASES):
+        x, w = values(dtype, (b, ci, l)), values(dtype, (ci, co, k))
+        exact = conv_transpose_ref(x, w, stride, pad, opad, dil)
+        mag = conv_transpose_ref(absolute(x), absolute(w), stride, pad, opad, dil)
+        xd, wd = view(dev, x, LAYOUTS[n % 3]), view(dev, w, LAYOUTS[(n + 1) % 3])
+        out = dev.empty(exact.shape, dtype)
+        launch(dev, f"conv_transpose1d_{dtype.tag}", out.size, x.size, exact.shape[2], stride, pad, opad, dil,
+               info_of(dev, xd, wd), xd, wd, out, small=n % 2 == 1)
+        check_sum(out.to_host(), exact, mag, ci * k, dtype, f"conv_transpose1d case {n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_conv_transpose2d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, ci, s, co, k, stride, pad, opad, dil) in enumerate(CONVT_CASES):
+        x, w = values(dtype, (b, ci, s, s + 1)), values(dtype, (ci, co, k, k + 1))
+        exact = conv_transpose_ref(x, w, stride, pad, opad, dil)
+        mag = conv_transpose_ref(absolute(x), absolute(w), stride, pad, opad, dil)
+        xd, wd = view(dev, x, LAYOUTS[(n + 1) % 3]), view(dev, w, LAYOUTS[n % 3])
+        out = dev.empty(exact.shape, dtype)
+        h_out, w_out = exact.shape[2:]
+        launch(dev, f"conv_transpose2d_{dtype.tag}", out.size, x.size, w_out, h_out, stride, pad, opad, dil,
+               info_of(dev, xd, wd), xd, wd, out, small=n % 2 == 0)
+        check_sum(out.to_host(), exact, mag, ci * k * (k + 1), dtype, f"conv_transpose2d case {n}")
+
+
+# ---- im2col / col2im ------------------------------------------------------------------------------------
+def im2col_ref(x, k_sizes, stride, padding, dilation):
+    """(b, *out, c, *k) patches of (b, c, *s), zeros in the padding."""
+    nd = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(padding, padding)] * nd)
+    outs = [out_size(x.shape[2 + d], k_sizes[d], stride, padding, dilation) for d in range(nd)]
+    out = np.zeros((x.shape[0], *outs, x.shape[1], *k_sizes), x.dtype)
+    for pos in np.ndindex(*outs):
+        for taps in np.ndindex(*k_sizes):
+            src = tuple(p * stride + t * dilation for p, t in zip(pos, taps))
+            out[(slice(None), *pos, slice(None), *taps)] = xp[(slice(None), slice(None), *src)]
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_im2col1d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, c, l, _, k, stride, pad, dil) in enumerate(CONV_CASES):
+        x = values(dtype, (b, c, l))
+        want = im2col_ref(x, (k,), stride, pad, dil)
+        l_out = want.shape[1]
+        xd = view(dev, x, LAYOUTS[n % 3])
+        out = dev.empty(want.shape, dtype)
+        threads = b * l_out * c  # candle's dst_numel: threads, each writing l_k values
+        launch(dev, f"im2col1d_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd), xd, out,
+               small=n % 2 == 1)
+        assert_bits(out.to_host(), want, f"im2col1d case {n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_im2col(wave_device, dtype):
+    dev = wave_device
+    for n, (b, c, s, _, k, stride, pad, dil) in enumerate(CONV_CASES):
+        x = values(dtype, (b, c, s, s + 2))
+        want = im2col_ref(x, (k, k + 1), stride, pad, dil)
+        h_out, w_out = want.shape[1:3]
+        xd = view(dev, x, LAYOUTS[(n + 1) % 3])
+        out = dev.empty(want.shape, dtype)
+        launch(dev, f"im2col_{dtype.tag}", out.size, out.size, h_out, w_out, k, k + 1, stride, pad, dil,
+               info_of(dev, xd), xd, out, small=n % 2 == 0)
+        assert_bits(out.to_host(), want, f"im2col case {n}")
+
+
+def col2im1d_ref(col, stride):
+    """candle CPU's Col2Im1D: a sum in T over l_in ascending."""
+    b, l_in, c_out, k = col.shape
+    l_out = (l_in - 1) * stride + k
+    im = np.zeros((b, c_out, l_out), col.dtype)
+    for li in range(l_in):
+        im[:, :, li * stride: li * stride + k] += col[:, li]
+    return im
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_col2im1d(wave_device, dtype):
+    dev = wave_device
+    for n, (b, l_in, c_out, k, stride) in enumerate([(2, 5, 3, 3, 1), (1, 4, 2, 2, 3), (2, 7, 2, 4, 2), (1, 1, 3, 5, 2),
+                                                       (1, 6, 2, 1, 1)]):
+        col = values(dtype, (b, l_in, c_out, k))
+        want = col2im1d_ref(col, stride)
+        out = dev.empty(want.shape, dtype)
+        launch(dev, f"col2im1d_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride,
+               dev.to_device(col), out, small=n % 2 == 1)
+        assert_bits(out.to_host(), want, f"col2im1d case {n}")
+
+
+# ---- pools ------------------------------------------------------------------------------------------
+POOL_CASES = [  # (shape, (k2, k3), (s2, s3)): windows meeting the edges, strides past the window, 1x1
+    ((2, 3, 7, 9), (2, 3), (2, 3)),
+    ((1, 2, 6, 5), (3, 2), (1, 1)),
+    ((2, 1, 9, 8), (2, 2), (4, 3)),
+    ((1, 2, 5, 4), (1, 1), (2, 1)),
+    ((1, 2, 3, 4), (4, 2), (1, 1)),  # window taller than the input: empty
+]
+
+
+def pool_windows(x, k, s):
+    """(b, c, o2, o3, k2*k3) windows in the kernels' order (dim-2 offset outer)."""
+    o2 = (x.shape[2] - k[0]) // s[0] + 1 if x.shape[2] >= k[0] else 0
+    o3 = (x.shape[3] - k[1]) // s[1] + 1 if x.shape[3] >= k[1] else 0
+    out = np.zeros(x.shape[:2] + (o2, o3, k[0] * k[1]), x.dtype)
+    for a in range(k[0]):
+        for c in range(k[1]):
+            out[..., a * k[1] + c] = x[:, :, a: a + s[0] * (o2 - 1) + 1: s[0], c: c + s[1] * (o3 - 1) + 1: s[1]][:, :, :o2, :o3]
+    return out
+
+
+def avg_pool_ref(x, k, s, dtype):
+    win = pool_windows(x, k, s)
+    acc_t = np.float32 if dtype in (f16, bf16) else x.dtype.type
+    acc = np.zeros(win.shape[:-1], acc_t)
+    for j in range(win.shape[-1]):
+        acc = (acc + win[..., j].astype(acc_t)).astype(acc_t)
+    count = k[0] * k[1]
+    if dtype.is_int:
+        return (acc // acc_t(count)).astype(x.dtype)
+    return (acc * (acc_t(1.0) / acc_t(count))).astype(x.dtype)
+
+
+def max_pool_ref(x, k, s):
+    win = pool_windows(x, k, s)
+    best = win[..., 0]
+    for j in range(1, win.shape[-1]):
+        best = np.where(best < win[..., j], win[..., j], best)
+    return best
+
+
+@pytest.mark.parametrize("op", ["avg_pool2d", "max_pool2d"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_pools(wave_device, dtype, op):
+    dev = wave_device
+    for n, (shape, k, s) in enumerate(POOL_CASES):
+        x = values(dtype, shape)
+        if dtype.is_float:
+            x.reshape(-1)[3] = np.nan  # max: a NaN in the middle of a window is skipped; first in a window kept
+            x.reshape(-1)[0] = np.nan
+        want = avg_pool_ref(x, k, s, dtype) if op == "avg_pool2d" else max_pool_ref(x, k, s)
+        xd = view(dev, x, LAYOUTS[n % 3])
+        out = dev.empty(want.shape, dtype)
+        # candle's Pool2D{w_k: k.0, h_k: k.1, w_stride: s.0, h_stride: s.1}: its "w" is dim 2
+        launch(dev, f"{op}_{dtype.tag}", max(1, out.size), x.size, k[0], k[1], s[0], s[1], info_of(dev, xd), xd, out,
+               small=n % 2 == 1)
+        assert_bits(out.to_host(), want, f"{op} case {n}")
+
+
+# ---- upsampling -------------------------------------------------------------------------------------
+UPSAMPLE_CASES = [((2, 3, 4, 5), (8, 10)), ((1, 2, 5, 3), (7, 4)), ((1, 1, 6, 6), (3, 4)), ((2, 1, 1, 3), (1, 7)),
+                  ((1, 2, 3, 3), (3, 3))]
+
+
+def nearest_ref(x, out2, out3):
+    s2, s3 = x.shape[2] / out2, x.shape[3] / out3
+    i2 = np.minimum(x.shape[2] - 1, (np.arange(out2) * s2).astype(np.int64))
+    i3 = np.minimum(x.shape[3] - 1, (np.arange(out3) * s3).astype(np.int64))
+    return x[:, :, i2][:, :, :, i3]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_upsample_nearest2d(wave_device, dtype):
+    dev = wave_device
+    for n, (shape, (o2, o3)) in enumerate(UPSAMPLE_CASES):
+        x = values(dtype, shape)
+        want = nearest_ref(x, o2, o3)
+        xd = view(dev, x, LAYOUTS[n % 3])
+        out = dev.empty(want.shape, dtype)
+        launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, shape[2] / o2, shape[3] / o3,
+               info_of(dev, xd), xd, out, small=n % 2 == 0)
+        assert_bits(out.to_host(), want, f"upsample_nearest2d case {n}")
+
+
+def bilinear_axis(n_in, n_out, align_corners, scale_factor):
+    """PyTorch's source indices and weights along one axis (area_pixel_compute_scale / source_index)."""
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        scale = 1.0 / scale_factor if scale_factor else n_in / n_out
+    o = np.arange(n_out, dtype=np.float64)
+    src = scale * o if align_corners else np.maximum(scale * (o + 0.5) - 0.5, 0.0)
+    i0 = np.minimum(src.astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = np.clip(src - i0, 0.0, 1.0)
+    return i0, i1, lam
+
+
+def bilinear_ref(x, oh, ow, align_corners, scale_h=None, scale_w=None):
+    h0, h1, lh = bilinear_axis(x.shape[2], oh, align_corners, scale_h)
+    w0, w1, lw = bilinear_axis(x.shape[3], ow, align_corners, scale_w)
+    v = x.astype(np.float64)
+    lh, lw = lh[:, None], lw[None, :]
+    top = (1.0 - lw) * v[:, :, h0][:, :, :, w0] + lw * v[:, :, h0][:, :, :, w1]
+    bottom = (1.0 - lw) * v[:, :, h1][:, :, :, w0] + lw * v[:, :, h1][:, :, :, w1]
+    return from_f64((1.0 - lh) * top + lh * bottom, x.dtype)
+
+
+def from_f64(r: np.ndarray, dtype) -> np.ndarray:
+    """f64 rounded once to ``dtype`` (NumPy's f64 -> bf16 goes through f32 and may round twice): f32
+    by round-to-odd first, whose one rounding to the narrow type is then exact."""
+    if dtype not in (np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)):
+        return r.astype(dtype)
+    f = r.astype(np.float32)
+    toward_zero = np.where(np.abs(f.astype(np.float64)) > np.abs(r), np.nextafter(f, np.float32(0)), f)
+    odd = np.where(toward_zero.astype(np.float64) != r, (toward_zero.view(np.uint32) | 1).view(np.float32), toward_zero)
+    return odd.astype(dtype)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_upsample_bilinear2d(wave_device, dtype, align_corners):
+    dev = wave_device
+    for n, (shape, (oh, ow)) in enumerate(UPSAMPLE_CASES):
+        for scales in ((None, None), (2.5, None), (None, 0.75), (1.5, 3.0)):
+            x = values(dtype, shape)
+            want = bilinear_ref(x, oh, ow, align_corners, *scales)
+            xd = view(dev, x, LAYOUTS[n % 3])
+            out = dev.empty(want.shape, dtype)
+            sh, sw = scales
+            launch(dev, f"upsample_bilinear2d_{dtype.tag}", out.size, ow, oh, align_corners, sh is not None, sh or 0.0,
+                   sw is not None, sw or 0.0, info_of(dev, xd), xd, out, small=n % 2 == 1)
+            assert_bits(out.to_host(), want, f"upsample_bilinear2d case {n} scales {scales}")
+
+
+# ---- the module -------------------------------------------------------------------------------------
+def test_abi():
+    assert abi_mismatches(CONV) == []
+    assert sorted(CONV.names()) == sorted(json.loads(ABI.read_text())["modules"]["conv"])
+    assert len(CONV) == 66
