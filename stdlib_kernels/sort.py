@@ -79,29 +79,111 @@ def column_key(row: ConstPtr[T], c: u32, ncols: u32, *, K, descending) -> K:
     return ~K(0)
 
 
+#: elements a thread of the wrappers' block sort holds in registers (thread ``t``: positions ``t * HELD + s``)
+HELD = 8
+HELD_BITS = HELD.bit_length() - 1
+
+
 @pk.func
-def bitonic_pairs(keys: Ptr[K], idx: Ptr[u32], n: u32, t: u32, nt: u32):
-    """Sort ``n`` (a power of two) (key, index) pairs in shared memory by ``precedes``; ``nt`` threads,
-    this one ``t``. Every thread of the block calls it (barriers inside)."""
+def sort_word(k: K, c: u32, *, packed) -> u64:
+    """An element as the wrappers' kernels sort it: key above column for keys of up to 32 bits (one u64
+    comparison orders both; ``packed``), the key alone for 64-bit keys (the column travels beside)."""
+    if packed:
+        return (u64(k) << 32) | u64(c)
+    return u64(k)
+
+
+@pk.func
+def word_precedes(wa: u64, ca: u32, wb: u64, cb: u32, *, packed) -> bool:
+    """``precedes`` on sort words (``ca``/``cb`` are read only for 64-bit keys)."""
+    if packed:
+        return wa < wb
+    return wa < wb or (wa == wb and ca < cb)
+
+
+@pk.func
+def shared_stages(sw: Ptr[u64], sc: Ptr[u32], k: u32, j: u32, last: u32, size: u32, t: u32, nt: u32, *, packed):
+    """Bitonic stages ``j, j/2, ... > last`` of merge ``k`` over ``size`` words in shared memory, a
+    barrier after each; ``nt`` threads cover the ``size / 2`` pairs of a stage."""
+    while j > last:
+        for q in range(t, size // 2, nt):
+            a = pair_low(q, j)
+            b = a + j
+            wa = sw[a]
+            wb = sw[b]
+            ca: u32 = 0
+            cb: u32 = 0
+            if not packed:
+                ca = sc[a]
+                cb = sc[b]
+            if word_precedes(wb, cb, wa, ca, packed=packed) == ((a & k) == 0):  # out of order here
+                sw[a] = wb
+                sw[b] = wa
+                if not packed:
+                    sc[a] = cb
+                    sc[b] = ca
+        pk.syncthreads()
+        j //= 2
+
+
+@pk.func
+def held_sort(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], t: u32, nt: u32, *, packed):
+    """Sort the ``nt * HELD`` words a row's ``nt`` threads hold, ``HELD`` each (``w``, and the columns
+    ``c`` for 64-bit keys), by a bitonic network: pairs closer than ``HELD`` within the thread's
+    registers, pairs within a wave by lane shuffles, farther ones through shared memory (``sw``,
+    ``sc``: ``nt * HELD`` each, used only when the row spans several waves). Every thread of the
+    block calls it; a row's threads are consecutive lanes (``block_dim.x`` of them)."""
+    size = nt * HELD
+    span = min(nt, u32(pk.wave_size)) * HELD  # pairs closer than this are within one wave
     k: u32 = 2
-    while k <= n:
+    while k <= size:
         j = k // 2
-        while j > 0:
-            for q in range(t, n // 2, nt):
-                a = pair_low(q, j)
-                b = a + j
-                ka = keys[a]
-                kb = keys[b]
-                ia = idx[a]
-                ib = idx[b]
-                if precedes(kb, ib, ka, ia) == ((a & k) == 0):  # out of order for this half's direction
-                    keys[a] = kb
-                    keys[b] = ka
-                    idx[a] = ib
-                    idx[b] = ia
+        if j >= span:
+            pk.syncthreads()  # every thread has read the last merge's words
+            for s in pk.static_range(HELD):
+                sw[t * HELD + s] = w[s]
+                if not packed:
+                    sc[t * HELD + s] = c[s]
             pk.syncthreads()
+            shared_stages(sw, sc, k, j, span // 2, size, t, nt, packed=packed)
+            j = span // 2
+            for s in pk.static_range(HELD):
+                w[s] = sw[t * HELD + s]
+                if not packed:
+                    c[s] = sc[t * HELD + s]
+        while j >= HELD:
+            d = j // HELD  # the partner's lane distance
+            lower = (t & d) == 0
+            ascending = ((t * HELD) & k) == 0
+            for s in pk.static_range(HELD):
+                ow = pk.wave.shuffle_xor(w[s], d)
+                oc = c[s]
+                if not packed:
+                    oc = pk.wave.shuffle_xor(c[s], d)
+                keep = word_precedes(w[s], c[s], ow, oc, packed=packed) == (lower == ascending)
+                w[s] = pk.select(keep, w[s], ow)
+                if not packed:
+                    c[s] = pk.select(keep, c[s], oc)
             j //= 2
+        for h in pk.static_range(HELD_BITS):  # distances HELD/2 ... 1, within the thread
+            if (HELD >> (h + 1)) < k:
+                for s in pk.static_range(HELD):
+                    if (s & (HELD >> (h + 1))) == 0:
+                        exchange_held(w, c, ((t * HELD + s) & k) == 0, a=s, b=s + (HELD >> (h + 1)), packed=packed)
         k *= 2
+
+
+@pk.func
+def exchange_held(w: Ptr[u64], c: Ptr[u32], ascending: bool, *, a, b, packed):
+    """Order registers ``a < b`` of the thread's words for a merge in the given direction."""
+    swap = word_precedes(w[b], c[b], w[a], c[a], packed=packed) == ascending
+    wa = w[a]
+    w[a] = pk.select(swap, w[b], wa)
+    w[b] = pk.select(swap, wa, w[b])
+    if not packed:
+        ca = c[a]
+        c[a] = pk.select(swap, c[b], ca)
+        c[b] = pk.select(swap, ca, c[b])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -153,67 +235,80 @@ for _t in DTYPES:
 # the wrappers' kernels (extra names, see SORT_EXTRAS)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
-def load_run(x: ConstPtr[T], keys: Ptr[K], idx: Ptr[u32], g: usize, segments: usize, ncols: u32, run: u32,
-             run_pad: u32, t: u32, nt: u32, *, descending) -> u32:
-    """Load segment ``g`` (run ``g % per_row`` of row ``g // per_row``) into shared ``keys``/``idx``,
-    padded to ``run_pad`` with the largest key, sort it, and return its length (0 for a block's spare
-    segments past the last: they sort padding). Every thread of the block calls it."""
-    per_row = usize((ncols + run - 1) // run)
-    first = (g % per_row) * usize(run)
-    m: u32 = 0
-    if g < segments:
-        m = min(run, u32(usize(ncols) - first))
-    start = (g // per_row) * usize(ncols) + first
-    for i in range(t, run_pad, nt):
+def load_held(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], start: usize, first: u32, m: u32, t: u32, *, K, descending,
+              packed):
+    """Thread ``t``'s ``HELD`` words of a run of ``m`` columns at ``x[start]`` (column ``first`` of its
+    row); positions past ``m`` are padding (the largest key: they sort last)."""
+    for s in pk.static_range(HELD):
+        p = t * HELD + s
         k = ~K(0)
-        if i < m:
-            k = sort_key(x[start + usize(i)], K=K, descending=descending)
-        keys[i] = k
-        idx[i] = u32(first) + i
-    pk.syncthreads()
-    bitonic_pairs(keys, idx, run_pad, t, nt)
-    return m
+        if p < m:
+            k = sort_key(x[start + usize(p)], K=K, descending=descending)
+        w[s] = sort_word(k, first + p, packed=packed)
+        c[s] = first + p
 
 
 @pk.func
-def run_start(g: usize, ncols: u32, run: u32) -> usize:
-    """Segment ``g``'s first element in the array."""
-    per_row = usize((ncols + run - 1) // run)
-    return (g // per_row) * usize(ncols) + (g % per_row) * usize(run)
+def held_column(w: Ptr[u64], c: Ptr[u32], *, s, packed) -> u32:
+    """The column of the thread's word ``s``."""
+    if packed:
+        return u32(w[s] & 0xFFFFFFFF)
+    return c[s]
 
 
 @pk.kernel
-def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, run_pad: u32, dst: Ptr[u32], *, T, K, descending):
-    """The argsort of rows of up to ``MAX_RUN`` columns, ``block_dim.y`` rows a block (row
-    ``block_idx.x * block_dim.y + thread_idx.y``), ``block_dim.x`` threads a row: the row's (key,
-    column) pairs sorted in shared memory (``block_dim.y * run_pad`` keys, then as many u32)."""
-    sm = pk.shared.dynamic(K)
+def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, dst: Ptr[u32], *, T, K, descending, packed):
+    """The argsort of rows of up to ``HELD * block_dim.x`` columns, held in registers: ``block_dim.y``
+    rows a block (row ``block_idx.x * block_dim.y + thread_idx.y``), ``block_dim.x`` threads a row.
+    Rows wider than a wave exchange through dynamic shared memory: ``block_dim.y * HELD *
+    block_dim.x`` u64 words, then as many u32 columns for 64-bit keys (none needed otherwise)."""
+    nt = pk.block_dim.x
+    size = usize(nt * HELD)
     y = usize(pk.thread_idx.y)
-    keys = sm + y * usize(run_pad)
-    idx = pk.bitcast(sm + usize(pk.block_dim.y) * usize(run_pad), Ptr[u32]) + y * usize(run_pad)
+    sm = pk.shared.dynamic(u64)
+    sc = pk.bitcast(sm + usize(pk.block_dim.y) * size, Ptr[u32]) + y * size
     g = usize(pk.block_idx.x) * usize(pk.block_dim.y) + y
+    m: u32 = 0  # a block's spare rows past the last sort padding
+    if g < rows:
+        m = ncols
     t = pk.thread_idx.x
-    m = load_run(x, keys, idx, g, rows, ncols, ncols, run_pad, t, pk.block_dim.x, descending=descending)
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    load_held(x, w, c, g * usize(ncols), 0, m, t, K=K, descending=descending, packed=packed)
+    held_sort(w, c, sm + y * size, sc, t, nt, packed=packed)
     out = dst + g * usize(ncols)
-    for i in range(t, m, pk.block_dim.x):
-        out[i] = idx[i]
+    for s in pk.static_range(HELD):
+        if t * HELD + s < m:
+            out[t * HELD + s] = held_column(w, c, s=s, packed=packed)
 
 
 @pk.kernel
 def sort_runs(x: ConstPtr[T], segments: usize, ncols: u32, run: u32, keys_out: Ptr[K], idx_out: Ptr[u32], *, T, K,
-              descending):
-    """The first pass over rows longer than a run: each run of ``run`` (a power of two) columns sorted
-    in shared memory (``run`` keys, then ``run`` u32), one a block, its keys and columns written at the
-    run's place for ``merge_runs``."""
-    sm = pk.shared.dynamic(K)
-    idx = pk.bitcast(sm + usize(run), Ptr[u32])
+              descending, packed):
+    """The first pass over rows longer than a run: run ``block_idx.x`` (run ``g % per_row`` of row
+    ``g // per_row``, ``run`` a power of two up to ``HELD * block_dim.x`` columns) sorted as in
+    ``sort_rows_kernel`` (shared memory likewise), its keys and columns written at the run's place
+    for ``merge_runs``."""
+    nt = pk.block_dim.x
+    size = usize(nt * HELD)
+    sm = pk.shared.dynamic(u64)
+    per_row = usize((ncols + run - 1) // run)
     g = usize(pk.block_idx.x)
+    first = (g % per_row) * usize(run)
+    start = (g // per_row) * usize(ncols) + first
+    m: u32 = 0
+    if g < segments:
+        m = min(run, u32(usize(ncols) - first))
     t = pk.thread_idx.x
-    m = load_run(x, sm, idx, g, segments, ncols, run, run, t, pk.block_dim.x, descending=descending)
-    start = run_start(g, ncols, run)
-    for i in range(t, m, pk.block_dim.x):
-        keys_out[start + usize(i)] = sm[i]
-        idx_out[start + usize(i)] = idx[i]
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    load_held(x, w, c, start, u32(first), m, t, K=K, descending=descending, packed=packed)
+    held_sort(w, c, sm, pk.bitcast(sm + size, Ptr[u32]), t, nt, packed=packed)
+    for s in pk.static_range(HELD):
+        p = t * HELD + s
+        if p < m:
+            keys_out[start + usize(p)] = K(w[s] >> 32) if packed else K(w[s])
+            idx_out[start + usize(p)] = held_column(w, c, s=s, packed=packed)
 
 
 @pk.func
@@ -283,7 +378,8 @@ for _t in DTYPES:
     for _root, _kernel in (("sort_rows", sort_rows_kernel), ("sort_runs", sort_runs)):
         for _desc in (False, True):
             SORT_EXTRAS.append(kernel_name(f"{_root}_{'desc' if _desc else 'asc'}", _t))
-            SORT.add(_kernel.instance(SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc))
+            SORT.add(_kernel.instance(SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc,
+                                      packed=_t.nbytes <= 4))
     SORT_EXTRAS.append(kernel_name("take_rows", _t))
     SORT.add(take_rows.instance(SORT_EXTRAS[-1], T=_t))
 for _k in (u32, u64):
@@ -297,8 +393,9 @@ SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
 # ---------------------------------------------------------------------------------------------------
 # host wrappers
 # ---------------------------------------------------------------------------------------------------
-#: the longest run ``sort_runs`` sorts in one block: 4096 (key, column) pairs take 32 KiB of shared
-#: memory for 32-bit keys and 48 KiB for 64-bit ones, what every target gives a block without opt-in
+#: the longest row (or run of a longer row) one block sorts: 512 threads holding HELD each; where it
+#: spans several waves it exchanges through 32 KiB of shared memory (u64 words) for keys of up to 32
+#: bits, 48 KiB for 64-bit keys (words and columns): what every target gives a block without opt-in
 MAX_RUN = 4096
 #: threads a block of ``sort_runs`` holding several short rows (one row per ``block_dim.x`` threads)
 ROW_BLOCK = 256
@@ -379,8 +476,9 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     """The wrappers' argsort of the rows of contiguous ``x`` (any length): rows of up to ``run`` columns
     by ``sort_rows_*`` (several a block when short), longer ones sorted in runs of ``run`` (a power of
     two) by ``sort_runs_*`` and merged pairwise, one ``merge_runs`` pass per doubling."""
-    if run < 1 or run & (run - 1):
-        raise ValueError(f"sort_rows: run must be a power of two, got {run}")
+    if run < 1 or run & (run - 1) or run > HELD * 1024:
+        raise ValueError(f"sort_rows: run must be a power of two up to {HELD * 1024} (a block's {HELD} "
+                         f"elements a thread), got {run}")
     dev = x.device
     out = dev.empty(x.shape, u32)
     ncols = x.shape[-1]
@@ -389,19 +487,21 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     rows = x.size // ncols
     key = key_type(x.dtype)
     direction = "desc" if descending else "asc"
+    wave = dev.target.wave_size
+    word = 8 if key is u32 else 12  # shared bytes an element: the u64 word, and the column for 64-bit keys
     if ncols <= run:
-        run_pad = next_power_of_two(ncols)
-        threads = max(1, min(run_pad // 2, 1024))
+        threads = max(1, next_power_of_two(ncols) // HELD)
         per_block = max(1, min(ROW_BLOCK // threads, next_power_of_two(rows)))
+        shared = per_block * threads * HELD * word if threads > wave else 0
         fn = dev.get_or_load_func(kernel_name(f"sort_rows_{direction}", x.dtype), SORT)
-        fn[(-(-rows // per_block), 1, 1), (threads, per_block, 1), None, per_block * run_pad * (key.nbytes + 4)](
-            x, rows, ncols, run_pad, out)
+        fn[(-(-rows // per_block), 1, 1), (threads, per_block, 1), None, shared](x, rows, ncols, out)
         return out
     segments = rows * -(-ncols // run)
     keys = [dev.empty(x.shape, key), dev.empty(x.shape, key)]
     cols = [dev.empty(x.shape, u32), dev.empty(x.shape, u32)]
     fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
-    fn[(segments, 1, 1), (max(1, min(run // 2, 1024)), 1, 1), None, run * (key.nbytes + 4)](
+    threads = max(1, run // HELD)
+    fn[(segments, 1, 1), (threads, 1, 1), None, threads * HELD * word if threads > wave else 0](
         x, segments, ncols, run, keys[0], cols[0])
     grid, block = launch_stream(x.size, keys[0])
     while 2 * run < ncols:
