@@ -23,7 +23,17 @@ from gguf.quants import quantize as gguf_quantize
 
 import pykern as pk
 from stdlib_kernels import QUANTIZED, quantized as Q
+from tests.conftest import GPU_KINDS
 from _elementwise import ABI, abi_mismatches
+
+
+@pytest.fixture(params=[32, 64] + GPU_KINDS, ids=lambda p: f"cpu{p}" if isinstance(p, int) else p)
+def wave_device(request):
+    """The CPU at wave widths 32 and 64, and any GPU. (No kernel here has a grid-stride loop, so
+    the GPU's tiles change nothing: the package-wide fixture's third CPU device is left out.)"""
+    if isinstance(request.param, int):
+        return pk.device("cpu", wave_size=request.param)
+    return pk.device(request.param)
 
 U = 2.0 ** -24  # f32 unit roundoff
 TYPES = list(Q.QTYPES)
@@ -330,3 +340,127 @@ def test_dmmv(wave_device, qtype):
     assert not got[nrows:].any()
     bound = (ncols / 32 + 16) * U * (np.abs(w) @ np.abs(y.astype(np.float64)))
     assert np.all(np.abs(got[:nrows] - w @ y.astype(np.float64)) <= bound)
+
+
+# ------------------------------------------------------------------------------------------------- Python API
+from stdlib_kernels import quantized_api as qapi  # noqa: E402
+
+
+def test_api_dequantize_and_names(wave_device):
+    rng = np.random.default_rng(5)
+    blocks = random_blocks(rng, "q4_K", 3, 512)
+    want = reference_dequantize(blocks, "q4_K").reshape(3, 512)
+    for spec in ("q4_K", "Q4_K", "q4_k", int(GT.Q4_K), GT.Q4_K):
+        got = qapi.dequantize(wave_device.to_device(blocks.reshape(-1)), spec, (3, 512), device=wave_device)
+        np.testing.assert_array_equal(got.to_host(), want)
+    half = qapi.dequantize(blocks, "q4_K", (3, 512), pk.f16, device=wave_device)  # host bytes are copied
+    np.testing.assert_array_equal(half.to_host(), want.astype(np.float16))
+    assert qapi.GGUF_TYPES == ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K")
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8, 9, 20])
+def test_api_matmul_dispatch(wave_device, batch):
+    """Up to 8 rows: q8_1 + MMVQ; more: q8_1 + MMQ (candle's dispatch); both within the bounds above."""
+    rng = np.random.default_rng(batch)
+    blocks = weights(rng, "q6_K", 5, 512)
+    x = activations(rng, batch, 512)
+    got = qapi.matmul(wave_device.to_device(blocks.reshape(-1)), "q6_K", wave_device.to_device(x))
+    _, qy = quantize_on(wave_device, x)
+    assert got.shape == (batch, 5)
+    check_q8_1_product(got.to_host(), blocks, "q6_K", x, qy)
+
+
+def test_api_matmul_dmmv_and_batch_dims(wave_device):
+    rng = np.random.default_rng(2)
+    blocks = weights(rng, "q8_0", 6, 256)
+    x = rng.standard_normal((1, 256)).astype(np.float32)
+    w = reference_dequantize(blocks, "q8_0").astype(np.float64)
+    got = qapi.matmul(blocks, "q8_0", wave_device.to_device(x), dmmv=True).to_host()
+    bound = (256 / 32 + 16) * U * (np.abs(x.astype(np.float64)) @ np.abs(w).T)
+    assert np.all(np.abs(got - x.astype(np.float64) @ w.T) <= bound)
+    x3 = activations(rng, 6, 256).reshape(2, 3, 256)
+    got3 = qapi.matmul(blocks, "q8_0", wave_device.to_device(x3))
+    assert got3.shape == (2, 3, 6)
+    _, qy = quantize_on(wave_device, x3.reshape(6, 256))
+    check_q8_1_product(got3.to_host().reshape(6, 6), blocks, "q8_0", x3.reshape(6, 256), qy)
+
+
+def test_api_quantize_q8_1_in_chunks(wave_device):
+    """Rows a launch limited (candle: 65535, the grid's y): the same bytes as one launch."""
+    x = activations(np.random.default_rng(9), 7, 300)
+    whole, k_padded = qapi.quantize_q8_1(wave_device.to_device(x))
+    chunked, _ = qapi.quantize_q8_1(wave_device.to_device(x), max_rows=3)
+    assert k_padded == 512
+    np.testing.assert_array_equal(whole.to_host(), quantize_q8_1_reference(x, 512).reshape(-1))
+    np.testing.assert_array_equal(chunked.to_host(), whole.to_host())
+
+
+def test_api_get_rows_and_moe(wave_device):
+    rng = np.random.default_rng(4)
+    table = random_blocks(rng, "q5_0", 6, 256)
+    got = qapi.get_rows(wave_device.to_device(table.reshape(-1)), "q5_0", (6, 256), [5, 1, 1])
+    np.testing.assert_array_equal(got.to_host(), reference_dequantize(table, "q5_0")[[5, 1, 1]])
+    floats = rng.standard_normal((4, 40)).astype(np.float16)
+    got = qapi.get_rows(wave_device.to_device(floats), "f16", (4, 40), np.array([3, 0], np.uint32))
+    np.testing.assert_array_equal(got.to_host(), floats[[3, 0]].astype(np.float32))
+    blocks = weights(rng, "q3_K", 3 * 4, 256)
+    x = activations(rng, 2, 256).reshape(2, 1, 256)
+    ids = np.array([[2, 0], [1, 1]], np.uint32)
+    out = qapi.moe_matmul(wave_device.to_device(blocks.reshape(-1)), "q3_K", (3, 4, 256), wave_device.to_device(x), ids)
+    _, qy = quantize_on(wave_device, x.reshape(2, 256))
+    for b in range(2):
+        for t in range(2):
+            check_q8_1_product(out.to_host()[b, t][None], blocks.reshape(3, 4, -1)[ids[b, t]], "q3_K", x[b], qy[b:b + 1])
+
+
+def test_api_bad_input():
+    dev = pk.device("cpu")
+    blocks = np.zeros(2 * 18, np.uint8)  # two q4_0 blocks: one row of 64
+    with pytest.raises(ValueError, match=r"unknown GGUF type 'q4_3'; the quantized kernels read q4_0, q4_1"):
+        qapi.dequantize(blocks, "q4_3", (1, 64))
+    with pytest.raises(ValueError, match=r"unknown GGUF type 99"):
+        qapi.dequantize(blocks, 99, (1, 64))
+    with pytest.raises(TypeError, match=r"a GGUF type is a name"):
+        qapi.dequantize(blocks, 4.0, (1, 64))
+    with pytest.raises(ValueError, match=r"q4_0 rows are 32-element blocks: a row of 48 elements"):
+        qapi.dequantize(blocks, "q4_0", (1, 48))
+    with pytest.raises(ValueError, match=r"q4_0 weights of shape \(2, 64\) take 72 bytes \(2 blocks of 18 bytes a "
+                                         r"row\), got 36"):
+        qapi.dequantize(blocks, "q4_0", (2, 64))
+    with pytest.raises(ValueError, match=r"q4_K rows are 256-element blocks"):
+        qapi.matmul(np.zeros(144, np.uint8), "q4_K", np.zeros((1, 64), np.float32))
+    with pytest.raises(ValueError, match=r"whole number of rows, got 40 bytes"):
+        qapi.matmul(np.zeros(40, np.uint8), "q4_0", np.zeros((1, 64), np.float32))
+    with pytest.raises(TypeError, match=r"activations must be f32"):
+        qapi.matmul(blocks, "q4_0", dev.to_device(np.zeros((1, 64), np.float16)))
+    with pytest.raises(ValueError, match=r"no matmul kernels for q8_K"):
+        qapi.matmul(np.zeros(292, np.uint8), "q8_K", np.zeros((1, 256), np.float32))
+    with pytest.raises(ValueError, match=r"dmmv=True is candle's forced path for one activation row, got 2"):
+        qapi.matmul(blocks, "q4_0", np.zeros((2, 64), np.float32), dmmv=True)
+    with pytest.raises(ValueError, match=r"ids must be a 1-D array of row indices below 1"):
+        qapi.get_rows(blocks, "q4_0", (1, 64), [1])
+    with pytest.raises(ValueError, match=r"not q4_0"):
+        qapi.moe_matmul(blocks, "q4_0", (1, 1, 64), np.zeros((1, 1, 64), np.float32), [[0]])
+    with pytest.raises(ValueError, match=r"expert ids must be below 1"):
+        qapi.moe_matmul(np.zeros(34 * 2, np.uint8), "q8_0", (1, 1, 64), np.zeros((1, 1, 64), np.float32), [[1]])
+
+
+def test_read_gguf(tmp_path):
+    from gguf import GGUFWriter
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((6, 128)).astype(np.float32)
+    path = tmp_path / "t.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_tensor("w.q5_1", gguf_quantize(w, GT.Q5_1), raw_dtype=GT.Q5_1)
+    writer.add_tensor("w.f32", w)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    t = qapi.read_gguf(path, "w.q5_1")
+    assert (t.name, t.qtype, t.shape) == ("w.q5_1", "q5_1", (6, 128))
+    np.testing.assert_array_equal(t.dequantize().to_host(), gguf_dequantize(gguf_quantize(w, GT.Q5_1), GT.Q5_1))
+    f = qapi.read_gguf(path, "w.f32")
+    assert f.qtype == "f32" and f.shape == (6, 128) and np.array_equal(f.data, w)
+    with pytest.raises(KeyError, match="no tensor 'nope'; tensors: w.q5_1, w.f32"):
+        qapi.read_gguf(path, "nope")
