@@ -13,6 +13,7 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, f32, usize
 from pykern.runtime.base import DeviceArray
+from pykern.runtime.launch import storage
 
 #: candle's elementwise launch: 1024 threads, one element per thread
 BLOCK = 1024
@@ -116,7 +117,7 @@ def map1(module, name: str, x, out=None, before=(), after=(), dtype=None, inplac
     if inplace and out.ptr == x.ptr and x.is_contiguous:
         inp, info = None, None
     else:
-        inp, info = x, info_array(x.device, x.shape, x.strides)
+        inp, info = storage(x), info_array(x.device, x.shape, x.strides)  # the layout travels in info
     grid, block = launch_stream(x.size, x, out, tiles=tiles)
     fn[grid, block](x.size, x.ndim, info, *before, inp, out, *after)
     return out

@@ -12,6 +12,7 @@ import numpy as np
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, usize
+from pykern.runtime.launch import storage
 
 from . import BINARY, kernel_name
 from ._common import as_device_array, info_array, launch_stream, strided_index
@@ -149,7 +150,7 @@ def _launch(name: str, a, b, out=None):
     if out.size:
         info = info_array(a.device, shape, a.strides, b.strides)
         a.device.get_or_load_func(kernel_name(ROOT[name], a.dtype), BINARY)[launch_stream(out.size, a, out)](
-            out.size, len(shape), info, a, b, out)
+            out.size, len(shape), info, storage(a), storage(b), out)  # the layouts travel in info
     return out
 
 

@@ -2,12 +2,15 @@
 64-bit indexing inside) and ``const_set_{dt}(numel, num_dims, info, value, out)`` (strided destination)."""
 from __future__ import annotations
 
+import numpy as np
+
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
 
 from . import FILL, kernel_name
 from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
 from ._common import from_f64
+from pykern.runtime.launch import storage
 
 T = pk.TypeVar("T")
 DTYPES = (u8, u32, i64, f32, f64, f16, bf16, f8e4m3)
@@ -84,7 +87,7 @@ def const_set(x, value):
     if x.size:
         info = info_array(x.device, x.shape, x.strides)
         x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[launch_stream(x.size, x)](
-            x.size, x.ndim, info, from_f64(value, x.dtype), x)
+            x.size, x.ndim, info, from_f64(value, x.dtype), storage(x))  # the layout travels in info
     return x
 
 
@@ -99,12 +102,31 @@ def fill_buffer(x, value):
 
 
 def copy2d(src, dst, d1: int, d2: int, src_s: int, dst_s: int, src_o: int = 0, dst_o: int = 0):
-    """``dst[dst_o + r*dst_s + c] = src[src_o + r*src_s + c]`` for ``r < d1, c < d2`` (candle's copy2d)."""
+    """``dst[dst_o + r*dst_s + c] = src[src_o + r*src_s + c]`` for ``r < d1, c < d2`` (candle's copy2d),
+    over the memory ``src`` and ``dst`` cover (a view's storage, as candle's offsets and strides
+    address it). Sizes that would reach past either array raise ``ValueError`` before the launch."""
     src, dst = as_device_array(src), as_device_array(dst)
     if src.dtype is not dst.dtype:
         raise ValueError(f"copy2d: dtypes differ ({src.dtype}, {dst.dtype})")
+    if src.device is not dst.device:
+        raise ValueError(f"copy2d: src is on {src.device}, dst on {dst.device}")
+    sizes = {"d1": d1, "d2": d2, "src_s": src_s, "dst_s": dst_s, "src_o": src_o, "dst_o": dst_o}
+    for what, v in sizes.items():
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < 0:
+            raise ValueError(f"copy2d: {what} must be a non-negative int, got {v!r}")
+        if what not in ("src_o", "dst_o") and v >= 1 << 32:  # the kernel's u32 parameters
+            raise ValueError(f"copy2d: {what} = {v} does not fit the kernel's u32 parameter")
     if d1 == 0 or d2 == 0:
         return dst
+    src_mem, dst_mem = storage(src), storage(dst)
+    for what, mem, stride, offset in (("src", src_mem, src_s, src_o), ("dst", dst_mem, dst_s, dst_o)):
+        last = offset + (d1 - 1) * stride + d2  # one past the last element copied
+        if last > mem.size:
+            raise ValueError(f"copy2d: {d1} rows of {d2} elements at stride {stride} from offset {offset} reach "
+                             f"element {last - 1} of {what}, which has {mem.size}")
+    if dst_s < d2 and d1 > 1:
+        raise ValueError(f"copy2d: dst rows of {d2} elements at stride {dst_s} overlap")
     fn = dst.device.get_or_load_func(kernel_name("copy2d", dst.dtype), FILL)
-    fn[launch_stream(d1 * d2, dst)](src.as_strided((1,), (1,), src_o), dst.as_strided((1,), (1,), dst_o), d1, d2, src_s, dst_s)
+    fn[launch_stream(d1 * d2, dst)](src_mem.offset_view(src_o, (src_mem.size - src_o,)),
+                                    dst_mem.offset_view(dst_o, (dst_mem.size - dst_o,)), d1, d2, src_s, dst_s)
     return dst

@@ -26,7 +26,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, i32, i64, u8, u16, u32, u64, usize
 
 from . import REDUCE, kernel_name
-from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, strided_index
+from ._common import BLOCK, as_device_array, is_contiguous, launch_1d, storage, strided_index
 
 T = pk.TypeVar("T")
 V = pk.TypeVar("V")
@@ -1425,7 +1425,7 @@ def fast_reduce_launch(op: str, x, dims=None, keepdim: bool = False, candle_shap
             block = min(block, next_power_of_two(el))
     info = x.device.to_device(np.array(rdims + rstrides, dtype=np.uint64)) if x.ndim else None
     fn = x.device.get_or_load_func(kernel_name(op, x.dtype), REDUCE)
-    fn[(grid, 1, 1), (block, 1, 1)](src_el, el, len(rdims), info, x, out)
+    fn[(grid, 1, 1), (block, 1, 1)](src_el, el, len(rdims), info, storage(x), out)  # the layout travels in info
     return out
 
 
@@ -1480,7 +1480,8 @@ def sum_atomic_launch(x, dims):
         target = x.device.zeros((nwords,), u32)
     fn = x.device.get_or_load_func(kernel_name("sum", x.dtype), REDUCE)
     grid, block = launch_1d(x.size)
-    fn[grid, block](x.size, x.ndim, len(sum_dims), x.device.to_device(np.array(info, dtype=np.uint64)), x, target)
+    fn[grid, block](x.size, x.ndim, len(sum_dims), x.device.to_device(np.array(info, dtype=np.uint64)), storage(x),
+                    target)
     if half:
         host = target.to_host().view(x.dtype.np)[:out.size].reshape(out_shape)
         out.copy_from_host(host)

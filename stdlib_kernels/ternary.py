@@ -9,6 +9,7 @@ import numpy as np
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, usize
+from pykern.runtime.launch import storage
 
 from . import TERNARY, kernel_name
 from ._common import as_device_array, info_array, launch_stream, strided_index
@@ -69,7 +70,7 @@ def where(cond, on_true, on_false, out=None):
     numel = out.size
     if numel:
         info = info_array(dev, shape, *(x.strides for x in ops))
-        dev.get_or_load_func(name, TERNARY)[launch_stream(numel, *ops, out)](numel, len(shape), info, *ops, out)
+        dev.get_or_load_func(name, TERNARY)[launch_stream(numel, *ops, out)](numel, len(shape), info, *map(storage, ops), out)
     return out
 
 

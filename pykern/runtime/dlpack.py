@@ -70,6 +70,34 @@ class Borrowed:
     shape: tuple[int, ...]
     strides: tuple[int, ...] | None
 
+    @property
+    def contiguous(self) -> bool:
+        """Row-major and dense (DLPack's null strides say so; dims of one element take any stride)."""
+        if self.strides is None:
+            return True
+        acc = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != acc:
+                return False
+            acc *= n
+        return True
+
+
+def producer_stream(obj) -> int | None:
+    """The raw handle of the current GPU stream of the framework that made ``obj`` (PyTorch's
+    ``current_stream()``, CuPy's current stream), None for any other producer. A launch given no
+    stream runs there, as Triton's do, so it is ordered after the work the framework queued."""
+    import sys
+    root = type(obj).__module__.partition(".")[0]
+    if root == "torch":
+        torch = sys.modules["torch"]
+        return int(torch.cuda.current_stream(obj.device).cuda_stream)
+    if root == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(obj.device.id):
+            return int(cupy.cuda.get_current_stream().ptr)
+    return None
+
 
 def borrow(obj, stream=None) -> Borrowed:
     """Read ``obj.__dlpack__()`` without copying. The producer's memory stays owned by ``obj``: the

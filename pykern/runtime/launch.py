@@ -65,6 +65,9 @@ class Function:
         self._nargs = len(self.param_types)
         self._max_block = sig.max_block_size
         self._check_bounds = getattr(device, "check_bounds", False)
+        #: [the launch's explicit stream, the stream a DLPack producer's framework runs on]: the
+        #: converters read the first and set the second (a launch with no stream runs on it)
+        self._streams: list = [None, None]
         self._convert: list[Callable[[Any], Any]] = [self._converter(n, t) for n, t in zip(self.param_names, self.param_types)]
         self._pack_args = self._packer()
         # packing into the device's own buffer, a device may hand out a launcher bound to this kernel
@@ -99,7 +102,11 @@ class Function:
         if shared_mem.__class__ is not int or not 0 <= shared_mem < _MAX_SHARED:
             raise LaunchError(f"kernel {self.name}: shared_mem must be an int of bytes in [0, {_MAX_SHARED}), "
                               f"got {shared_mem!r}")
+        streams = self._streams
+        streams[0], streams[1] = stream, None
         buf = self._pack_args(*args) if len(args) == self._nargs else self.pack(args)  # pack() names the arity error
+        if stream is None and streams[1] is not None:  # torch / CuPy arrays: their current stream
+            stream = streams[1]
         if self._go is not None:
             self._go(grid, block, shared_mem, stream)
             if len(self._dims) < 256 and _exact_dims(given[0]) and _exact_dims(given[1]):
@@ -124,7 +131,8 @@ class Function:
         stream (the launcher takes the stream as the checked path would); anything else takes the
         checked path (``Function.launch``), which remembers valid pairs."""
         n = self._nargs
-        env = {**self._pack_env, "dims": self._dims, "go": self._go, "general": Function.launch.__get__(self)}
+        env = {**self._pack_env, "dims": self._dims, "go": self._go, "general": Function.launch.__get__(self),
+               "streams": self._streams}
         lines = ["def launch(grid, block, *args, shared_mem=0, stream=None):",
                  f"    d = dims.get((grid, block)) if len(args) == {n} and "
                  "shared_mem.__class__ is int and shared_mem == 0 else None",
@@ -132,7 +140,11 @@ class Function:
                  "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream)"]
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
-        lines += [f"    pack_into(buf, 0, {self._pack_exprs})",
+        lines += ["    streams[0] = stream",
+                  "    streams[1] = None",
+                  f"    pack_into(buf, 0, {self._pack_exprs})",
+                  "    if stream is None:",
+                  "        stream = streams[1]",  # set by a DLPack argument: its framework's current stream
                   "    if stream is None:",
                   "        d[2]()",  # the pair's own launcher (cuLaunchKernelEx with a built config)
                   "    else:",
@@ -156,7 +168,10 @@ class Function:
             a, env[f"c{i}"] = f"a{i}", conv
             if isinstance(ty, T.PtrType):
                 env[f"e{i}"] = ty.elem
-                fast = f"{a}.ptr if {a}.__class__ is DeviceArray and {a}.device is device and {a}.dtype is e{i}"
+                # an array Device.empty made (its owner is not another array) is contiguous: views
+                # (as_strided, transpose, broadcast_to, offset_view) take the converter, which checks
+                fast = (f"{a}.ptr if {a}.__class__ is DeviceArray and {a}.device is device and {a}.dtype is e{i} "
+                        f"and {a}._owner.__class__ is not DeviceArray")
             elif ty.is_int:
                 fast = f"{a} if {a}.__class__ is int and {ty.int_range[0]} <= {a} <= {ty.int_range[1]}"
             elif ty in (T.f32, T.f64):
@@ -178,12 +193,19 @@ class Function:
     def _pointer(self, name: str, ty: T.PtrType, v) -> int:
         from .base import DeviceArray
         if v is None:
+            if not ty.const:  # a store through it would fault (segfault on the host, a dead context on CUDA)
+                raise LaunchError(f"kernel {self.name}: argument '{name}' is a {ty!r} the kernel may write "
+                                  f"through; it cannot be None (declare it ConstPtr if it is only read)")
             return 0
         if isinstance(v, DeviceArray):
             if v.device is not self.device:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {v.device}, the kernel runs on {self.device}")
             if v.dtype is not ty.elem:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' expects an array of {ty.elem!r}, got {v.dtype!r}")
+            if not v.is_contiguous:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' is a non-contiguous view (shape {v.shape}, "
+                                  f"strides {v.strides}); a pointer indexes memory in order. Pass a contiguous copy, "
+                                  f"or pykern.runtime.launch.storage(view) with the strides passed separately")
             return v.ptr
         if isinstance(v, np.ndarray):
             if self.device.kind != "cpu":
@@ -193,24 +215,16 @@ class Function:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got a {v.dtype} array")
             if not v.flags.c_contiguous:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' must be C-contiguous")
+            if not ty.const and not v.flags.writeable:
+                raise LaunchError(f"kernel {self.name}: argument '{name}' is a read-only NumPy array, but the "
+                                  f"kernel may write through {ty!r} (pass a writeable copy, or declare it ConstPtr)")
             return v.ctypes.data
         if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
             if not 0 <= int(v) < 1 << 64:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' address {v} is out of range")
             return int(v)
         if hasattr(v, "__dlpack__"):  # PyTorch, CuPy, JAX ...: zero-copy, bf16 included
-            from .dlpack import borrow, dl_dtype
-            try:
-                t = borrow(v)
-            except Exception as exc:  # noqa: BLE001 - a producer that cannot export here
-                raise LaunchError(f"kernel {self.name}: argument '{name}' could not be read through DLPack: {exc}") from None
-            if t.device_kind != self.device.kind or (self.device.kind != "cpu" and t.device_id != self.device.index):
-                raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {t.device_kind}:{t.device_id}, "
-                                  f"the kernel runs on {self.device}")
-            if (t.code, t.bits) != dl_dtype(ty.elem):
-                raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got DLPack "
-                                  f"type code {t.code} with {t.bits} bits")
-            return t.ptr
+            return self._dlpack(name, ty, v)
         iface = getattr(v, "__cuda_array_interface__", None)
         if iface is not None and self.device.kind in ("cuda", "hip"):
             if np.dtype(iface["typestr"]) != ty.elem.np and not (ty.elem is T.bf16 and iface["typestr"] == "<V2"):
@@ -218,6 +232,64 @@ class Function:
             return int(iface["data"][0])
         raise LaunchError(f"kernel {self.name}: argument '{name}' expects a pointer to {ty.elem!r} "
                           f"(a device array, None or an address), got {type(v).__name__}")
+
+
+    def _dlpack(self, name: str, ty: T.PtrType, v) -> int:
+        """A DLPack producer's buffer, on the stream this launch runs on (see ``_streams``)."""
+        from .dlpack import borrow, dl_dtype, producer_stream
+        gpu = self.device.kind in ("cuda", "hip")
+        stream = None
+        if gpu:
+            explicit = self._streams[0]
+            if explicit is not None:
+                stream = _raw_stream(explicit)
+            else:  # the framework's current stream, as Triton does; the first producer's wins
+                stream = self._streams[1] if self._streams[1] is not None else producer_stream(v)
+                if stream is not None and self._streams[1] is None:
+                    self._streams[1] = stream
+        try:
+            # DLPack's stream numbers: 1 is CUDA's legacy default stream (0 is not allowed there); 0 is ROCm's
+            t = borrow(v, None if stream is None else (stream or 1) if self.device.kind == "cuda" else stream)
+        except Exception as exc:  # noqa: BLE001 - a producer that cannot export here
+            raise LaunchError(f"kernel {self.name}: argument '{name}' could not be read through DLPack: {exc}") from None
+        if t.device_kind != self.device.kind or (self.device.kind != "cpu" and t.device_id != self.device.index):
+            raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {t.device_kind}:{t.device_id}, "
+                              f"the kernel runs on {self.device}")
+        if (t.code, t.bits) != dl_dtype(ty.elem):
+            raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got DLPack "
+                              f"type code {t.code} with {t.bits} bits")
+        if not t.contiguous:
+            raise LaunchError(f"kernel {self.name}: argument '{name}' is a non-contiguous tensor (shape {t.shape}, "
+                              f"strides {t.strides}); a pointer indexes memory in order: pass .contiguous()")
+        return t.ptr
+
+
+def _raw_stream(stream) -> int:
+    """A stream object's raw handle (pykern's, PyTorch's ``cuda_stream``, CuPy's ``ptr``, an int)."""
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("handle", "cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)
+
+
+def storage(view):
+    """The memory a strided DeviceArray view covers, as a flat contiguous array starting at the view's
+    first element: what to pass for a pointer parameter whose layout the kernel is given separately
+    (candle's ``info``). A view itself is refused there, so a transposed array is never read as if it
+    were in order by mistake."""
+    from .base import DeviceArray
+    if not isinstance(view, DeviceArray):
+        raise TypeError(f"storage() takes a DeviceArray, got {type(view).__name__}")
+    if view.is_contiguous:
+        return view
+    if any(s < 0 for s in view.strides):
+        raise ValueError(f"storage(): negative strides {view.strides} are not supported")
+    span = 1 + sum((n - 1) * s for n, s in zip(view.shape, view.strides)) if view.size else 0
+    return DeviceArray(view.device, view.ptr, (span,), view.dtype, owner=view)
 
 
 def _extents(args) -> list[tuple[int, int]]:

@@ -1,0 +1,196 @@
+"""Issue 25: what a launch refuses rather than crash or compute a plausible wrong answer.
+
+Cases that used to segfault run in a child process (``tests/fuzz/_isolated.py``), so a regression is a
+failed test naming the case, not a dead test session.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, f32, usize
+from pykern.runtime.devices import _available
+from pykern.runtime.launch import storage
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))  # the shared child-process harness
+from _isolated import run_isolated  # noqa: E402
+
+
+@pk.kernel
+def k_copy(n: usize, x: ConstPtr[f32], y: Ptr[f32]):
+    for i in pk.grid_stride(n):
+        y[i] = x[i]
+
+
+def test_none_for_a_written_pointer_is_refused(device):
+    x = device.to_device(np.ones(8, np.float32))
+    with pytest.raises(pk.LaunchError, match=r"argument 'y' is a Ptr\[f32\].*cannot be None"):
+        k_copy[1, 8](8, x, None)
+
+
+def test_none_for_a_read_pointer_is_still_a_null_pointer():
+    """candle's null ``info`` / ``inp``: a ConstPtr may be None (the kernel tests ``is None``)."""
+    @pk.kernel
+    def k(n: usize, x: ConstPtr[f32], y: Ptr[f32]):
+        for i in pk.grid_stride(n):
+            y[i] = 1.0 if x is None else x[i]
+    y = np.zeros(4, np.float32)
+    k[1, 4](4, None, y)
+    assert (y == 1).all()
+
+
+def test_none_for_a_written_pointer_does_not_crash_the_process():
+    script = """
+import numpy as np, pykern as pk
+from pykern import ConstPtr, Ptr, f32, usize
+@pk.kernel
+def k(n: usize, x: ConstPtr[f32], y: Ptr[f32]):
+    for i in pk.grid_stride(n):
+        y[i] = x[i]
+try:
+    k[1, 8](8, np.ones(8, np.float32), None)
+except pk.LaunchError as e:
+    print("refused:", e)
+"""
+    result = run_isolated(script, "None for Ptr y")
+    assert "refused:" in result.stdout
+
+
+def test_read_only_numpy_array_for_a_written_pointer_is_refused():
+    y = np.zeros(8, np.float32)
+    y.flags.writeable = False
+    with pytest.raises(pk.LaunchError, match=r"argument 'y' is a read-only NumPy array"):
+        k_copy[1, 8](8, np.ones(8, np.float32), y)
+    assert (y == 0).all()
+    x = np.ones(8, np.float32)
+    x.flags.writeable = False  # read-only input through a ConstPtr is fine
+    out = np.zeros(8, np.float32)
+    k_copy[1, 8](8, x, out)
+    assert (out == 1).all()
+
+
+def test_non_contiguous_device_array_is_refused(device):
+    a = device.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+    t = a.transpose()
+    out = device.zeros(12, np.float32)
+    with pytest.raises(pk.LaunchError, match=r"argument 'x' is a non-contiguous view \(shape \(4, 3\), strides \(1, 4\)\)"):
+        k_copy[1, 16](12, t, out)
+    with pytest.raises(pk.LaunchError, match="non-contiguous"):  # a broadcast view too
+        k_copy[1, 16](12, device.to_device(np.ones(4, np.float32)).broadcast_to((3, 4)), out)
+    with pytest.raises(pk.LaunchError, match=r"argument 'y' is a non-contiguous"):
+        k_copy[1, 16](12, a, device.zeros((4, 3), np.float32).transpose())
+    # contiguous views (offset_view, reshape) still pass, and storage() is the explicit way through
+    k_copy[1, 16](6, a.offset_view(6, (6,)), out)
+    assert out.to_host()[:6].tolist() == list(range(6, 12))
+    k_copy[1, 16](12, storage(t), out)  # the memory in its own order: the caller owns the layout
+    assert out.to_host().tolist() == list(range(12))
+
+
+def test_storage_covers_the_view_span():
+    dev = pk.device("cpu")
+    a = dev.to_device(np.arange(20, dtype=np.float32).reshape(4, 5))
+    s = storage(a.as_strided((2, 3), (10, 2), offset=1))
+    assert s.shape == (1 + 10 + 4,) and s.is_contiguous and s.ptr == a.ptr + 4
+    assert storage(a) is a
+    with pytest.raises(TypeError):
+        storage(np.zeros(3))
+
+
+class _Producer:
+    """A minimal DLPack producer (not NumPy, which the CPU device takes directly)."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_non_contiguous_dlpack_tensor_is_refused():
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.zeros(12, np.float32)
+    with pytest.raises(pk.LaunchError, match=r"argument 'x' is a non-contiguous tensor.*contiguous\(\)"):
+        k_copy[1, 16](12, _Producer(base.T), out)
+    k_copy[1, 16](12, _Producer(base), out)  # contiguous: read in place
+    assert out.tolist() == list(range(12))
+
+
+def test_copy2d_past_its_arrays_is_refused():
+    from stdlib_kernels import fill
+    dev = pk.device("cpu")
+    src, dst = dev.to_device(np.arange(12, dtype=np.float32)), dev.zeros(12, np.float32)
+    for args, what in [((4, 4, 4, 4), "src"), ((3, 4, 4, 4, 1), "src"), ((3, 4, 4, 4, 0, 1), "dst"),
+                       ((2, 100, 1, 1), "src"), ((1000, 1000, 1000, 1000), "src")]:
+        with pytest.raises(ValueError, match=f"reach element .* of {what}"):
+            fill.copy2d(src, dst, *args)
+    with pytest.raises(ValueError, match="d1 must be a non-negative int"):
+        fill.copy2d(src, dst, -1, 2, 2, 2)
+    with pytest.raises(ValueError, match="d2 = 4294967296 does not fit"):
+        fill.copy2d(src, dst, 1, 2 ** 32, 2 ** 32, 2 ** 32)
+    fill.copy2d(src, dst, 3, 4, 4, 4)
+    assert dst.to_host().tolist() == list(range(12))
+    dst2 = dev.zeros(6, np.float32)
+    fill.copy2d(src, dst2, 2, 3, 4, 3, src_o=1)  # rows [1,2,3] and [5,6,7]
+    assert dst2.to_host().tolist() == [1, 2, 3, 5, 6, 7]
+
+
+def test_copy2d_past_its_arrays_does_not_crash_the_process():
+    script = """
+import numpy as np, pykern as pk
+from stdlib_kernels import fill
+dev = pk.device("cpu")
+try:
+    fill.copy2d(dev.zeros(4, np.float32), dev.zeros(4, np.float32), 100000, 100000, 100000, 100000)
+except ValueError as e:
+    print("refused:", e)
+"""
+    assert "refused:" in run_isolated(script, "copy2d past its arrays").stdout
+
+
+@pytest.mark.skipif(not _available("cuda"), reason="needs a CUDA GPU")
+def test_torch_tensors_launch_on_torchs_current_stream():
+    """With no explicit stream a launch runs on torch's current stream, so it follows the work torch
+    queued there: a side stream kept busy, then written, then read by a pykern kernel."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    dev = pk.device("cuda")
+    n = 1 << 22
+    side = torch.cuda.Stream()
+    failures = 0
+    for _ in range(20):
+        x = torch.zeros(n, device="cuda")
+        out = torch.empty(n, device="cuda")
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            big = torch.randn(4096, 4096, device="cuda")
+            for _ in range(8):  # keep the side stream busy before the write the kernel must see
+                big = big @ big / 64
+            x.fill_(3.0)
+            k_copy[-(-n // 256), 256](n, x, out)
+            torch.cuda._sleep(1000)
+        side.synchronize()
+        failures += int(not torch.all(out == 3.0).item())
+    assert failures == 0, f"{failures} of 20 launches read x before torch wrote it"
+    assert dev is not None
+
+
+@pytest.mark.skipif(not _available("cuda"), reason="needs a CUDA GPU")
+def test_explicit_stream_is_passed_to_dlpack():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    n = 1 << 20
+    s = torch.cuda.Stream()
+    x = torch.full((n,), 2.0, device="cuda")
+    out = torch.zeros(n, device="cuda")
+    k_copy[-(-n // 256), 256, s](n, x, out)
+    s.synchronize()
+    assert torch.all(out == 2.0).item()
