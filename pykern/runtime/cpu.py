@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import config
 from ..errors import LaunchError
-from ..targets.cpu import CpuTarget
+from ..targets.cpu import ERR_SHARED, SHARED_LIMIT, CpuTarget
 from .base import Device
 
 _DRIVER = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -43,6 +43,14 @@ class CpuDevice(Device):
 
     def __init__(self, index: int = 0, wave_size: int | None = None, check_bounds: bool | None = None,
                  threads: int | None = None, tile_bytes: int = 0):
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"device('cpu', threads=...) takes a positive int (None: one per core), got {threads!r}")
+        if wave_size is not None and wave_size not in (32, 64):
+            raise ValueError(f"device('cpu', wave_size=...) is 32 or 64, got {wave_size!r}")
+        if check_bounds is not None and not isinstance(check_bounds, bool):
+            raise ValueError(f"device('cpu', check_bounds=...) is a bool, got {check_bounds!r}")
+        if not isinstance(tile_bytes, int) or isinstance(tile_bytes, bool) or tile_bytes < 0:
+            raise ValueError(f"device('cpu', tile_bytes=...) is a non-negative int, got {tile_bytes!r}")
         super().__init__(index)
         self.check_bounds = config.check_bounds() if check_bounds is None else check_bounds
         self._target = CpuTarget(wave_size=wave_size or config.wave_size(), check_bounds=self.check_bounds,
@@ -72,11 +80,17 @@ class CpuDevice(Device):
         return CpuModule(self._target, artifact)
 
     def get_function(self, handle: CpuModule, name: str):
-        return (handle, _DRIVER(handle.engine.get_function_address(name)))
+        address = handle.engine.get_function_address(name)
+        if not address:  # calling address 0 would crash the process
+            raise LaunchError(f"kernel {name} is missing from its compiled module (a stale or foreign artifact?)")
+        return (handle, _DRIVER(address))
 
     def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, ranges=()) -> None:
         """``ranges``: the (start, end) byte ranges of the argument buffers, for bounds-checked mode."""
         _, driver = func
+        if shared_mem > SHARED_LIMIT:
+            raise LaunchError(f"kernel {sig.name}: {shared_mem} bytes of dynamic shared memory exceed the "
+                              f"{SHARED_LIMIT} bytes a block has (the CPU target bounds it like a GPU)")
         flat = (ctypes.c_int64 * max(1, 2 * len(ranges)))(*[v for r in ranges for v in r])
         launch = _Launch((ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block), shared_mem, 0, 0, 0,
                          ctypes.cast(flat, ctypes.c_void_p), len(ranges))
@@ -93,6 +107,9 @@ class CpuDevice(Device):
             what = {1: "a barrier (syncthreads) was reached by only some threads of a block",
                     2: "a wave operation was reached by only some lanes of a wave",
                     3: "out-of-bounds memory access"}.get(launch.err_code, "error")
+            if launch.err_code == ERR_SHARED:
+                raise LaunchError(f"kernel {sig.name}: {launch.err_site} bytes of static and {shared_mem} of dynamic "
+                                  f"shared memory exceed the {SHARED_LIMIT} bytes a block has")
             raise LaunchError(f"kernel {sig.name}: {what} (line {launch.err_site})")
 
     def _split(self, nblocks: int, nthreads: int) -> list[tuple[int, int]]:

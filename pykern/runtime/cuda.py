@@ -27,7 +27,10 @@ from .base import Device
 
 @functools.cache
 def _driver():
-    from cuda.bindings import driver
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        raise DeviceError(f"the CUDA runtime needs cuda-bindings: pip install 'pykern[cuda]' ({exc})") from None
     _check(driver, driver.cuInit(0), "cuInit")
     return driver
 

@@ -1,9 +1,10 @@
 """The HIP runtime: pykern devices on AMD GPUs, through hip-python.
 
-Pin ``hip-python~=6.4.0`` (the ``pykern[hip]`` extra) for ROCm 6.4; in general the hip-python
-release whose first three numbers match the installed ROCm. hip-python 10.x is a compatibility shim
-over the TheRock-era bindings, not a build for ROCm 6.x. hip-python is imported lazily, so
-``import pykern`` never needs it; it opens ``libamdhip64.so`` on the first call.
+hip-python's releases follow ROCm's (6.4.x for ROCm 6.4, 7.0.x for ROCm 7.0, ...), and a binding
+for another ROCm than the one installed fails in obscure ways, so the first use compares hip-python's
+major.minor with the installed ROCm's (``$ROCM_PATH/.info/version``) and, when they differ, says
+which hip-python to install. hip-python is imported lazily, so ``import pykern`` never needs it; it
+opens ``libamdhip64.so`` on the first call.
 
 hip-python returns ``(hipError_t, *results)`` tuples and never raises; ``_call`` turns a failure
 into ``DeviceError`` carrying HIP's error name. Launches pass the explicit arguments as one packed
@@ -14,6 +15,10 @@ tuple packing aligns to at most 8 bytes, while the buffer pykern packs follows t
 from __future__ import annotations
 
 import ctypes
+import re
+import importlib.metadata
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +31,40 @@ from ..targets.base import KernelSignature
 from ..targets.codeobject import CodeObject, CodeObjectError, Kernel
 from .base import Device, close_matches
 
-HIP_PYTHON_PIN = "hip-python~=6.4.0"
+#: the ROCm releases pykern's HIP runtime is written for (hip-python's API is the same across them)
+SUPPORTED_ROCM = ((6, 4), (7, 0), (7, 1), (7, 2))
+
+
+def rocm_version(rocm_path: str | None = None) -> tuple[int, int] | None:
+    """The installed ROCm's (major, minor) from ``$ROCM_PATH/.info/version``, or None if unknown."""
+    root = rocm_path or os.environ.get("ROCM_PATH") or "/opt/rocm"
+    try:
+        text = open(os.path.join(root, ".info", "version")).read()
+    except OSError:
+        return None
+    parts = re.match(r"\s*(\d+)\.(\d+)", text)
+    return (int(parts[1]), int(parts[2])) if parts else None
+
+
+def hip_python_version() -> tuple[int, int] | None:
+    """The installed hip-python's (major, minor), or None if it is not installed."""
+    try:
+        found = re.match(r"(\d+)\.(\d+)", importlib.metadata.version("hip-python"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def version_mismatch(rocm: tuple[int, int] | None, binding: tuple[int, int] | None) -> str | None:
+    """Why this hip-python cannot drive this ROCm (with the command that fixes it), or None."""
+    if rocm is None or binding is None or rocm == binding:
+        return None
+    fix = f"pip install 'hip-python=={rocm[0]}.{rocm[1]}.*'"
+    if rocm not in SUPPORTED_ROCM:
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_ROCM)
+        return f"ROCm {rocm[0]}.{rocm[1]} is installed; pykern's HIP runtime supports ROCm {supported} ({fix} may work)"
+    return (f"hip-python {binding[0]}.{binding[1]} is installed for ROCm {rocm[0]}.{rocm[1]}: "
+            f"hip-python must match ROCm's release; run {fix}")
 
 
 def _hip():
@@ -34,8 +72,13 @@ def _hip():
     try:
         from hip import hip
     except ImportError as exc:
-        raise DeviceError(f"the HIP runtime needs hip-python: pip install 'pykern[hip]' "
-                          f"(that is {HIP_PYTHON_PIN}, for ROCm 6.4; match your ROCm version) ({exc})") from None
+        rocm = rocm_version()
+        which = f"'hip-python=={rocm[0]}.{rocm[1]}.*' (your ROCm is {rocm[0]}.{rocm[1]})" if rocm else \
+            "'pykern[hip]', or the hip-python release that matches your ROCm ('hip-python==6.4.*' for ROCm 6.4)"
+        raise DeviceError(f"the HIP runtime needs hip-python: pip install {which} ({exc})") from None
+    mismatch = version_mismatch(rocm_version(), hip_python_version())
+    if mismatch:
+        raise DeviceError(mismatch)
     return hip
 
 
@@ -43,8 +86,7 @@ def _call(hip, result, what: str) -> Any:
     """Check a hip-python result tuple; return its payload (None, one value, or a tuple)."""
     err, *rest = result
     if err != hip.hipError_t.hipSuccess:
-        name = getattr(err, "name", None) or str(err)
-        raise DeviceError(f"{what} failed: {name} ({int(getattr(err, 'value', err))})")
+        raise DeviceError(f"{what} failed: {_error_text(hip, err)}")
     return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)
 
 
@@ -56,7 +98,7 @@ def device_count() -> int:
     try:
         result = hip.hipGetDeviceCount()
     except RuntimeError as exc:  # hip-python's lazy dlopen of libamdhip64.so
-        raise DeviceError(f"ROCm's HIP runtime could not be loaded ({exc}); install ROCm "
+        raise DeviceError(f"ROCm's HIP runtime could not be loaded ({_unbytes(str(exc))}); install ROCm "
                           "or set ROCM_PATH / LD_LIBRARY_PATH to its lib directory") from None
     if result[0] == getattr(hip.hipError_t, "hipErrorNoDevice", None):
         return 0
@@ -120,6 +162,33 @@ def launch_extra(args: bytearray):
                                   hip.HIP_LAUNCH_PARAM_END)
     extra._keep = (buf, size, args)
     return extra
+
+
+def _unbytes(message: str) -> str:
+    """``failed to dlopen 'b'libamdhip64.so''`` -> ``failed to dlopen 'libamdhip64.so'``: hip-python
+    formats file names as bytes reprs."""
+    return re.sub(r"""b(['"])(.*?)\1""", r"\2", message)
+
+
+def _error_text(hip, err) -> str:
+    """``hipErrorInvalidImage (200): the description`` as text: hip-python hands names and
+    descriptions over as bytes, which must not reach a message as ``b'...'``."""
+    name = _text(getattr(err, "name", None) or err)
+    try:
+        code = int(getattr(err, "value", err))
+    except (TypeError, ValueError):
+        code = None
+    out = f"{name} ({code})" if code is not None else name
+    describe = getattr(hip, "hipGetErrorString", None)
+    if describe is not None:
+        try:
+            desc = describe(err)
+        except Exception:  # noqa: BLE001 - a description is a courtesy; the name says it
+            desc = None
+        desc = _text(desc[-1] if isinstance(desc, tuple) else desc) if desc is not None else ""
+        if desc and desc != name:
+            out += f": {desc}"
+    return out
 
 
 def _text(v) -> str:
@@ -271,4 +340,5 @@ class HipDevice(Device):
 
 
 __all__ = ["HipDevice", "HipStream", "hip_available", "hip_unavailable_reason", "device_count",
-           "select_code_object", "check_layout", "launch_extra", "HIP_PYTHON_PIN"]
+           "select_code_object", "check_layout", "launch_extra", "SUPPORTED_ROCM", "rocm_version", "hip_python_version",
+           "version_mismatch"]

@@ -34,7 +34,10 @@ THREAD_SIZE = 40
 LAUNCH = ir.LiteralStructType([ir.ArrayType(I32, 3), ir.ArrayType(I32, 3), I32, I32, I32, I32, PTR, I64])
 L_GRID, L_BLOCK, L_DYN_SHARED, L_ERR_CODE, L_ERR_SITE, L_PAD, L_RANGES, L_NRANGES = range(8)
 WAIT_BARRIER, WAIT_WAVE, WAIT_DONE = 1, 2, 3
-ERR_BARRIER, ERR_WAVE, ERR_BOUNDS = 1, 2, 3
+ERR_BARRIER, ERR_WAVE, ERR_BOUNDS, ERR_SHARED = 1, 2, 3, 4
+#: shared memory a block may have, static and dynamic together: a GPU's bound (64 KiB of LDS on AMD,
+#: CUDA's default), so a kernel that runs here fits there, and a huge request is refused, not malloc'd
+SHARED_LIMIT = 64 * 1024
 
 # Bounds-checked mode: is [addr, addr+size) inside the block's shared memory or one of the launch's
 # argument buffers (launch->ranges: nranges pairs of [lo, hi))? If not, record the line and refuse.
@@ -516,6 +519,12 @@ class DriverBuilder:
         bdim = [b.load(self.field(launch, LAUNCH, L_BLOCK, i), typ=I32) for i in range(3)]
         nthreads = b.mul(b.mul(bdim[0], bdim[1]), bdim[2])
         dyn = b.zext(b.load(self.field(launch, LAUNCH, L_DYN_SHARED), typ=I32), I64)
+        # a block's shared memory is bounded like a GPU's: refuse (err_site = the static bytes) before any block runs
+        too_big = b.icmp_unsigned(">", b.add(dyn, ir.Constant(I64, self.static_shared)), ir.Constant(I64, SHARED_LIMIT))
+        with b.if_then(too_big, likely=False):
+            b.store(ir.Constant(I32, ERR_SHARED), self.field(launch, LAUNCH, L_ERR_CODE))
+            b.store(ir.Constant(I32, self.static_shared), self.field(launch, LAUNCH, L_ERR_SITE))
+            b.ret(ir.Constant(I32, -1))
         shared = b.call(self.malloc, [b.add(dyn, ir.Constant(I64, self.static_shared + 16))])
         wavebuf = b.call(self.malloc, [b.mul(b.zext(nthreads, I64), ir.Constant(I64, 4))])
         block = alloca(b, BLOCK, 0)

@@ -167,9 +167,22 @@ def test_missing_rocm_library_is_a_clear_error(fake, monkeypatch):
     def dlopen_fails():
         raise RuntimeError("failed to dlopen 'b'libamdhip64.so''")
     monkeypatch.setattr(fake, "hipGetDeviceCount", dlopen_fails)
-    with pytest.raises(DeviceError, match="ROCm's HIP runtime could not be loaded"):
+    with pytest.raises(DeviceError, match="ROCm's HIP runtime could not be loaded") as info:
         rt.HipDevice(0)
+    assert "failed to dlopen 'libamdhip64.so'" in str(info.value) and "b'" not in str(info.value)  # issue 25
     assert "libamdhip64" in rt.hip_unavailable_reason()
+
+
+def test_hip_error_descriptions_are_text_not_bytes(fake, monkeypatch):
+    """hip-python gives hipGetErrorString as bytes: the message shows the text (issue 25)."""
+    monkeypatch.setattr(fake, "hipGetErrorString", lambda err: (fake.ok, b"device kernel image is invalid"),
+                        raising=False)
+    dev = rt.HipDevice(0)
+    fake.fail["hipModuleLoadData"] = FakeHip.hipError_t.hipErrorInvalidImage
+    with pytest.raises(DeviceError) as info:
+        dev.load_artifact(build_saxpy("gfx90a"), [SAXPY])
+    assert str(info.value) == ("hipModuleLoadData failed: hipErrorInvalidImage (200): "
+                               "device kernel image is invalid")
 
 
 def test_hip_errors_carry_hips_error_name(fake):
@@ -274,3 +287,16 @@ def test_saxpy_runs_on_the_gpu():
     dev.launch_packed(fn, ((n + 255) // 256, 1, 1), (256, 1, 1), 0, None, pack(SAXPY, n, 2.0, dx.ptr, dy.ptr), SAXPY)
     dev.synchronize()
     np.testing.assert_allclose(dy.to_host(), 2.0 * x + y, rtol=1e-6)
+
+
+def test_hip_python_must_match_the_installed_rocm(tmp_path):
+    (tmp_path / ".info").mkdir()
+    (tmp_path / ".info" / "version").write_text("7.1.0-20\n")
+    assert rt.rocm_version(str(tmp_path)) == (7, 1)
+    assert rt.rocm_version(str(tmp_path / "nowhere")) is None
+    assert rt.version_mismatch((7, 1), (7, 1)) is None
+    assert rt.version_mismatch(None, (6, 4)) is None and rt.version_mismatch((6, 4), None) is None
+    msg = rt.version_mismatch((7, 1), (6, 4))
+    assert "hip-python 6.4" in msg and "ROCm 7.1" in msg and "pip install 'hip-python==7.1.*'" in msg
+    msg = rt.version_mismatch((5, 7), (6, 4))
+    assert "ROCm 5.7" in msg and "supports ROCm 6.4, 7.0" in msg

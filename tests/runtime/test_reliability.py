@@ -194,3 +194,77 @@ def test_explicit_stream_is_passed_to_dlpack():
     k_copy[-(-n // 256), 256, s](n, x, out)
     s.synchronize()
     assert torch.all(out == 2.0).item()
+
+
+@pk.kernel
+def k_dynamic(p: Ptr[f32], n: pk.i32):
+    s = pk.shared.dynamic(f32)
+    s[n] = 1.0
+    p[0] = s[n]
+
+
+@pytest.mark.parametrize("check_bounds", [False, True])
+def test_dynamic_shared_memory_is_bounded_like_a_gpu(check_bounds):
+    from pykern.targets.cpu import SHARED_LIMIT
+    dev = pk.device("cpu", check_bounds=check_bounds)
+    p = dev.zeros(1, np.float32)
+    for request in (1 << 30, SHARED_LIMIT + 4):
+        with pytest.raises(pk.LaunchError, match=f"{request} bytes of dynamic shared memory exceed the 65536 bytes"):
+            k_dynamic.launch(1, 1, p, 0, shared_mem=request, device=dev)
+    k_dynamic.launch(1, 1, p, SHARED_LIMIT // 4 - 1, shared_mem=SHARED_LIMIT, device=dev)
+    assert p.to_host()[0] == 1.0
+
+
+@pk.kernel
+def k_static_and_dynamic(p: Ptr[f32]):
+    a = pk.shared.array(8192, f32)  # 32 KiB
+    d = pk.shared.dynamic(f32)
+    a[0] = 1.0
+    d[0] = 2.0
+    p[0] = a[0] + d[0]
+
+
+def test_static_plus_dynamic_shared_memory_is_bounded():
+    dev = pk.device("cpu")
+    p = dev.zeros(1, np.float32)
+    k_static_and_dynamic.launch(1, 1, p, shared_mem=32 * 1024, device=dev)
+    assert p.to_host()[0] == 3.0
+    with pytest.raises(pk.LaunchError, match=r"32768 bytes of static and 32772 of dynamic shared memory exceed"):
+        k_static_and_dynamic.launch(1, 1, p, shared_mem=32 * 1024 + 4, device=dev)
+
+
+def test_dynamic_shared_memory_past_the_request_is_caught_with_check_bounds():
+    dev = pk.device("cpu", check_bounds=True)
+    p = dev.zeros(1, np.float32)
+    with pytest.raises(pk.LaunchError, match=r"kernel k_dynamic: out-of-bounds memory access \(line \d+\)"):
+        k_dynamic.launch(1, 1, p, 256, shared_mem=1024, device=dev)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"threads": -1}, r"threads=\.\.\.\) takes a positive int"),
+    ({"threads": 0}, r"threads=\.\.\.\) takes a positive int"),
+    ({"threads": 2.5}, r"threads=\.\.\.\) takes a positive int"),
+    ({"wave_size": 16}, r"wave_size=\.\.\.\) is 32 or 64"),
+    ({"check_bounds": "yes"}, r"check_bounds=\.\.\.\) is a bool"),
+])
+def test_bad_cpu_device_options_raise(options, message):
+    with pytest.raises(ValueError, match=message):
+        pk.device("cpu", **options)
+
+
+def test_unknown_device_options_raise():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'rounding'"):
+        pk.device("cpu", rounding="nearest")
+
+
+@pytest.mark.skipif(_available("cuda"), reason="cuda-bindings is installed here")
+def test_cuda_without_cuda_bindings_names_the_extra():
+    with pytest.raises(pk.DeviceError, match=r"needs cuda-bindings: pip install 'pykern\[cuda\]'"):
+        pk.device("cuda")
+
+
+def test_a_kernel_missing_from_its_module_is_an_error_not_a_call_to_address_zero():
+    dev = pk.device("cpu")
+    handle, _ = dev.load_module(k_copy.instance().module)
+    with pytest.raises(pk.LaunchError, match="kernel not_there is missing from its compiled module"):
+        dev.get_function(handle, "not_there")
