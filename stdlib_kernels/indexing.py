@@ -125,6 +125,48 @@ def scatter(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, s
                     out[dst] = inp[src]  # a later j overwrites: the last duplicate wins
 
 
+@pk.kernel
+def select_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
+                right: usize, *, I, T, W):
+    """index_select as whole-row copies (the wrappers' launch for rows of ``ROW_BYTES`` or more, dense
+    ids): groups of ``per_row`` workers, one per ``W`` elements of a row (a 16-byte tile on GPUs),
+    each group copying output rows r, r + groups, ... (copy2d's scheme): one division per row, not
+    per element, and vector accesses where the rows are aligned. Threads past the last group idle."""
+    g = pk.global_id()
+    total = usize(pk.block_dim.x) * usize(pk.grid_dim.x)
+    per_row = min((right + (W - 1)) // W, total)
+    groups = total // per_row
+    r = g // per_row
+    w = g - r * per_row
+    if r >= groups:
+        return
+    while r < rows:
+        k = position(ids[r % ids_dim], src_dim)
+        dst = out + r * right
+        if k < src_dim:
+            src = inp + ((r // ids_dim) * src_dim + k) * right
+            for j in pk.parallel_range(usize(0), right, w, per_row):
+                dst[j] = src[j]
+        else:
+            for j in pk.parallel_range(usize(0), right, w, per_row):
+                dst[j] = T(0)
+        r += groups
+
+
+@pk.kernel
+def add_atomic(numel: usize, ids: ConstPtr[I], ids_dim_size: usize, inp: ConstPtr[T], out: Ptr[T],
+               src_dim_size: usize, dst_dim_size: usize, right_size: usize, *, I, T, per_element):
+    """scatter_add (``per_element``: ids has src's shape) or index_add (ids along the dim) with one
+    thread per source element and an atomic add: the wrappers' launch where the order of the adds
+    cannot change the result (integers), or where the caller allows it (``deterministic=False``)."""
+    for i in pk.grid_stride(numel):
+        j = i if per_element else (i // right_size) % ids_dim_size
+        k = position(ids[j], dst_dim_size)
+        if k < dst_dim_size:
+            pre = i // (src_dim_size * right_size)
+            pk.atomic.add(out, (pre * dst_dim_size + k) * right_size + i % right_size, inp[i])
+
+
 #: candle's symbols: op -> (generic kernel, compile-time parameters)
 OPS = {"is": (index_select, {}), "gather": (gather, {}), "ia": (index_add, {}),
        "s": (scatter, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
@@ -139,11 +181,23 @@ for _op, _i, _t, _tag in TABLE:
 for _op in OPS:
     for _i in INDICES:
         INDEXING.add(OPS[_op][0].instance(kernel_name(_op, _i, "f8e4m3"), I=_i, T=pk.f8e4m3, **OPS[_op][1]))
+#: the wrappers' own kernels (candle never asks for them): ``is_rows_*`` for every ``is_*`` pair, and
+#: atomic scatter_add/index_add for the dtypes every target has an atomic add for
+ATOMIC_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u32, pk.i64)
+for _op, _i, _t, _tag in TABLE:
+    if _op == "is":
+        INDEXING.add(select_rows.instance(kernel_name("is_rows", _i, _tag), I=_i, T=_t, W=max(1, 16 // _t.nbytes)))
+for _i in INDICES:
+    for _t in ATOMIC_VALUES:
+        INDEXING.add(add_atomic.instance(kernel_name("sa_atomic", _i, _t), I=_i, T=_t, per_element=True),
+                     add_atomic.instance(kernel_name("ia_atomic", _i, _t), I=_i, T=_t, per_element=False))
 
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
 #: threads a block for the column kernels (ia/s/sa): each thread walks a whole column
 COLUMN_BLOCK = 256
+#: index_select rows at least this long are copied row by row (``is_rows_*``): a division per row
+ROW_BYTES = 256
 
 
 def _kernel(op: str, ids, values, what: str) -> str:
@@ -217,8 +271,12 @@ def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what:
             else:
                 info = x.device.to_device(np.array(list(ids.shape) + list(ids.strides), np.uint64))
         grid, block = launch_stream(out.size, x, out)
-        x.device.get_or_load_func(name, INDEXING)[grid, block](
-            out.size, ids.ndim, info, _ids_storage(ids), x, out, left, x.shape[dim], ids.size, right)
+        if info is None and right * x.dtype.nbytes >= ROW_BYTES:
+            x.device.get_or_load_func(name.replace("is_", "is_rows_", 1), INDEXING)[grid, block](
+                left * ids.size, ids, x, out, x.shape[dim], ids.size, right)
+        else:
+            x.device.get_or_load_func(name, INDEXING)[grid, block](
+                out.size, ids.ndim, info, _ids_storage(ids), x, out, left, x.shape[dim], ids.size, right)
     return out
 
 
@@ -302,27 +360,52 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     return x
 
 
-def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True):
+def _atomic(op: str, ids, x, deterministic: bool) -> str | None:
+    """The atomic kernel for ``op`` where the wrappers may take it: integers (any order of adds gives
+    the same sum), or floats when the caller gave up a fixed order; else None (candle's column kernel)."""
+    name = kernel_name(op + "_atomic", ids.dtype, x.dtype)
+    if name in INDEXING and (x.dtype.is_int or not deterministic):
+        return name
+    return None
+
+
+def _launch_atomic(x, name: str, src, args: tuple) -> None:
+    if src.size:
+        x.device.get_or_load_func(name, INDEXING)[launch_stream(src.size, src, x)](src.size, *args)
+
+
+def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: bool = True):
     """In place: ``x[..., ids[..., j, ...], ...] += src[..., j, ...]`` (torch ``scatter_add_``, candle
-    ``scatter_add_set``), added in order along ``dim``. Returns ``x``."""
+    ``scatter_add_set``), added in order along ``dim``. Returns ``x``.
+
+    u32/i64 values take an atomic add per element (exact in any order); floats too with
+    ``deterministic=False`` (torch's way: the rounding then depends on the order the adds land in)."""
     name, x, dim, ids, src = _columns("sa", x, dim, ids, src, check_ids, "scatter_add")
     if ids.shape != src.shape:
         raise ValueError(f"scatter_add: ids must have src's shape {src.shape}, got {ids.shape}")
     left, right = _sizes(src.shape, dim)
-    _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    atomic = _atomic("sa", ids, x, deterministic)
+    if atomic:
+        _launch_atomic(x, atomic, src, (ids, src.shape[dim], src, x, src.shape[dim], x.shape[dim], right))
+    else:
+        _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
     return x
 
 
-def index_add(x, dim: int, ids, src, *, check_ids: bool = True):
+def index_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: bool = True):
     """In place: ``x[..., ids[j], ...] += src[..., j, ...]`` along ``dim`` for the 1-D ``ids`` (torch
     ``index_add_``), added in order of ``j``. Returns ``x``; candle's out-of-place ``index_add`` is
-    ``index_add(unary.copy(x), ...)``."""
+    ``index_add(unary.copy(x), ...)``. Atomics as in ``scatter_add``."""
     name, x, dim, ids, src = _columns("ia", x, dim, ids, src, check_ids, "index_add")
     if ids.ndim != 1 or ids.size != src.shape[dim]:
         raise ValueError(f"index_add: ids must be 1-D with src.shape[{dim}] = {src.shape[dim]} entries, "
                          f"got shape {ids.shape}")
     left, right = _sizes(src.shape, dim)
-    _launch_columns(x, name, (ids, ids.size, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    atomic = _atomic("ia", ids, x, deterministic)
+    if atomic:
+        _launch_atomic(x, atomic, src, (ids, ids.size, src, x, src.shape[dim], x.shape[dim], right))
+    else:
+        _launch_columns(x, name, (ids, ids.size, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
     return x
 
 

@@ -1,0 +1,156 @@
+"""The indexing family against PyTorch on the same GPU, same buffers and ids, same process.
+
+Run on the GPU machine:  python benchmarks/indexing.py [--size-log2 26]
+
+Cases (f32 values, i64 ids as torch takes them): index_select of 1 KiB rows (an embedding lookup),
+gather along dim 1 with random ids, scatter_add_ along dim 1 and index_add_ along dim 0. Each is
+timed through the Python wrapper (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off:
+the host check of the ids is a device-to-host copy, not the kernel; scatter_add_/index_add_ also with
+``deterministic=False``, the atomic kernels torch's own are like) and with candle's exact
+launch (cudarc's ``for_num_elems``: ``ceil(n/1024)`` blocks of 1024 over the elements for ``is``/
+``gather``, over the (pre, post) columns for ``ia``/``sa``; candle's arguments, ``info`` always
+passed for ``is``). Times are CUDA-event medians (``gpu.timed``); bandwidth counts the bytes a kernel
+must move (read + written once, ids included) against the copy bandwidth measured in this run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu import Bench  # noqa: E402
+
+
+def wrap(dev, t):
+    """A torch CUDA tensor as a pykern DeviceArray on the same memory (no copy)."""
+    import pykern as pk
+    from pykern.runtime.base import DeviceArray
+    dtype = {"torch.float32": pk.f32, "torch.int64": pk.i64, "torch.uint32": pk.u32}[str(t.dtype)]
+    return DeviceArray(dev, t.data_ptr(), tuple(t.shape), dtype, owner=t)
+
+
+def candle_grid(n: int) -> tuple[int, int]:
+    return max(1, -(-n // 1024)), 1024
+
+
+def index_select_case(b: Bench, row_bytes: int = 1024) -> None:
+    from stdlib_kernels import INDEXING
+    from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    hidden = row_bytes // 4
+    vocab = 1 << 16
+    rows = b.n // hidden  # output rows
+    table = torch.randn(vocab, hidden, device="cuda")
+    ids = torch.randint(0, vocab, (rows,), device="cuda", dtype=torch.int64)
+    out = torch.empty(rows, hidden, device="cuda")
+    nbytes = 2 * out.nbytes + ids.nbytes
+    tw, iw = wrap(dev, table), wrap(dev, ids)
+    b.case(f"index_select {row_bytes} B rows [wrapper]", nbytes,
+           lambda: ix.index_select(tw, iw, 0, check_ids=False), lambda: torch.index_select(table, 0, ids))
+    f = dev.get_or_load_func("is_i64_f32", INDEXING)
+    info = dev.to_device(np.array([rows, 1], np.uint64))
+    n = out.numel()
+    b.case(f"index_select {row_bytes} B rows [candle]", nbytes,
+           lambda: f[candle_grid(n)](n, 1, info, ids.data_ptr(), table.data_ptr(), out.data_ptr(), 1, vocab, rows,
+                                     hidden),
+           lambda: torch.index_select(table, 0, ids, out=out))
+    got = torch.from_dlpack(ix.index_select(tw, iw, 0, check_ids=False))
+    assert torch.equal(got, torch.index_select(table, 0, ids)), "index_select disagrees with torch"
+
+
+def gather_case(b: Bench) -> None:
+    from stdlib_kernels import INDEXING
+    from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    cols = 4096
+    rows = b.n // cols
+    x = torch.randn(rows, cols, device="cuda")
+    ids = torch.randint(0, cols, (rows, cols), device="cuda", dtype=torch.int64)
+    out = torch.empty_like(x)
+    nbytes = 2 * out.nbytes + ids.nbytes  # each output element reads one x element and one id
+    xw, iw = wrap(dev, x), wrap(dev, ids)
+    b.case("gather dim 1 random ids [wrapper]", nbytes, lambda: ix.gather(xw, 1, iw, check_ids=False),
+           lambda: torch.gather(x, 1, ids))
+    f = dev.get_or_load_func("gather_i64_f32", INDEXING)
+    n = out.numel()
+    b.case("gather dim 1 random ids [candle]", nbytes,
+           lambda: f[candle_grid(n)](n, ids.data_ptr(), x.data_ptr(), out.data_ptr(), rows, cols, cols, 1),
+           lambda: torch.gather(x, 1, ids, out=out))
+    assert torch.equal(torch.from_dlpack(ix.gather(xw, 1, iw, check_ids=False)), torch.gather(x, 1, ids))
+
+
+def scatter_add_case(b: Bench) -> None:
+    from stdlib_kernels import INDEXING
+    from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    cols = 4096
+    rows = b.n // cols
+    src = torch.randn(rows, cols, device="cuda")
+    ids = torch.randint(0, cols, (rows, cols), device="cuda", dtype=torch.int64)
+    x = torch.zeros(rows, cols, device="cuda")
+    nbytes = src.nbytes + ids.nbytes + 2 * x.nbytes  # src and ids read; each x element read and written
+    xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
+    b.case("scatter_add_ dim 1 [wrapper]", nbytes, lambda: ix.scatter_add(xw, 1, iw, sw, check_ids=False),
+           lambda: x.scatter_add_(1, ids, src))
+    b.case("scatter_add_ dim 1 [wrapper, atomics]", nbytes,
+           lambda: ix.scatter_add(xw, 1, iw, sw, check_ids=False, deterministic=False),
+           lambda: x.scatter_add_(1, ids, src))
+    f = dev.get_or_load_func("sa_i64_f32", INDEXING)
+    b.case("scatter_add_ dim 1 [candle]", nbytes,
+           lambda: f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1),
+           lambda: x.scatter_add_(1, ids, src))
+    x.zero_()
+    ix.scatter_add(xw, 1, iw, sw, check_ids=False)
+    want = torch.zeros_like(x).scatter_add_(1, ids, src)
+    assert torch.allclose(x, want, rtol=1e-4, atol=1e-4), "scatter_add disagrees with torch"
+
+
+def index_add_case(b: Bench) -> None:
+    from stdlib_kernels import INDEXING
+    from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    cols = 1024
+    n_src = b.n // cols
+    dst_rows = n_src // 4
+    src = torch.randn(n_src, cols, device="cuda")
+    ids = torch.randint(0, dst_rows, (n_src,), device="cuda", dtype=torch.int64)
+    x = torch.zeros(dst_rows, cols, device="cuda")
+    nbytes = src.nbytes + ids.nbytes + 2 * src.nbytes  # each add reads src and reads/writes an x element
+    xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
+    b.case("index_add_ dim 0 [wrapper]", nbytes, lambda: ix.index_add(xw, 0, iw, sw, check_ids=False),
+           lambda: x.index_add_(0, ids, src))
+    b.case("index_add_ dim 0 [wrapper, atomics]", nbytes,
+           lambda: ix.index_add(xw, 0, iw, sw, check_ids=False, deterministic=False),
+           lambda: x.index_add_(0, ids, src))
+    f = dev.get_or_load_func("ia_i64_f32", INDEXING)
+    b.case("index_add_ dim 0 [candle]", nbytes,
+           lambda: f[candle_grid(cols)](ids.data_ptr(), n_src, src.data_ptr(), x.data_ptr(), 1, n_src, dst_rows, cols),
+           lambda: x.index_add_(0, ids, src))
+    x.zero_()
+    ix.index_add(xw, 0, iw, sw, check_ids=False)
+    want = torch.zeros_like(x).index_add_(0, ids, src)
+    assert torch.allclose(x, want, rtol=1e-4, atol=1e-4), "index_add disagrees with torch"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--size-log2", type=int, default=26, help="elements of the output / source")
+    args = ap.parse_args()
+    import torch
+
+    import pykern as pk
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/indexing.py needs a CUDA GPU")
+    torch.cuda.init()
+    b = Bench(torch, pk.device("cuda"), 1 << args.size_log2)
+    for case in (index_select_case, gather_case, scatter_add_case, index_add_case):
+        case(b)
+    geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
+    print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
+
+
+if __name__ == "__main__":
+    main()

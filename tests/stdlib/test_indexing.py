@@ -1,0 +1,377 @@
+"""INDEXING: every ``is/gather/ia/s/sa_{I}_{T}`` kernel under candle's launch against a NumPy model of
+candle's CPU backend (sentinels, out-of-range and negative indices, duplicates, offset pointers),
+bit-exact: ``ia``/``s``/``sa`` walk each column in order, so even float sums have one answer (each
+add rounded to T, as candle's ``+=`` on T); the host wrappers on strided, offset, odd-sized and empty
+inputs along every dim; the kernels never touch memory outside their buffers; bad input errors."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import pykern as pk
+from pykern import f8e4m3, i16, i32, i64, u8, u32
+from stdlib_kernels import INDEXING, indexing, kernel_name
+from _elementwise import ABI, RNG, abi_mismatches, assert_bits, random, to_f8
+
+#: every exported kernel: (op, index dtype, value dtype, name)
+KERNELS = ([(op, i, v, kernel_name(op, i, tag)) for op, i, v, tag in indexing.TABLE]
+           + [(op, i, f8e4m3, kernel_name(op, i, "f8e4m3")) for op in indexing.OPS for i in indexing.INDICES])
+#: the wrappers' own kernels beside candle's names
+OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "is"}
+       | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES})
+LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
+
+
+def sentinel(idt) -> int:
+    return idt.int_range[1]
+
+
+def index_data(idt, n: int, size: int) -> np.ndarray:
+    """Valid positions with duplicates, the sentinel, one past the end, and (signed types) -1."""
+    extra = [sentinel(idt), size] + ([-1] if idt.is_signed else [])
+    vals = RNG.integers(0, size, n)
+    at = RNG.choice(n, min(len(extra), n // 2), replace=False)
+    vals[at] = extra[: len(at)]
+    return vals.astype(idt.np)
+
+
+def values(dt, shape) -> np.ndarray:
+    return random(dt, shape, -8.0, 8.0)
+
+
+def add_as(dt, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """candle's ``a + b`` on T: ints wrap; f16/bf16/f8 add in f32 and round once; f32/f64 natively."""
+    if dt.is_int:
+        return (a.astype(np.int64) + b.astype(np.int64)).astype(dt.np)
+    if dt.is_storage_float:
+        s = a.astype(np.float32) + b.astype(np.float32)
+        return to_f8(s) if dt is f8e4m3 else s.astype(dt.np)
+    return a + b
+
+
+def valid(ids: np.ndarray, idt, size: int) -> np.ndarray:
+    k = ids.astype(np.int64)
+    return (k != sentinel(idt)) & (k >= 0) & (k < size)
+
+
+# ---- NumPy models of candle's CPU backend (3-D views: left, dim, right) -----------------------------
+def ref_select(x, ids, idt):
+    ok = valid(ids, idt, x.shape[1])
+    out = x[:, np.where(ok, ids.astype(np.int64), 0), :].copy()
+    out[:, ~ok, :] = 0
+    return out
+
+
+def ref_gather(x, ids, idt):
+    ok = valid(ids, idt, x.shape[1])
+    out = np.take_along_axis(x, np.where(ok, ids.astype(np.int64), 0), axis=1)
+    out[~ok] = 0
+    return out
+
+
+def ref_scatter(out, ids, src, idt, dt, accumulate):
+    """Column by column, in order along the dim: the last duplicate wins (s), or each add rounds (sa)."""
+    out = out.copy()
+    for j in range(src.shape[1]):
+        pre, post = np.nonzero(valid(ids[:, j, :], idt, out.shape[1]))
+        k = ids[pre, j, post].astype(np.int64)
+        out[pre, k, post] = add_as(dt, out[pre, k, post], src[pre, j, post]) if accumulate else src[pre, j, post]
+    return out
+
+
+def ref_index_add(out, ids, src, idt, dt):
+    return ref_scatter(out, np.broadcast_to(ids[None, :, None], src.shape), src, idt, dt, True)
+
+
+def candle_launch(dev, name, numel, *args):
+    """cudarc's ``for_num_elems``: ceil(n / 1024) blocks of 1024."""
+    dev.get_or_load_func(name, INDEXING)[(max(1, -(-numel // 1024)), 1, 1), (1024, 1, 1)](*args)
+
+
+def offset_copy(dev, host: np.ndarray, offset: int):
+    """``host`` on the device ``offset`` elements into a bigger buffer (candle's pre-offset pointers)."""
+    base = np.zeros(host.size + offset + 3, host.dtype)
+    base[offset: offset + host.size] = host.reshape(-1)
+    strides = [math.prod(host.shape[d + 1:]) for d in range(host.ndim)]
+    return dev.to_device(base).as_strided(host.shape, strides, offset)
+
+
+@pytest.mark.parametrize("op,idt,dt,name", KERNELS, ids=lambda p: p if isinstance(p, str) else "")
+def test_kernel(wave_device, op, idt, dt, name):
+    dev = wave_device
+    if op == "is":
+        x, ids = values(dt, (LEFT, SRC, RIGHT)), index_data(idt, 7, SRC)
+        out = dev.empty((LEFT, 7, RIGHT), dt)
+        n = out.size
+        candle_launch(dev, name, n, n, 1, None, offset_copy(dev, ids, 5), offset_copy(dev, x, 3), out,
+                      LEFT, SRC, 7, RIGHT)
+        assert_bits(out.to_host(), ref_select(x, ids, idt), name)
+    elif op == "gather":
+        x, ids = values(dt, (LEFT, SRC, RIGHT)), index_data(idt, LEFT * 6 * RIGHT, SRC).reshape(LEFT, 6, RIGHT)
+        out = dev.empty(ids.shape, dt)
+        candle_launch(dev, name, out.size, out.size, offset_copy(dev, ids, 1), offset_copy(dev, x, 2), out,
+                      LEFT, SRC, 6, RIGHT)
+        assert_bits(out.to_host(), ref_gather(x, ids, idt), name)
+    elif op == "ia":
+        acc, ids, src = values(dt, (LEFT, DST, RIGHT)), index_data(idt, 9, DST), values(dt, (LEFT, 9, RIGHT))
+        ids[:3] = [1, 1, 1]  # a run of duplicates: the adds to one row happen in order
+        out = offset_copy(dev, acc, 4)
+        candle_launch(dev, name, LEFT * RIGHT, offset_copy(dev, ids, 1), 9, offset_copy(dev, src, 2), out,
+                      LEFT, 9, DST, RIGHT)
+        assert_bits(out.to_host(), ref_index_add(acc, ids, src, idt, dt), name)
+    else:
+        acc, src = values(dt, (LEFT, DST, RIGHT)), values(dt, (LEFT, SRC, RIGHT))
+        ids = index_data(idt, src.size, DST).reshape(src.shape)
+        ids[:, :2, :] = 2  # every column writes row 2 twice: the last write wins / both adds count
+        out = offset_copy(dev, acc, 4)
+        candle_launch(dev, name, LEFT * RIGHT, offset_copy(dev, ids, 3), offset_copy(dev, src, 1), out,
+                      LEFT, SRC, DST, RIGHT)
+        assert_bits(out.to_host(), ref_scatter(acc, ids, src, idt, dt, op == "sa"), name)
+
+
+def test_abi():
+    assert abi_mismatches(INDEXING) == []
+    want = json.loads(ABI.read_text())["modules"]["indexing"]
+    assert len(want) == 125 and set(INDEXING.names()) - set(want) == set(indexing.F8_EXTRAS) | OWN
+    target = pk.device("cpu").target
+    for name in indexing.F8_EXTRAS:  # the same parameters as the u8/u32/i64 kernels they mirror
+        twin = name.replace("f8e4m3", "f32")
+        assert ([t.nbytes for _, t in INDEXING.get(name).typed(target).params]
+                == [t.nbytes for _, t in INDEXING.get(twin).typed(target).params])
+
+
+def test_is_reads_ids_through_their_layout(wave_device):
+    """candle's launch passes info = ids dims + strides; strided ids are read through them (candle's
+    CUDA kernel applies them to the source offset: docs/compat.md)."""
+    dev = wave_device
+    x, base = values(pk.f32, (3, 6, 2)), np.array([5, 1, 7, 4, 0, 9, 2, 8, 3, 255, 1], np.uint8)
+    ids = base[1::2]  # 1, 4, 9, 8, 255: two out of range, the sentinel
+    info = dev.to_device(np.array([5, 2], np.uint64))
+    out = dev.empty((3, 5, 2), pk.f32)
+    span = dev.to_device(base).as_strided((10,), (1,), 1)
+    candle_launch(dev, "is_u8_f32", out.size, out.size, 1, info, span, dev.to_device(x), out, 3, 6, 5, 2)
+    assert_bits(out.to_host(), ref_select(x, ids, u8))
+    # 2-D ids (candle's embedding after flatten keeps rank): a transposed (2, 3) layout
+    ids2 = np.array([[0, 5, 3], [2, 2, 1]], np.int64)
+    info = dev.to_device(np.array([2, 3, 1, 2], np.uint64))
+    out = dev.empty((3, 6, 2), pk.f32)
+    candle_launch(dev, "is_i64_f32", out.size, out.size, 2, info, dev.to_device(ids2.T.copy()), dev.to_device(x),
+                  out, 3, 6, 6, 2)
+    assert_bits(out.to_host(), ref_select(x, ids2.reshape(-1), i64))
+
+
+@pytest.mark.parametrize("op,idt", [(op, i) for op in indexing.OPS for i in indexing.INDICES]
+                         + [(op, i) for op in ("is", "gather", "ia", "sa") for i in (i16, i32)], ids=str)
+def test_never_outside_the_buffers(op, idt):
+    """Under the host's bounds checks every access of every kernel is inside its exact-size buffers,
+    with sentinels, one-past-the-end, huge and negative indices."""
+    dev = pk.device("cpu", check_bounds=True)
+    dt = pk.f8e4m3 if idt in (i16, i32) else pk.f32
+    tag = "f8_e4m3" if dt is f8e4m3 else "f32"
+    if op == "s" and dt is f8e4m3:
+        tag = "f8e4m3"
+    name = kernel_name(op, idt, tag)
+    bad = [sentinel(idt), SRC, DST, idt.int_range[1] - 1] + ([-1, idt.int_range[0]] if idt.is_signed else [])
+    ids = np.resize(np.array(bad + [0, 1], np.int64), 8).astype(idt.np)
+    if op == "is":
+        x, out = dev.to_device(values(dt, (LEFT, SRC, RIGHT))), dev.empty((LEFT, 8, RIGHT), dt)
+        candle_launch(dev, name, out.size, out.size, 1, None, dev.to_device(ids), x, out, LEFT, SRC, 8, RIGHT)
+        assert_bits(out.to_host(), ref_select(x.to_host(), ids, idt))
+    elif op == "gather":
+        g = np.resize(ids, LEFT * 8 * RIGHT).reshape(LEFT, 8, RIGHT)
+        x, out = dev.to_device(values(dt, (LEFT, SRC, RIGHT))), dev.empty(g.shape, dt)
+        candle_launch(dev, name, out.size, out.size, dev.to_device(g), x, out, LEFT, SRC, 8, RIGHT)
+        assert_bits(out.to_host(), ref_gather(x.to_host(), g, idt))
+    elif op == "ia":
+        acc, src = values(dt, (LEFT, DST, RIGHT)), values(dt, (LEFT, 8, RIGHT))
+        out = dev.to_device(acc)
+        candle_launch(dev, name, LEFT * RIGHT, dev.to_device(ids), 8, dev.to_device(src), out, LEFT, 8, DST, RIGHT)
+        assert_bits(out.to_host(), ref_index_add(acc, ids, src, idt, dt))
+    else:
+        acc, src = values(dt, (LEFT, DST, RIGHT)), values(dt, (LEFT, 8, RIGHT))
+        s = np.resize(ids, src.size).reshape(src.shape)
+        out = dev.to_device(acc)
+        candle_launch(dev, name, LEFT * RIGHT, dev.to_device(s), dev.to_device(src), out, LEFT, 8, DST, RIGHT)
+        assert_bits(out.to_host(), ref_scatter(acc, s, src, idt, dt, op == "sa"))
+
+
+# ---- the wrappers ---------------------------------------------------------------------------------
+def strided_views(dev, host: np.ndarray):
+    """(label, device view, host array): contiguous, transposed (strided), offset into a bigger buffer."""
+    yield "contiguous", dev.to_device(host), host
+    t = np.ascontiguousarray(np.swapaxes(host, 0, -1))
+    yield "transposed", dev.to_device(t).transpose(0, -1) if host.ndim > 1 else dev.to_device(t), np.swapaxes(t, 0, -1)
+    yield "offset", offset_copy(dev, host, 7), host
+
+
+def as3(x: np.ndarray, dim: int) -> np.ndarray:
+    """``x`` viewed as (left, dim, right) around ``dim``."""
+    return x.reshape(math.prod(x.shape[:dim]), x.shape[dim], math.prod(x.shape[dim + 1:]))
+
+
+SHAPE = (3, 5, 4)
+WRAPPER_CASES = [(pk.f32, u32), (pk.bf16, i64), (pk.i64, u8), (pk.f16, u32), (pk.u8, i64), (f8e4m3, i32)]
+
+
+@pytest.mark.parametrize("dt,idt", WRAPPER_CASES, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_index_select_and_embedding(wave_device, dt, idt, dim):
+    dev, d = wave_device, dim % 3
+    host = values(dt, SHAPE)
+    ids = np.array([SHAPE[d] - 1, 0, sentinel(idt), 0, 1][: SHAPE[d] + 2], idt.np)
+    for label, x, hx in strided_views(dev, host):
+        for ilabel, dids in (("ids", dev.to_device(ids)), ("strided ids", dev.to_device(np.repeat(ids, 2)).as_strided(ids.shape, (2,)))):
+            got = indexing.index_select(x, dids, dim)
+            want = ref_select(as3(hx, d), ids, idt).reshape(SHAPE[:d] + ids.shape + SHAPE[d + 1:])
+            assert_bits(got.to_host(), want, f"{label} {ilabel} dim {dim}")
+    table, tok = values(dt, (7, 9)), np.array([[3, 0, 6], [6, 6, sentinel(idt)]], idt.np)
+    for label, dids, hids in (("ids", dev.to_device(tok), tok), ("transposed ids", dev.to_device(tok.T.copy()).transpose(), tok)):
+        got = indexing.embedding(dids, dev.to_device(table))
+        assert got.shape == (2, 3, 9)
+        assert_bits(got.to_host(), ref_select(table[None], hids.reshape(-1), idt).reshape(2, 3, 9), label)
+    empty = indexing.index_select(dev.to_device(host), dev.to_device(np.zeros(0, idt.np)), dim)
+    assert empty.shape == SHAPE[:d] + (0,) + SHAPE[d + 1:]
+
+
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u8), (pk.u8, u32), (f8e4m3, i16)], ids=str)
+def test_index_select_whole_rows(wave_device, dt, idt):
+    """Rows of ROW_BYTES or more take ``is_rows_*`` (odd lengths: vector bodies and tails; an offset
+    source: unaligned rows); strided ids keep candle's kernel."""
+    dev = wave_device
+    right = -(-indexing.ROW_BYTES // dt.nbytes) + 3
+    host = values(dt, (3, 7, right))
+    ids = np.array([6, 0, sentinel(idt), 6, 2, 5, 1, 3, 3], idt.np)
+    for label, x in (("contiguous", dev.to_device(host)), ("offset", offset_copy(dev, host, 3))):
+        got = indexing.index_select(x, dev.to_device(ids), 1)
+        assert_bits(got.to_host(), ref_select(host, ids, idt), label)
+    embed = indexing.embedding(dev.to_device(ids[:4].reshape(2, 2)), dev.to_device(host[0]))
+    assert_bits(embed.to_host(), ref_select(host[:1], ids[:4], idt).reshape(2, 2, right))
+
+
+def test_atomic_float_adds_within_bound(wave_device):
+    """``deterministic=False``: one atomic add per element in whatever order the threads land, so the
+    sum is within the recursive-summation bound gamma_(k-1) * sum|x| for k adds into a cell (u = 2**-24)."""
+    dev = wave_device
+    src = RNG.uniform(-1, 1, (600, 16)).astype(np.float32)
+    ids = RNG.integers(0, 5, 600).astype(np.int64)
+    x = indexing.index_add(dev.to_device(np.zeros((5, 16), np.float32)), 0, dev.to_device(ids), dev.to_device(src),
+                           deterministic=False).to_host()
+    sids = RNG.integers(0, 5, (600, 16)).astype(np.int64)
+    y = indexing.scatter_add(dev.to_device(np.zeros((5, 16), np.float32)), 0, dev.to_device(sids), dev.to_device(src),
+                             deterministic=False).to_host()
+    for got, member in ((x, lambda r, c: ids == r), (y, lambda r, c: sids[:, c] == r)):
+        for r in range(5):
+            for c in range(16):
+                vals = src[member(r, c), c].astype(np.float64)
+                m = max(len(vals) - 1, 0)
+                bound = m * 2.0 ** -24 / (1 - m * 2.0 ** -24) * np.abs(vals).sum()
+                assert abs(got[r, c] - vals.sum()) <= bound
+
+
+@pytest.mark.parametrize("dt,idt", WRAPPER_CASES, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_gather(wave_device, dt, idt, dim):
+    dev, d = wave_device, dim % 3
+    shape_ids = SHAPE[:d] + (6,) + SHAPE[d + 1:]
+    ids = RNG.integers(0, SHAPE[d], shape_ids).astype(idt.np)
+    ids.reshape(-1)[::5] = sentinel(idt)
+    for label, x, hx in strided_views(dev, values(dt, SHAPE)):
+        for ilabel, dids, hids in strided_views(dev, ids):
+            got = indexing.gather(x, dim, dids)
+            assert got.shape == shape_ids
+            assert_bits(got.to_host(), ref_gather(as3(hx, d), as3(hids, d), idt).reshape(shape_ids), f"{label} {ilabel}")
+    assert indexing.gather(dev.to_device(values(dt, SHAPE)), dim, dev.to_device(ids[(slice(None),) * d + (slice(0, 0),)])).size == 0
+
+
+@pytest.mark.parametrize("dt,idt", WRAPPER_CASES, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("op", ["scatter", "scatter_add", "index_add"])
+def test_in_place_updates(wave_device, dt, idt, dim, op):
+    dev, d = wave_device, dim % 3
+    idt = i64 if op == "scatter" and idt is i32 else idt  # candle has no s_i32_*: f8 scatters by u8/u32/i64
+    n = SHAPE[d] + 3  # more source slices than destination rows: duplicates
+    src_shape = SHAPE[:d] + (n,) + SHAPE[d + 1:]
+    hsrc = values(dt, src_shape)
+    if op == "index_add":
+        ids = np.resize(np.array([SHAPE[d] - 1, 0, sentinel(idt), 0], np.int64), n).astype(idt.np)
+    else:
+        ids = RNG.integers(0, SHAPE[d], src_shape).astype(idt.np)
+        ids.reshape(-1)[::7] = sentinel(idt)
+    acc = values(dt, SHAPE)
+    for label, src, hs in strided_views(dev, hsrc):
+        for ilabel, dids, hids in (strided_views(dev, ids) if ids.ndim > 1 else [("ids", dev.to_device(ids), ids)]):
+            for xlabel, x in (("x", dev.to_device(acc)), ("offset x", offset_copy(dev, acc, 5))):
+                got = getattr(indexing, op)(x, dim, dids, src)
+                assert got is x
+                if op == "index_add":
+                    want = ref_index_add(as3(acc, d), hids, as3(hs, d), idt, dt)
+                else:
+                    want = ref_scatter(as3(acc, d), as3(hids, d), as3(hs, d), idt, dt, op == "scatter_add")
+                assert_bits(x.to_host(), want.reshape(SHAPE), f"{op} {label} src, {ilabel}, {xlabel}")
+
+
+def test_scatter_add_integers_exact_under_many_duplicates(wave_device):
+    dev = wave_device
+    x = dev.to_device(np.zeros((4, 3), np.int64))
+    ids = RNG.integers(0, 4, (1000, 3))
+    src = RNG.integers(-10**12, 10**12, (1000, 3))
+    indexing.scatter_add(x, 0, dev.to_device(ids.astype(np.int64)), dev.to_device(src))
+    want = np.zeros((4, 3), np.int64)
+    np.add.at(want, (ids, np.broadcast_to(np.arange(3), ids.shape)), src)
+    assert (x.to_host() == want).all()
+
+
+def test_float_sums_within_bound(wave_device):
+    """index_add of 2000 f32 rows into 3: the order is fixed (ids in order), so the sum is the
+    recursive sum: |got - exact| <= gamma_(k-1) * sum|x|, u = 2**-24 (Higham 4.2)."""
+    dev = wave_device
+    src = RNG.uniform(-1, 1, (2000, 8)).astype(np.float32)
+    ids = RNG.integers(0, 3, 2000).astype(np.uint32)
+    x = dev.to_device(np.zeros((3, 8), np.float32))
+    got = indexing.index_add(x, 0, dev.to_device(ids), dev.to_device(src)).to_host()
+    for r in range(3):
+        rows = src[ids == r].astype(np.float64)
+        m = len(rows) - 1
+        bound = m * 2.0 ** -24 / (1 - m * 2.0 ** -24) * np.abs(rows).sum(0)
+        assert (np.abs(got[r] - rows.sum(0)) <= bound).all()
+
+
+def test_errors(device):
+    x = device.to_device(np.zeros((3, 4), np.float32))
+    ids = device.to_device(np.array([0, 2], np.uint32))
+    with pytest.raises(TypeError, match="index dtype i32 is not supported for f32 values; index dtypes: i64, u32, u8"):
+        indexing.index_select(x, device.to_device(np.array([0], np.int32)), 0)
+    with pytest.raises(TypeError, match="no kernel for values of dtype i32"):
+        indexing.gather(device.to_device(np.zeros((3, 4), np.int32)), 0, device.to_device(np.zeros((3, 4), np.uint32)))
+    with pytest.raises(ValueError, match=r"index 3 at \(1,\) is out of range for a dim of size 3"):
+        indexing.index_select(x, device.to_device(np.array([0, 3], np.uint32)), 0)
+    with pytest.raises(ValueError, match="index -1 .* out of range for a dim of size 4"):
+        indexing.gather(x, 1, device.to_device(np.full((3, 2), -1, np.int64)))
+    with pytest.raises(ValueError, match="dim must be an int in \\[-2, 2\\), got 2"):
+        indexing.index_select(x, ids, 2)
+    with pytest.raises(ValueError, match="ids must be 1-D"):
+        indexing.index_select(x, device.to_device(np.zeros((1, 2), np.uint32)), 0)
+    with pytest.raises(ValueError, match="x and ids must have the same shape except along dim 0"):
+        indexing.gather(x, 0, device.to_device(np.zeros((2, 3), np.uint32)))
+    src = device.to_device(np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match="ids must have src's shape"):
+        indexing.scatter(x, 0, ids, src)
+    with pytest.raises(ValueError, match="x and src must have the same shape except along dim 0"):
+        indexing.scatter_add(x, 0, device.to_device(np.zeros((2, 5), np.uint32)), device.to_device(np.ones((2, 5), np.float32)))
+    with pytest.raises(TypeError, match="src has dtype f64, x has f32"):
+        indexing.index_add(x, 0, ids, device.to_device(np.ones((2, 4), np.float64)))
+    with pytest.raises(ValueError, match="ids must be 1-D with src.shape\\[0\\] = 2 entries"):
+        indexing.index_add(x, 0, device.to_device(np.array([0, 1, 2], np.uint32)), src)
+    with pytest.raises(ValueError, match="must be contiguous"):
+        indexing.scatter(device.to_device(np.zeros((4, 3), np.float32)).transpose(), 0,
+                         device.to_device(np.zeros((2, 4), np.uint32)), src)
+    with pytest.raises(ValueError, match="out of range for a dim of size 3"):
+        indexing.scatter_add(x, 0, device.to_device(np.array([[0, 0, 0, 0], [1, 3, 0, 0]], np.uint32)), src)
+    assert (x.to_host() == 0).all()  # a refused call launches nothing
+    # check_ids=False: the kernel skips the index instead (never writes out of bounds)
+    indexing.scatter_add(x, 0, device.to_device(np.array([[0, 0, 0, 0], [1, 3, 0, 0]], np.uint32)), src,
+                         check_ids=False)
+    assert x.to_host().tolist() == [[1, 1, 2, 2], [1, 0, 0, 0], [0, 0, 0, 0]]  # the 3 skipped
