@@ -8,6 +8,7 @@
         for i in pk.grid_stride(n):
             x[i] = a * x[i]
 """
+from .version import __version__
 from .errors import CompileError, DeviceError, LaunchError, PykernError
 from .ir.types import (ALL_DTYPES, ConstPtr, DType, Ptr, TypeVar, bf16, bool_, f8e4m3, f16, f32, f64, i8, i16,
                        i32, i64, u8, u16, u32, u64, usize)
@@ -21,4 +22,3 @@ from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kerne
 from .runtime.devices import device
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last
 
-__version__ = "0.1.0"

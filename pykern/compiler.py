@@ -6,7 +6,7 @@ Every stage's output is reachable for inspection (``lower_module`` for the LLVM 
 
 The disk cache is consulted under two keys:
 
-* the *source key* — cheap, no lowering: the kernels' names in order and ``prebuilt.fingerprint``
+* the *source key* — cheap, no lowering: the kernels' names in order and ``fingerprint.fingerprint``
   (their compile-time parameters, the source hashes of the kernels and the device functions they
   reach, the values of the globals they read, the contents of their files), the target's key and
   the versions (pykern, llvmlite, LLVM and a hash of the compiler's own sources). Its entry holds
@@ -29,10 +29,10 @@ import llvmlite
 from llvmlite import ir
 
 from . import cache, config
+from .fingerprint import fingerprint, versions
 from .lower.llvm import lower_kernel
-from .targets.base import KernelSignature, Target
-
-__version__ = "0.1.0"
+from .targets.base import KernelSignature, Target, signature_from_json, signature_to_json
+from .version import __version__
 log = logging.getLogger("pykern.compiler")
 
 #: source-key entries: magic, then the JSON header's length, the header, the artifact
@@ -51,21 +51,18 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
 # ---- the source-level cache ------------------------------------------------------------------------
 def source_key(kernels, target: Target, name: str) -> str:
     """The cache key of ``kernels`` compiled for ``target`` computed from their sources (no lowering)."""
-    from . import prebuilt
     kernels = list(kernels)
-    return cache.key("pykern-source", json.dumps(prebuilt.versions(), sort_keys=True), target.cache_key(),
-                     name, "\n".join(k.name for k in kernels), prebuilt.fingerprint(kernels))
+    return cache.key("pykern-source", json.dumps(versions(), sort_keys=True), target.cache_key(),
+                     name, "\n".join(k.name for k in kernels), fingerprint(kernels))
 
 
 def _pack(artifact: bytes, sigs: list[KernelSignature]) -> bytes:
-    from .prebuilt import signature_to_json
     head = json.dumps([signature_to_json(s) for s in sigs], separators=(",", ":")).encode()
     return _SOURCE_HEAD.pack(_SOURCE_MAGIC, len(head)) + head + artifact
 
 
 def _unpack(blob: bytes, kernels) -> tuple[bytes, list[KernelSignature]] | None:
     """The artifact and signatures of a source-key entry, or None if it does not fit ``kernels``."""
-    from .prebuilt import signature_from_json
     try:
         magic, n = _SOURCE_HEAD.unpack_from(blob)
         if magic != _SOURCE_MAGIC:

@@ -128,7 +128,7 @@ def test_target_and_versions_are_in_the_key(own_cache, tmp_path, monkeypatch):
     assert len(keys) == 4
     t = registry.make_target("amdgpu", "gfx90a")
     k = compiler.source_key(m.kernels, t, m.name)
-    monkeypatch.setattr(prebuilt, "versions", lambda: {"pykern": "other"})
+    monkeypatch.setattr(compiler, "versions", lambda: {"pykern": "other"})
     assert compiler.source_key(m.kernels, t, m.name) != k
 
 

@@ -247,3 +247,18 @@ class KernelFrame(ABC):
 
     def finish(self) -> None:
         """Called once the body is lowered."""
+
+
+# ---- signatures <-> JSON (cache entries and prebuilt manifests) ----------------------------------
+def signature_to_json(sig: KernelSignature) -> dict:
+    return {"name": sig.name, "max_block_size": sig.max_block_size, "kernarg_size": sig.kernarg_size,
+            "args": [{"name": n, "offset": off, "size": size, "align": align, "kind": kind}
+                     for (n, size, align, kind), off in zip(sig.params, sig.offsets)]}
+
+
+def signature_from_json(d: dict) -> KernelSignature:
+    sig = KernelSignature(d["name"], tuple((a["name"], int(a["size"]), int(a["align"]), a["kind"])
+                                           for a in d["args"]), int(d["max_block_size"]))
+    if list(sig.offsets) != [a["offset"] for a in d["args"]]:
+        raise ValueError(f"kernel {sig.name}: recorded offsets disagree with the layout")
+    return sig

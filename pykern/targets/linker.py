@@ -5,11 +5,13 @@ AMDGPU ELF, and pykern does not hand-roll a linker, so we find one, in this orde
 
 1. ``$PYKERN_LLD`` — an explicit choice always wins (and is an error if it does not exist);
 2. ``$ROCM_PATH/llvm/bin/ld.lld`` (``/opt/rocm`` when ``ROCM_PATH`` is unset) — ROCm's own LLD;
-3. ``ld.lld`` on the ``PATH``;
-4. the ``ziglang`` wheel's bundled LLD (``<site-packages>/ziglang/zig ld.lld``), a declared
-   dependency, so a plain ``pip install pykern`` can build HSACO with no ROCm installed. The ``zig``
-   executable is run directly: going through ``python -m ziglang`` costs a Python start-up (~30 ms)
-   per link, most of a small kernel's compile time.
+3. ``ld.lld`` on the ``PATH``, then a versioned ``ld.lld-NN`` (Debian/Ubuntu's ``lld-NN`` packages),
+   newest first;
+4. the ``ziglang`` wheel's bundled LLD (``<site-packages>/ziglang/zig ld.lld``), the ``pykern[amdgpu]``
+   extra, so HSACO links with no ROCm and no system LLD. It is optional (a 411 MB wheel): the CPU
+   and CUDA targets and AMDGPU relocatable objects need no linker. The ``zig`` executable is run
+   directly: going through ``python -m ziglang`` costs a Python start-up (~30 ms) per link, most of
+   a small kernel's compile time.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def find_lld() -> list[str]:
     candidate = os.path.join(rocm, "llvm", "bin", "ld.lld")
     if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
         return [candidate]
-    on_path = shutil.which("ld.lld")
+    on_path = shutil.which("ld.lld") or _versioned_lld()
     if on_path:
         return [on_path]
     zig = _ziglang_lld()
@@ -60,9 +62,26 @@ def find_lld() -> list[str]:
         return zig
     raise LinkerError(
         "no ld.lld found to link AMDGPU code objects. Looked at $PYKERN_LLD, "
-        f"{candidate}, ld.lld on the PATH and the ziglang wheel. Fix with one of: "
-        "`pip install ziglang` (bundles LLD), install ROCm (or set ROCM_PATH), "
-        "install your distribution's lld package, or set PYKERN_LLD=/path/to/ld.lld")
+        f"{candidate}, ld.lld / ld.lld-NN on the PATH and the ziglang wheel. Install one of: "
+        "ROCm (or set ROCM_PATH to it); your distribution's lld package (e.g. `apt-get install lld`); "
+        "or `pip install 'pykern[amdgpu]'` (the ziglang wheel, which bundles LLD). "
+        "Or set PYKERN_LLD=/path/to/ld.lld")
+
+
+def _versioned_lld() -> str | None:
+    """The newest ``ld.lld-NN`` on the PATH (what distributions' ``lld-NN`` packages install)."""
+    found: dict[int, str] = {}
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = os.listdir(directory or ".")
+        except OSError:
+            continue
+        for name in names:
+            version = name[len("ld.lld-"):]
+            path = os.path.join(directory, name)
+            if name.startswith("ld.lld-") and version.isdigit() and os.access(path, os.X_OK):
+                found.setdefault(int(version), path)
+    return found[max(found)] if found else None
 
 
 def link_shared(obj: bytes, timeout: float = 300.0) -> bytes:

@@ -393,10 +393,19 @@ def test_linker_path_then_ziglang_then_clear_error(monkeypatch, tmp_path):
     on_path = _fake_exe(tmp_path / "ld.lld")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert linker.find_lld() == [on_path]
+    versioned = tmp_path / "versioned"
+    versioned.mkdir()
+    _fake_exe(versioned / "ld.lld-18")
+    newest = _fake_exe(versioned / "ld.lld-20")
+    (versioned / "ld.lld-x").write_text("")
+    monkeypatch.setenv("PATH", str(versioned))
+    assert linker.find_lld() == [newest], "a distribution's ld.lld-NN, the newest first"
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(linker.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(linker.LinkerError, match="pip install ziglang"):
+    with pytest.raises(linker.LinkerError) as info:
         linker.find_lld()
+    for fix in ("ROCm", "apt-get install lld", "pip install 'pykern[amdgpu]'", "PYKERN_LLD"):
+        assert fix in str(info.value)
 
 
 def test_link_failure_reports_command_and_stderr():
