@@ -3,9 +3,13 @@
 Layout: ``<cache_dir>/v1/<key[:2]>/<key>.bin``. Bumping ``NAMESPACE`` orphans old entries
 instead of misreading them when the entry format or the compiler's output changes.
 
-Each entry is a header (magic, payload length, sha256 of payload) followed by the payload,
-so a truncated or bit-flipped file, from a crash or a full disk, is detected on read,
-deleted and reported as a miss: the caller recompiles instead of loading garbage.
+Each entry is a header (magic, payload length, sha256 of payload, the entry's own key) followed
+by the payload, so a truncated or bit-flipped file, from a crash or a full disk, is detected on
+read, deleted and reported as a miss: the caller recompiles instead of loading garbage. The key in
+the header is checked against the key asked for: an intact entry filed under another key (copied,
+restored or synced into the wrong place) would otherwise load another kernel's code, whose missing
+symbols crash every later run. Such an entry is discarded with a warning and rebuilt; a read-only
+cache directory keeps it but still reports a miss.
 
 Writes go to a temp file in the entry's directory, are fsynced, then ``os.replace``d into
 place: readers see either no entry or a whole one, and two processes writing the same key
@@ -28,8 +32,9 @@ from . import config
 log = logging.getLogger("pykern.cache")
 
 NAMESPACE = "v1"
-MAGIC = b"PYKC"
-_HEADER = struct.Struct("<4sQ32s")  # magic, payload length, sha256(payload)
+MAGIC = b"PYK2"
+_OLD_MAGIC = b"PYKC"  # entries written before the header carried their key: a quiet miss, overwritten
+_HEADER = struct.Struct("<4sQ32s32s")  # magic, payload length, sha256(payload), the entry's key
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -60,8 +65,13 @@ def _path(k: str) -> Path:
 
 
 def _discard(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    """Remove a bad entry; where the cache is read-only it stays (every read is still a miss)."""
+    try:
         path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        log.warning("could not remove cache entry %s: %s", path, e)
 
 
 def get(k: str) -> bytes | None:
@@ -75,12 +85,19 @@ def get(k: str) -> bytes | None:
         log.debug("miss %s", k)
         return None
     n = _HEADER.size
+    if len(blob) >= 4 and blob[:4] == _OLD_MAGIC:
+        log.debug("miss %s (an entry of the older format)", k)
+        return None
     if len(blob) >= n:
-        magic, length, digest = _HEADER.unpack_from(blob)
+        magic, length, digest, owner = _HEADER.unpack_from(blob)
         payload = blob[n:]
         if magic == MAGIC and length == len(payload) and hashlib.sha256(payload).digest() == digest:
-            log.debug("hit %s (%d bytes)", k, length)
-            return payload
+            if owner == bytes.fromhex(k):
+                log.debug("hit %s (%d bytes)", k, length)
+                return payload
+            log.warning("discarding cache entry %s: it is intact but belongs to key %s", path, owner.hex())
+            _discard(path)
+            return None
     log.warning("discarding damaged cache entry %s", path)
     _discard(path)
     return None
@@ -96,7 +113,7 @@ def put(k: str, data: bytes) -> None:
         return
     path = _path(k)
     data = bytes(data)
-    header = _HEADER.pack(MAGIC, len(data), hashlib.sha256(data).digest())
+    header = _HEADER.pack(MAGIC, len(data), hashlib.sha256(data).digest(), bytes.fromhex(k))
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
