@@ -12,6 +12,10 @@ Semantics follow candle's CPU backend where its CUDA kernels differ (docs/compat
   strides to the *source* offset instead);
 * ``ia``/``s``/``sa`` give each thread one (pre, post) column and walk the indexed dim in order, as
   candle does: no atomics, the same result on every run; ``s`` keeps the last write of a duplicate.
+
+The wrappers (below the kernels) also have kernels of their own that candle never asks for:
+``is_rows_*`` copies whole rows, and ``sa_atomic_*``/``ia_atomic_*`` add with one thread per source
+element where the order of the adds cannot matter (integers) or the caller allows it.
 """
 from __future__ import annotations
 
