@@ -322,7 +322,9 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     w_in = info[3]
     scale_h = bilinear_scale(h_in, h_out, align_corners, has_scale_h, scale_h_factor)
     scale_w = bilinear_scale(w_in, w_out, align_corners, has_scale_w, scale_w_factor)
-    for i in pk.grid_stride(info[0] * info[1] * h_out * w_out):
+    # a plain strided loop, one output a thread a step: an output gathers four inputs, so a grid-stride
+    # tile of several outputs gains no vector access and its staged copies spill registers
+    for i in range(pk.global_id(), info[0] * info[1] * h_out * w_out, usize(pk.grid_dim.x) * usize(pk.block_dim.x)):
         ow = i % w_out
         oh = (i // w_out) % h_out
         bc = i // (w_out * h_out)

@@ -20,6 +20,8 @@ from pykern import bf16, f16, f32, f64, u8, u32
 from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
 from stdlib_kernels import CONV, conv
+from stdlib_kernels import conv_launch as cl
+from stdlib_kernels.matmul import DTYPES as GEMM_DTYPES
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits
 
 DTYPES = conv.DTYPES
@@ -107,14 +109,16 @@ def conv_transpose_ref(x, w, stride, padding, out_padding, dilation):
     return acc[(slice(None), slice(None)) + tuple(slice(padding, padding + o) for o in outs)]
 
 
-def check_sum(got: np.ndarray, exact, magnitude, terms: int, dtype, what: str):
-    """Integers: equal modulo 2^bits. Floats: within the accumulation's bound (module docstring)."""
+def check_sum(got: np.ndarray, exact, magnitude, terms: int, dtype, what: str, narrow_steps: int = 0):
+    """Integers: equal modulo 2^bits. Floats: within the accumulation's bound (module docstring), plus
+    ``narrow_steps u_T sum|x w|`` where partial sums are rounded to T and added in T (col2im)."""
     if dtype.is_int:
         assert_bits(got, exact.astype(dtype.np), what)
         return
     u_acc = np.finfo(np.float64 if dtype is f64 else np.float32).eps / 2
     u_out = float(ml_dtypes.finfo(dtype.np).eps) / 2
-    bound = terms * u_acc * 1.01 * magnitude + u_out * np.abs(exact) + float(ml_dtypes.finfo(dtype.np).smallest_subnormal)
+    bound = (terms * u_acc * 1.01 + narrow_steps * u_out) * magnitude + u_out * np.abs(exact) \
+        + float(ml_dtypes.finfo(dtype.np).smallest_subnormal)
     err = np.abs(got.astype(np.float64) - exact)
     assert got.shape == exact.shape, (what, got.shape, exact.shape)
     if err.size and (err > bound).any():
@@ -310,8 +314,9 @@ def avg_pool_ref(x, k, s, dtype):
 def max_pool_ref(x, k, s):
     win = pool_windows(x, k, s)
     best = win[..., 0]
-    for j in range(1, win.shape[-1]):
-        best = np.where(best < win[..., j], win[..., j], best)
+    with np.errstate(invalid="ignore"):  # NaN < v is False, as in the kernels' fold
+        for j in range(1, win.shape[-1]):
+            best = np.where(best < win[..., j], win[..., j], best)
     return best
 
 
@@ -414,3 +419,102 @@ def test_abi():
     assert abi_mismatches(CONV) == []
     assert sorted(CONV.names()) == sorted(json.loads(ABI.read_text())["modules"]["conv"])
     assert len(CONV) == 66
+
+
+# ---- the wrappers (stdlib_kernels/conv_launch.py) -------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_wrapper_convolutions(wave_device, dtype):
+    """conv1d/conv2d through im2col + GEMM + the permuting copy (direct kernels for f64/u8/u32),
+    conv_transpose1d through GEMM + col2im1d or the direct kernel, conv_transpose2d direct."""
+    dev = wave_device
+    for n, (b, ci, s, co, k, stride, pad, dil) in enumerate(CONV_CASES[:5]):
+        x, w = values(dtype, (b, ci, s)), values(dtype, (co, ci, k))
+        got = cl.conv1d(view(dev, x, LAYOUTS[n % 3]), view(dev, w, LAYOUTS[(n + 1) % 3]), stride, pad, dil)
+        check_sum(got.to_host(), conv_ref(x, w, stride, pad, dil),
+                  conv_ref(absolute(x), absolute(w), stride, pad, dil), ci * k, dtype, f"conv1d wrapper case {n}")
+        x2, w2 = values(dtype, (b, ci, s, s + 1)), values(dtype, (co, ci, k, k))
+        got = cl.conv2d(view(dev, x2, LAYOUTS[(n + 1) % 3]), view(dev, w2, LAYOUTS[n % 3]), stride, pad, dil)
+        check_sum(got.to_host(), conv_ref(x2, w2, stride, pad, dil),
+                  conv_ref(absolute(x2), absolute(w2), stride, pad, dil), ci * k * k, dtype, f"conv2d wrapper case {n}")
+    for n, (b, ci, s, co, k, stride, pad, opad, dil) in enumerate(CONVT_CASES + [(2, 3, 6, 2, 3, 2, 0, 0, 1)]):
+        x, w = values(dtype, (b, ci, s)), values(dtype, (ci, co, k))
+        w_layout = LAYOUTS[n % 2 * 2]
+        got = cl.conv_transpose1d(view(dev, x, LAYOUTS[n % 3]), view(dev, w, w_layout), stride, pad, opad, dil)
+        # the GEMM + col2im1d path rounds each tap's sum to T and adds at most ceil(k / stride) of them in T
+        col2im = dtype in GEMM_DTYPES and w_layout == "contiguous" and (pad, opad, dil) == (0, 0, 1)
+        check_sum(got.to_host(), conv_transpose_ref(x, w, stride, pad, opad, dil),
+                  conv_transpose_ref(absolute(x), absolute(w), stride, pad, opad, dil), ci * k, dtype,
+                  f"conv_transpose1d wrapper case {n}", narrow_steps=-(-k // stride) + 1 if col2im else 0)
+        x2, w2 = values(dtype, (b, ci, s, s + 1)), values(dtype, (ci, co, k, 2))
+        got = cl.conv_transpose2d(view(dev, x2, LAYOUTS[n % 3]), dev.to_device(w2), stride, pad, opad, dil)
+        check_sum(got.to_host(), conv_transpose_ref(x2, w2, stride, pad, opad, dil),
+                  conv_transpose_ref(absolute(x2), absolute(w2), stride, pad, opad, dil), ci * k * 2, dtype,
+                  f"conv_transpose2d wrapper case {n}")
+
+
+def test_wrapper_unbatched_and_gemm_paths(device):
+    """An unbatched input; the fast conv_transpose1d path (contiguous weight, no padding or dilation)
+    and the direct one agree with the reference."""
+    x, w = values(f32, (3, 10)), values(f32, (4, 3, 3))
+    got = cl.conv1d(device.to_device(x), device.to_device(w), padding=1)
+    check_sum(got.to_host(), conv_ref(x[None], w, 1, 1, 1)[0], conv_ref(np.abs(x[None]), np.abs(w), 1, 1, 1)[0], 9, f32,
+              "unbatched conv1d")
+    xt, wt = values(f32, (2, 3, 7)), values(f32, (3, 2, 4))
+    for args in ((3, 0, 0, 1), (3, 1, 0, 1), (2, 0, 1, 1), (1, 0, 0, 2)):
+        got = cl.conv_transpose1d(device.to_device(xt), device.to_device(wt), *args)
+        check_sum(got.to_host(), conv_transpose_ref(xt, wt, *args), conv_transpose_ref(np.abs(xt), np.abs(wt), *args),
+                  12, f32, f"conv_transpose1d {args}", narrow_steps=3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_wrapper_pools_and_upsampling(wave_device, dtype):
+    dev = wave_device
+    x = values(dtype, (2, 3, 9, 7))
+    xd = view(dev, x, "permuted")
+    assert_bits(cl.max_pool2d(xd, 2).to_host(), max_pool_ref(x, (2, 2), (2, 2)), "max_pool2d 2")
+    assert_bits(cl.max_pool2d(xd, (3, 2), stride=(2, 1)).to_host(), max_pool_ref(x, (3, 2), (2, 1)), "max_pool2d 3x2")
+    assert_bits(cl.avg_pool2d(xd, (2, 3)).to_host(), avg_pool_ref(x, (2, 3), (2, 3), dtype), "avg_pool2d 2x3")
+    assert_bits(cl.avg_pool2d(xd, 3, stride=1).to_host(), avg_pool_ref(x, (3, 3), (1, 1), dtype), "avg_pool2d 3 s1")
+    assert_bits(cl.upsample_nearest2d(xd, (20, 5)).to_host(), nearest_ref(x, 20, 5), "upsample_nearest2d")
+    for align in (False, True):
+        assert_bits(cl.upsample_bilinear2d(xd, size=(13, 16), align_corners=align).to_host(),
+                    bilinear_ref(x, 13, 16, align), f"bilinear size align={align}")
+        assert_bits(cl.upsample_bilinear2d(xd, scale_factor=(1.7, 2.0), align_corners=align).to_host(),
+                    bilinear_ref(x, 15, 14, align, *((None, None) if align else (1.7, 2.0))),
+                    f"bilinear scale align={align}")
+
+
+def test_wrapper_errors(device):
+    x = device.to_device(np.ones((1, 3, 8, 8), np.float32))
+    w = device.to_device(np.ones((4, 3, 3, 3), np.float32))
+    with pytest.raises(ValueError, match="input has 3 channels, weight expects 2"):
+        cl.conv2d(x, device.to_device(np.ones((4, 2, 3, 3), np.float32)))
+    with pytest.raises(ValueError, match="stride must be a positive int, got 0"):
+        cl.conv2d(x, w, stride=0)
+    with pytest.raises(ValueError, match="padding must be a non-negative int, got -1"):
+        cl.conv2d(x, w, padding=-1)
+    with pytest.raises(ValueError, match="dilation must be a positive int"):
+        cl.conv1d(device.to_device(np.ones((1, 3, 8), np.float32)), device.to_device(np.ones((2, 3, 3), np.float32)),
+                  dilation=0)
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        cl.conv2d(device.to_device(np.ones((1, 3, 2, 2), np.float32)), w)
+    with pytest.raises(TypeError, match="input is f32 and weight is f16"):
+        cl.conv2d(x, device.to_device(np.ones((4, 3, 3, 3), np.float16)))
+    with pytest.raises(TypeError, match="no kernel for i64"):
+        cl.conv1d(device.to_device(np.ones((1, 3, 8), np.int64)), device.to_device(np.ones((2, 3, 3), np.int64)))
+    with pytest.raises(ValueError, match="input must be"):
+        cl.conv2d(device.to_device(np.ones((3, 8), np.float32)), w)
+    with pytest.raises(ValueError, match="output_padding 2 must be smaller"):
+        cl.conv_transpose2d(x, device.to_device(np.ones((3, 2, 3, 3), np.float32)), stride=2, output_padding=2)
+    with pytest.raises(ValueError, match="kernel_size must be a positive int"):
+        cl.max_pool2d(x, 0)
+    with pytest.raises(ValueError, match="larger than the input"):
+        cl.avg_pool2d(x, 9)
+    with pytest.raises(ValueError, match="stride must be a positive int"):
+        cl.avg_pool2d(x, 2, stride=(1, 0))
+    with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
+        cl.upsample_bilinear2d(x)
+    with pytest.raises(ValueError, match="scale_factor must be positive"):
+        cl.upsample_bilinear2d(x, scale_factor=-2.0)
+    with pytest.raises(ValueError, match="size must be a positive int"):
+        cl.upsample_nearest2d(x, (0, 4))
