@@ -129,32 +129,41 @@ def scatter(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, s
                     out[dst] = inp[src]  # a later j overwrites: the last duplicate wins
 
 
-@pk.kernel
-def select_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
-                right: usize, *, I, T, W):
-    """index_select as whole-row copies (the wrappers' launch for rows of ``ROW_BYTES`` or more, dense
-    ids): groups of ``per_row`` workers, one per ``W`` elements of a row (a 16-byte tile on GPUs),
-    each group copying output rows r, r + groups, ... (copy2d's scheme): one division per row, not
-    per element, and vector accesses where the rows are aligned. Threads past the last group idle."""
-    g = pk.global_id()
-    total = usize(pk.block_dim.x) * usize(pk.grid_dim.x)
-    per_row = min((right + (W - 1)) // W, total)
+@pk.func
+def copy_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
+              right: usize, *, W, per_tile):
+    """Output rows r, r + groups, ... by groups of ``per_row`` workers, one per ``per_tile`` elements of a
+    row (a 16-byte tile on GPUs), copy2d's scheme: the row's source found once, ``W`` arithmetic."""
+    total = W(pk.block_dim.x) * W(pk.grid_dim.x)
+    per_row = min((W(right) + (per_tile - 1)) // per_tile, total)
     groups = total // per_row
-    r = g // per_row
-    w = g - r * per_row
+    r = W(pk.global_id()) // per_row
+    w = usize(W(pk.global_id()) - r * per_row)
     if r >= groups:
         return
-    while r < rows:
-        k = position(ids[r % ids_dim], src_dim)
-        dst = out + r * right
+    while r < W(rows):
+        k = position(ids[usize(r % W(ids_dim))], src_dim)
+        dst = out + usize(r) * right
         if k < src_dim:
-            src = inp + ((r // ids_dim) * src_dim + k) * right
-            for j in pk.parallel_range(usize(0), right, w, per_row):
+            src = inp + (usize(r // W(ids_dim)) * src_dim + k) * right
+            for j in pk.parallel_range(usize(0), right, w, usize(per_row)):
                 dst[j] = src[j]
         else:
-            for j in pk.parallel_range(usize(0), right, w, per_row):
+            for j in pk.parallel_range(usize(0), right, w, usize(per_row)):
                 dst[j] = T(0)
         r += groups
+
+
+@pk.kernel
+def select_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
+                right: usize, *, I, T, per_tile):
+    """index_select as whole-row copies (the wrappers' launch for rows of ``ROW_BYTES`` or more, dense
+    ids): one division per row, not per element, and vector accesses where the rows are aligned.
+    Threads past the last whole group idle."""
+    if rows <= U32_LIMIT and usize(pk.block_dim.x) * usize(pk.grid_dim.x) <= U32_LIMIT:
+        copy_rows(rows, ids, inp, out, src_dim, ids_dim, right, W=pk.u32, per_tile=per_tile)
+    else:
+        copy_rows(rows, ids, inp, out, src_dim, ids_dim, right, W=usize, per_tile=per_tile)
 
 
 @pk.kernel
@@ -190,7 +199,7 @@ for _op in OPS:
 ATOMIC_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u32, pk.i64)
 for _op, _i, _t, _tag in TABLE:
     if _op == "is":
-        INDEXING.add(select_rows.instance(kernel_name("is_rows", _i, _tag), I=_i, T=_t, W=max(1, 16 // _t.nbytes)))
+        INDEXING.add(select_rows.instance(kernel_name("is_rows", _i, _tag), I=_i, T=_t, per_tile=max(1, 16 // _t.nbytes)))
 for _i in INDICES:
     for _t in ATOMIC_VALUES:
         INDEXING.add(add_atomic.instance(kernel_name("sa_atomic", _i, _t), I=_i, T=_t, per_element=True),
