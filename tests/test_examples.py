@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ["saxpy.py", "block_reduce.py", "wave_reduce.py"]
+EXAMPLES = ["saxpy.py", "block_reduce.py", "wave_reduce.py", "gguf_matvec.py"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
