@@ -15,8 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import pykern as pk
-from pykern import bf16, f16, f32, f64, u8, u32
+from pykern import bf16, f16, f32, f64, u8
 from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
 from stdlib_kernels import CONV, conv

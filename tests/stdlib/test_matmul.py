@@ -10,8 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import pykern as pk
-from pykern import bf16, f16, f32
+from pykern import f32
 from stdlib_kernels import matmul as mm
 from _elementwise import RNG
 

@@ -1,0 +1,229 @@
+"""The CONV family and pykern's GEMM against PyTorch on the same GPU, same buffers, same process.
+
+Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--quick]
+
+* Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
+  kernel under the wrappers' launch (``launch_stream``: a 16-byte tile of output a thread, blocks of
+  256, as ``stdlib_kernels/conv_launch.py`` launches them) and under candle's (one thread per output,
+  blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
+  ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
+  read once and its output written once; the device's copy bandwidth, measured in the same run, is
+  the ceiling.
+* The GEMM (``gemm_*``, ``stdlib_kernels/matmul.py``) on 4096^3 against ``torch.matmul``: f32 with
+  TF32 off (the like-for-like figure: both on the FP32 pipes), and f16 / bf16 (torch on tensor cores).
+* conv2d through the wrapper (im2col + GEMM + permuting copy) on a ResNet layer ([32,256,56,56],
+  3x3, 256 -> 256, padding 1) against ``F.conv2d`` with TF32 on (torch's default) and off.
+
+Times are CUDA-event medians of >= 10 runs after warm-up.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import numpy as np
+
+import pykern as pk
+
+
+def timed(torch, fn, reps: int = 20) -> float:
+    """Median seconds of ``fn`` over ``reps`` runs (CUDA events on the current stream)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(out)
+
+
+class Bench:
+    def __init__(self, torch, dev, reps: int):
+        self.torch, self.dev, self.reps = torch, dev, reps
+        self.rows: list[tuple] = []
+        x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+        y = torch.empty_like(x)
+        self.copy_bw = 2 * x.nbytes / timed(torch, lambda: y.copy_(x), reps)
+        print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s")
+        print(f"{'case':52} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+
+    def case(self, label: str, nbytes: int, ours, theirs=None) -> None:
+        """A bandwidth case: pykern's time, torch's (if any), % of copy bandwidth, torch/pykern time."""
+        t_ours = timed(self.torch, ours, self.reps)
+        t_theirs = timed(self.torch, theirs, self.reps) if theirs else float("nan")
+        bw = nbytes / t_ours
+        ratio = t_theirs / t_ours  # > 1: pykern faster
+        self.rows.append((label, t_ours, t_theirs, ratio))
+        print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
+              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
+
+    def flops(self, label: str, flop: float, ours, theirs) -> None:
+        """A compute case: TFLOP/s of each and torch/pykern time."""
+        t_ours, t_theirs = timed(self.torch, ours, self.reps), timed(self.torch, theirs, self.reps)
+        self.rows.append((label, t_ours, t_theirs, t_theirs / t_ours))
+        print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f}   pykern {flop / t_ours / 1e12:6.1f} TFLOP/s, "
+              f"torch {flop / t_theirs / 1e12:6.1f} TFLOP/s, pk/torch {t_theirs / t_ours:5.2f}", flush=True)
+
+
+def as_array(dev, t):
+    """A torch CUDA tensor as a pykern DeviceArray (same memory, same strides)."""
+    from pykern.runtime.base import DeviceArray
+    dtypes = {"torch.float32": pk.f32, "torch.float16": pk.f16, "torch.bfloat16": pk.bf16, "torch.float64": pk.f64,
+              "torch.uint8": pk.u8}
+    return DeviceArray(dev, t.data_ptr(), tuple(t.shape), dtypes[str(t.dtype)], owner=t, strides=tuple(t.stride()))
+
+
+def info(torch, t) -> int:
+    """candle's info for one operand (dims, strides), uploaded once; keeps the buffer alive on ``t``."""
+    buf = torch.tensor(list(t.shape) + list(t.stride()), dtype=torch.int64, device="cuda")
+    t._pk_info = buf
+    return buf.data_ptr()
+
+
+def shapes(b: Bench, numel: int, *tensors, per_thread_outputs: int = 1):
+    """{launch name: (grid, block)}: the wrappers' (launch_stream) and candle's (1D/1024)."""
+    from stdlib_kernels._common import launch_stream
+    arrays = [as_array(b.dev, t) for t in tensors]
+    candle = (max(1, -(-(numel // per_thread_outputs) // 1024)), 1024)
+    return {"wrapper": launch_stream(numel, *arrays), "candle": candle}
+
+
+def data_movement(b: Bench, quick: bool) -> None:
+    import torch.nn.functional as F
+
+    from stdlib_kernels import CONV
+    torch, dev = b.torch, b.dev
+    batch = 8 if quick else 32
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        # im2col 3x3, padding 1, on [32,256,56,56]: output (b, 56, 56, 256, 3, 3)
+        x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
+        cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
+        fn = dev.get_or_load_func(f"im2col_{tag}", CONV)
+        inf = info(torch, x)
+        nbytes = x.nbytes + cols.nbytes
+        for shape, (grid, block) in shapes(b, cols.numel(), x, cols).items():
+            b.case(f"im2col 3x3 p1 [{batch},256,56,56] {tag} [{shape}]", nbytes,
+                   lambda g=grid, bl=block: fn[g, bl](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(),
+                                                      cols.data_ptr()),
+                   lambda: F.unfold(x, 3, padding=1))
+        # im2col1d k=3, padding 1, on [32,256,8192]
+        l = 8192
+        x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
+        cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
+        fn = dev.get_or_load_func(f"im2col1d_{tag}", CONV)
+        inf1 = info(torch, x1)
+        threads = batch * l * 256
+        for shape, (grid, block) in shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3).items():
+            b.case(f"im2col1d k3 p1 [{batch},256,{l}] {tag} [{shape}]", x1.nbytes + cols1.nbytes,
+                   lambda g=grid, bl=block: fn[g, bl](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
+                   lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)))
+        # col2im1d: (b, l_in, c_out, k) -> (b, c_out, (l_in - 1) * stride + k), stride 2, k 4 (overlapping)
+        l_in = 4096
+        col = torch.randn(batch, l_in, 256, 4, device="cuda").to(tdt)
+        l_out = (l_in - 1) * 2 + 4
+        im = torch.empty(batch, 256, l_out, device="cuda", dtype=tdt)
+        fn = dev.get_or_load_func(f"col2im1d_{tag}", CONV)
+        col_torch = col.permute(0, 2, 3, 1).reshape(batch, 256 * 4, l_in)  # F.fold's (b, c*k, blocks), made once
+        for shape, (grid, block) in shapes(b, im.numel(), col, im).items():
+            b.case(f"col2im1d k4 s2 [{batch},{l_in},256,4] {tag} [{shape}]", col.nbytes + im.nbytes,
+                   lambda g=grid, bl=block: fn[g, bl](im.numel(), l_out, l_in, 256, 4, 2, col.data_ptr(),
+                                                      im.data_ptr()),
+                   lambda: F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)))
+        # pools 2x2 stride 2 on [32,256,112,112]
+        xp = torch.randn(batch, 256, 112, 112, device="cuda").to(tdt)
+        op_ = torch.empty(batch, 256, 56, 56, device="cuda", dtype=tdt)
+        infp = info(torch, xp)
+        for op, ref in (("max_pool2d", F.max_pool2d), ("avg_pool2d", F.avg_pool2d)):
+            fn = dev.get_or_load_func(f"{op}_{tag}", CONV)
+            for shape, (grid, block) in shapes(b, op_.numel(), xp, op_).items():
+                b.case(f"{op} 2x2 [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
+                       lambda fn=fn, g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
+                                                                 op_.data_ptr()),
+                       lambda ref=ref: ref(xp, 2))
+        # upsampling 2x: [32,256,56,56] -> 112x112
+        xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
+        ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
+        infu = info(torch, xu)
+        fn = dev.get_or_load_func(f"upsample_nearest2d_{tag}", CONV)
+        for shape, (grid, block) in shapes(b, ou.numel(), xu, ou).items():
+            b.case(f"upsample_nearest2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
+                   lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
+                   lambda: F.interpolate(xu, size=(112, 112), mode="nearest"))
+        fn = dev.get_or_load_func(f"upsample_bilinear2d_{tag}", CONV)
+        own = (-(-ou.numel() // 256), 256)  # the wrapper's launch: one output a thread (conv_launch._direct_launch)
+        for shape, (grid, block) in (("wrapper", own), ("candle", (-(-ou.numel() // 1024), 1024))):
+            b.case(f"upsample_bilinear2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
+                   lambda g=grid, bl=block: fn[g, bl](112, 112, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
+                                                      ou.data_ptr()),
+                   lambda: F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False))
+
+
+def gemm(b: Bench, quick: bool) -> None:
+    from stdlib_kernels.matmul import MATMUL, gemm_launch
+    torch, dev = b.torch, b.dev
+    n = 2048 if quick else 4096
+    for tdt, tag in ((torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloat16, "bf16")):
+        a = torch.randn(n, n, device="cuda").to(tdt)
+        w = torch.randn(n, n, device="cuda").to(tdt)
+        c = torch.empty(n, n, device="cuda", dtype=tdt)
+        fn = dev.get_or_load_func(f"gemm_{tag}", MATMUL)
+        grid, block = gemm_launch(n, n, 1)
+        ours = lambda: fn[grid, block](n, n, n, a.data_ptr(), 0, n, 1, w.data_ptr(), 0, n, 1, c.data_ptr())
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        b.flops(f"gemm {n}^3 {tag} (torch: {'FP32, TF32 off' if tag == 'f32' else 'tensor cores'})", 2.0 * n ** 3,
+                ours, lambda: torch.matmul(a, w, out=c))
+        if tag == "f32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            b.flops(f"gemm {n}^3 f32 (torch: TF32 on)", 2.0 * n ** 3, ours, lambda: torch.matmul(a, w, out=c))
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def conv2d(b: Bench, quick: bool) -> None:
+    import torch.nn.functional as F
+
+    from stdlib_kernels import conv_launch
+    torch, dev = b.torch, b.dev
+    batch = 8 if quick else 32
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
+        w = (torch.randn(256, 256, 3, 3, device="cuda") * 0.05).to(tdt)
+        xa, wa = as_array(dev, x), as_array(dev, w)
+        flop = 2.0 * batch * 256 * 56 * 56 * 256 * 9
+        for tf32 in ((True, False) if tag == "f32" else (False,)):
+            torch.backends.cudnn.allow_tf32 = tf32
+            label = f"conv2d wrapper 3x3 [{batch},256,56,56] {tag} (torch {'TF32' if tf32 else 'strict'})"
+            b.flops(label, flop, lambda: conv_launch.conv2d(xa, wa, padding=1), lambda: F.conv2d(x, w, padding=1))
+        got = conv_launch.conv2d(xa, wa, padding=1)
+        torch.backends.cudnn.allow_tf32 = False
+        want = F.conv2d(x.float(), w.float(), padding=1)
+        err = (torch.from_numpy(got.to_host().astype(np.float32)).cuda() - want).abs().max().item()
+        print(f"    max |wrapper - F.conv2d (f32, strict)| = {err:.3g}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", choices=["data", "gemm", "conv2d"])
+    ap.add_argument("--quick", action="store_true", help="smaller batches and a 2048^3 GEMM")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/conv.py needs a CUDA GPU")
+    torch.cuda.init()
+    dev = pk.device("cuda")
+    b = Bench(torch, dev, args.reps)
+    for name, part in (("data", data_movement), ("gemm", gemm), ("conv2d", conv2d)):
+        if args.only in (None, name):
+            part(b, args.quick)
+
+
+if __name__ == "__main__":
+    main()
