@@ -313,6 +313,42 @@ def test_in_place_updates(wave_device, dt, idt, dim, op):
                 assert_bits(x.to_host(), want.reshape(SHAPE), f"{op} {label} src, {ilabel}, {xlabel}")
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_valid_ids_agree_with_numpy(device, dim):
+    """Without sentinels, the wrappers are NumPy's own take / take_along_axis / put_along_axis / add.at."""
+    x = RNG.standard_normal(SHAPE).astype(np.float32)
+    ids = RNG.integers(0, SHAPE[dim], 9)
+    got = indexing.index_select(device.to_device(x), device.to_device(ids.astype(np.uint32)), dim).to_host()
+    assert (got == np.take(x, ids, axis=dim)).all()
+    g = RNG.integers(0, SHAPE[dim], SHAPE[:dim] + (6,) + SHAPE[dim + 1:])
+    got = indexing.gather(device.to_device(x), dim, device.to_device(g)).to_host()
+    assert (got == np.take_along_axis(x, g, axis=dim)).all()
+    perm = np.argsort(RNG.random(SHAPE), axis=dim)[(slice(None),) * dim + (slice(0, 2),)]  # no duplicates
+    src = RNG.standard_normal(perm.shape).astype(np.float32)
+    want = x.copy()
+    np.put_along_axis(want, perm, src, axis=dim)
+    got = indexing.scatter(device.to_device(x), dim, device.to_device(perm), device.to_device(src)).to_host()
+    assert (got == want).all()
+    xi, si = RNG.integers(-99, 99, SHAPE), RNG.integers(-99, 99, g.shape)
+    want = xi.copy()
+    np.add.at(want, tuple(g if d == dim else np.indices(g.shape)[d] for d in range(3)), si)
+    got = indexing.scatter_add(device.to_device(xi), dim, device.to_device(g), device.to_device(si)).to_host()
+    assert (got == want).all()
+    si = RNG.integers(-99, 99, SHAPE[:dim] + (9,) + SHAPE[dim + 1:])
+    want = xi.copy()
+    np.add.at(np.moveaxis(want, dim, 0), ids, np.moveaxis(si, dim, 0))
+    got = indexing.index_add(device.to_device(xi), dim, device.to_device(ids), device.to_device(si)).to_host()
+    assert (got == want).all()
+
+
+def test_empty_updates_launch_nothing(device):
+    x = device.to_device(np.ones((3, 4), np.float32))
+    for op in (indexing.scatter, indexing.scatter_add):
+        assert op(x, 1, device.to_device(np.zeros((3, 0), np.int64)), device.to_device(np.zeros((3, 0), np.float32))) is x
+    indexing.index_add(x, 0, device.to_device(np.zeros(0, np.uint32)), device.to_device(np.zeros((0, 4), np.float32)))
+    assert (x.to_host() == 1).all()
+
+
 def test_scatter_add_integers_exact_under_many_duplicates(wave_device):
     dev = wave_device
     x = dev.to_device(np.zeros((4, 3), np.int64))
