@@ -47,7 +47,7 @@ def main() -> None:
 
     import pykern as pk
     from stdlib_kernels import SORT, sort
-    from stdlib_kernels.sort import ROW_BLOCK, MAX_RUN, key_type, next_power_of_two
+    from stdlib_kernels.sort import MAX_RUN, next_power_of_two, rows_launch
 
     dev = pk.device("cuda")
     keys = 1 << args.keys_log2
@@ -76,14 +76,10 @@ def main() -> None:
         report(f"f32 rows of {cols} [wrappers]", timed(torch, lambda: sort.argsort(xd)))
 
         out = dev.empty((rows, cols), pk.u32)
-        key = key_type(pk.f32)
         if cols <= MAX_RUN:  # the wrappers' one launch, without the Python around it
-            run_pad = next_power_of_two(cols)
-            threads = min(run_pad // 2, 1024)
-            per_block = max(1, min(ROW_BLOCK // threads, rows))
             fn = dev.get_or_load_func("sort_rows_asc_f32", SORT)
-            cfg = ((rows // per_block, 1, 1), (threads, per_block, 1), None, per_block * run_pad * (key.nbytes + 4))
-            launch = lambda: fn[cfg](xd, rows, cols, run_pad, out)  # noqa: E731
+            cfg = rows_launch(rows, cols, pk.f32)
+            launch = lambda: fn[cfg](xd, rows, cols, out)  # noqa: E731
             launch()
             check(f"wrapper kernel {cols}", x_host, out.to_host())
             report(f"f32 rows of {cols} [wrappers, kernels only]", timed(torch, launch))

@@ -7,10 +7,14 @@ bitonic network leaves them in any order), NaN sorts as the largest value (last 
 descending, as torch), and a bitonic network over that order is a stable sort under any launch.
 
 candle's launch (one block a row, ``min(ncols_pad, 1024)`` threads, ``ncols_pad * 4`` bytes of dynamic
-shared memory holding the row's indices) is served by ``asort``; the wrappers (``argsort``, ``sort``,
-``topk``) launch their own kernels: ``sort_runs`` sorts runs of up to ``MAX_RUN`` (key, index) pairs
-held in shared memory, several short rows a block, and ``merge_runs`` merges sorted runs pairwise,
-pass after pass, for rows longer than one run (any length, any row count).
+shared memory holding the row's indices, each comparison reading its keys from ``x``) is served by
+``asort``. The wrappers (``argsort``, ``sort``, ``topk``) launch their own kernels: ``sort_rows_*``
+sorts rows of up to ``MAX_RUN`` columns held ``HELD`` a thread in registers, as u64 *words* (key above
+column for keys of up to 32 bits; 64-bit keys travel beside their columns): pairs closer than
+``HELD`` within a thread, within a wave by lane shuffles, farther through shared memory (``held_sort``),
+several short rows a block. Longer rows are sorted in runs of ``MAX_RUN`` (``sort_runs_*``) and
+merged pairwise, one ``merge_runs_*`` pass per doubling, each element placed by a binary search in
+the other run (any length, any row count).
 """
 from __future__ import annotations
 
@@ -235,17 +239,30 @@ for _t in DTYPES:
 # the wrappers' kernels (extra names, see SORT_EXTRAS)
 # ---------------------------------------------------------------------------------------------------
 @pk.func
-def load_held(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], start: usize, first: u32, m: u32, t: u32, *, K, descending,
-              packed):
+def load_held(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], stage: Ptr[u32], start: usize, first: u32, m: u32, t: u32,
+              nt: u32, *, K, descending, packed):
     """Thread ``t``'s ``HELD`` words of a run of ``m`` columns at ``x[start]`` (column ``first`` of its
-    row); positions past ``m`` are padding (the largest key: they sort last)."""
-    for s in pk.static_range(HELD):
-        p = t * HELD + s
-        k = ~K(0)
-        if p < m:
-            k = sort_key(x[start + usize(p)], K=K, descending=descending)
-        w[s] = sort_word(k, first + p, packed=packed)
-        c[s] = first + p
+    row); positions past ``m`` are padding (the largest key: they sort last). 32-bit keys arrive
+    through shared ``stage`` (``nt * HELD * 9 / 8`` u32), so that a wave's loads are contiguous: a
+    thread's ``HELD`` keys at a stride of ``HELD + 1`` (no two lanes of a read in one bank). Every
+    thread of the block calls it."""
+    if packed:
+        for i in range(t, nt * HELD, nt):
+            k = ~K(0)
+            if i < m:
+                k = sort_key(x[start + usize(i)], K=K, descending=descending)
+            stage[i // HELD * (HELD + 1) + i % HELD] = k
+        pk.syncthreads()
+        for s in pk.static_range(HELD):
+            w[s] = sort_word(stage[t * (HELD + 1) + s], first + t * HELD + s, packed=packed)
+    else:
+        for s in pk.static_range(HELD):
+            p = t * HELD + s
+            k = ~K(0)
+            if p < m:
+                k = sort_key(x[start + usize(p)], K=K, descending=descending)
+            w[s] = sort_word(k, first + p, packed=packed)
+            c[s] = first + p
 
 
 @pk.func
@@ -260,8 +277,8 @@ def held_column(w: Ptr[u64], c: Ptr[u32], *, s, packed) -> u32:
 def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, dst: Ptr[u32], *, T, K, descending, packed):
     """The argsort of rows of up to ``HELD * block_dim.x`` columns, held in registers: ``block_dim.y``
     rows a block (row ``block_idx.x * block_dim.y + thread_idx.y``), ``block_dim.x`` threads a row.
-    Rows wider than a wave exchange through dynamic shared memory: ``block_dim.y * HELD *
-    block_dim.x`` u64 words, then as many u32 columns for 64-bit keys (none needed otherwise)."""
+    Dynamic shared memory: ``block_dim.y * HELD * block_dim.x`` u64 words (exchanges across waves,
+    then the sorted columns on their way out), then as many u32 columns for 64-bit keys."""
     nt = pk.block_dim.x
     size = usize(nt * HELD)
     y = usize(pk.thread_idx.y)
@@ -274,49 +291,82 @@ def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, dst: Ptr[u32], *, 
     t = pk.thread_idx.x
     w = pk.local.array(HELD, u64)
     c = pk.local.array(HELD, u32)
-    load_held(x, w, c, g * usize(ncols), 0, m, t, K=K, descending=descending, packed=packed)
+    load_held(x, w, c, pk.bitcast(sm + y * size, Ptr[u32]), g * usize(ncols), 0, m, t, nt, K=K,
+              descending=descending, packed=packed)
     held_sort(w, c, sm + y * size, sc, t, nt, packed=packed)
+    # the columns leave through shared memory, so that a wave's stores are contiguous: a thread's
+    # HELD columns at a stride of HELD + 1 u32 (no two lanes of a store in one bank)
+    stage = pk.bitcast(sm + y * size, Ptr[u32])
+    pk.syncthreads()  # every thread has read its last words from shared memory
+    for s in pk.static_range(HELD):
+        stage[t * (HELD + 1) + s] = held_column(w, c, s=s, packed=packed)
+    pk.syncthreads()
     out = dst + g * usize(ncols)
-    for s in pk.static_range(HELD):
-        if t * HELD + s < m:
-            out[t * HELD + s] = held_column(w, c, s=s, packed=packed)
-
-
-@pk.kernel
-def sort_runs(x: ConstPtr[T], segments: usize, ncols: u32, run: u32, keys_out: Ptr[K], idx_out: Ptr[u32], *, T, K,
-              descending, packed):
-    """The first pass over rows longer than a run: run ``block_idx.x`` (run ``g % per_row`` of row
-    ``g // per_row``, ``run`` a power of two up to ``HELD * block_dim.x`` columns) sorted as in
-    ``sort_rows_kernel`` (shared memory likewise), its keys and columns written at the run's place
-    for ``merge_runs``."""
-    nt = pk.block_dim.x
-    size = usize(nt * HELD)
-    sm = pk.shared.dynamic(u64)
-    per_row = usize((ncols + run - 1) // run)
-    g = usize(pk.block_idx.x)
-    first = (g % per_row) * usize(run)
-    start = (g // per_row) * usize(ncols) + first
-    m: u32 = 0
-    if g < segments:
-        m = min(run, u32(usize(ncols) - first))
-    t = pk.thread_idx.x
-    w = pk.local.array(HELD, u64)
-    c = pk.local.array(HELD, u32)
-    load_held(x, w, c, start, u32(first), m, t, K=K, descending=descending, packed=packed)
-    held_sort(w, c, sm, pk.bitcast(sm + size, Ptr[u32]), t, nt, packed=packed)
-    for s in pk.static_range(HELD):
-        p = t * HELD + s
-        if p < m:
-            keys_out[start + usize(p)] = K(w[s] >> 32) if packed else K(w[s])
-            idx_out[start + usize(p)] = held_column(w, c, s=s, packed=packed)
+    for i in range(t, m, nt):
+        out[i] = stage[i // HELD * (HELD + 1) + i % HELD]
 
 
 @pk.func
-def merged_place(i: usize, ncols: u32, run: u32, keys: ConstPtr[K], idx: ConstPtr[u32]) -> usize:
+def sort_run(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], ncols: u32, run: u32, *, K, descending, packed) -> u32:
+    """Load run ``block_idx.x`` of ``x`` (run ``g % per_row`` of row ``g // per_row``; ``run`` a power of
+    two up to ``HELD * block_dim.x`` columns) into the block's registers ``w``/``c`` and sort it as
+    ``sort_rows_kernel`` does (shared memory likewise, ``HELD * block_dim.x`` u64 words, then as many
+    u32 columns for 64-bit keys); returns its length."""
+    nt = pk.block_dim.x
+    sm = pk.shared.dynamic(u64)
+    first = run_first(usize(pk.block_idx.x), ncols, run)
+    m = min(run, u32(usize(ncols) - first))
+    load_held(x, w, c, pk.bitcast(sm, Ptr[u32]), run_start(usize(pk.block_idx.x), ncols, run), u32(first), m,
+              pk.thread_idx.x, nt, K=K, descending=descending, packed=packed)
+    held_sort(w, c, sm, pk.bitcast(sm + usize(nt * HELD), Ptr[u32]), pk.thread_idx.x, nt, packed=packed)
+    return m
+
+
+@pk.func
+def run_first(g: usize, ncols: u32, run: u32) -> usize:
+    """Run ``g``'s first column in its row."""
+    return (g % usize((ncols + run - 1) // run)) * usize(run)
+
+
+@pk.func
+def run_start(g: usize, ncols: u32, run: u32) -> usize:
+    """Run ``g``'s first element in the array."""
+    return (g // usize((ncols + run - 1) // run)) * usize(ncols) + run_first(g, ncols, run)
+
+
+@pk.kernel
+def sort_runs_words(x: ConstPtr[T], ncols: u32, run: u32, words_out: Ptr[u64], *, T, K, descending):
+    """The first pass over rows longer than a run, keys of up to 32 bits: each run sorted (one a
+    block), its words (key above column) written at the run's place for ``merge_words``."""
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    m = sort_run(x, w, c, ncols, run, K=K, descending=descending, packed=True)
+    out = words_out + run_start(usize(pk.block_idx.x), ncols, run)
+    for s in pk.static_range(HELD):
+        if pk.thread_idx.x * HELD + s < m:
+            out[pk.thread_idx.x * HELD + s] = w[s]
+
+
+@pk.kernel
+def sort_runs_pairs(x: ConstPtr[T], ncols: u32, run: u32, keys_out: Ptr[u64], cols_out: Ptr[u32], *, T, K,
+                    descending):
+    """``sort_runs_words`` for 64-bit keys: each sorted run's keys and columns, for ``merge_pairs``."""
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    m = sort_run(x, w, c, ncols, run, K=K, descending=descending, packed=False)
+    start = run_start(usize(pk.block_idx.x), ncols, run)
+    for s in pk.static_range(HELD):
+        if pk.thread_idx.x * HELD + s < m:
+            keys_out[start + usize(pk.thread_idx.x * HELD + s)] = w[s]
+            cols_out[start + usize(pk.thread_idx.x * HELD + s)] = c[s]
+
+
+@pk.func
+def merged_place(i: usize, ncols: u32, run: u32, words: ConstPtr[u64], cols: ConstPtr[u32], *, packed) -> usize:
     """Where element ``i`` goes when runs ``2p`` and ``2p + 1`` of its row (``run`` columns each,
     sorted) merge into one: its rank in its own run plus the number of elements of the other run that
     precede it (a binary search). (key, column) pairs are distinct, so the places are a permutation
-    and the merge is stable."""
+    and the merge is stable. ``cols`` is read only for 64-bit keys (not ``packed``)."""
     base = (i // usize(ncols)) * usize(ncols)
     c = u32(i - base)
     own = c // run
@@ -327,11 +377,16 @@ def merged_place(i: usize, ncols: u32, run: u32, keys: ConstPtr[K], idx: ConstPt
     hi = min(lo + run, ncols)
     lo = min(lo, ncols)
     first = lo
-    k = keys[i]
-    ix = idx[i]
+    w = words[i]
+    wc: u32 = 0
+    if not packed:
+        wc = cols[i]
     while lo < hi:
         mid = lo + (hi - lo) // 2
-        if precedes(keys[base + usize(mid)], idx[base + usize(mid)], k, ix):
+        mc: u32 = 0
+        if not packed:
+            mc = cols[base + usize(mid)]
+        if word_precedes(words[base + usize(mid)], mc, w, wc, packed=packed):
             lo = mid + 1
         else:
             hi = mid
@@ -339,20 +394,37 @@ def merged_place(i: usize, ncols: u32, run: u32, keys: ConstPtr[K], idx: ConstPt
 
 
 @pk.kernel
-def merge_runs(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[K], idx_in: ConstPtr[u32], keys_out: Ptr[K],
-               idx_out: Ptr[u32], *, K):
-    """One merge pass: runs of ``run`` columns into runs of ``2 * run``, keys and columns."""
-    for i in pk.grid_stride(total):
-        dest = merged_place(i, ncols, run, keys_in, idx_in)
-        keys_out[dest] = keys_in[i]
-        idx_out[dest] = idx_in[i]
+def merge_words(total: usize, ncols: u32, run: u32, words_in: ConstPtr[u64], words_out: Ptr[u64]):
+    """One merge pass over words (keys of up to 32 bits): runs of ``run`` columns into ``2 * run``."""
+    for i in pk.grid_stride(total):  # (the column view is never read for words)
+        words_out[merged_place(i, ncols, run, words_in, pk.bitcast(words_in, ConstPtr[u32]), packed=True)] = \
+            words_in[i]
 
 
 @pk.kernel
-def merge_last(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[K], idx_in: ConstPtr[u32], dst: Ptr[u32], *, K):
-    """The last merge pass (``2 * run >= ncols``): only the columns are written, the argsort's result."""
+def merge_words_last(total: usize, ncols: u32, run: u32, words_in: ConstPtr[u64], dst: Ptr[u32]):
+    """The last merge pass (``2 * run >= ncols``): only the columns, the argsort's result."""
     for i in pk.grid_stride(total):
-        dst[merged_place(i, ncols, run, keys_in, idx_in)] = idx_in[i]
+        dst[merged_place(i, ncols, run, words_in, pk.bitcast(words_in, ConstPtr[u32]), packed=True)] = \
+            u32(words_in[i] & 0xFFFFFFFF)
+
+
+@pk.kernel
+def merge_pairs(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[u64], cols_in: ConstPtr[u32],
+                keys_out: Ptr[u64], cols_out: Ptr[u32]):
+    """``merge_words`` for 64-bit keys, which travel with their columns."""
+    for i in pk.grid_stride(total):
+        dest = merged_place(i, ncols, run, keys_in, cols_in, packed=False)
+        keys_out[dest] = keys_in[i]
+        cols_out[dest] = cols_in[i]
+
+
+@pk.kernel
+def merge_pairs_last(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[u64], cols_in: ConstPtr[u32],
+                     dst: Ptr[u32]):
+    """``merge_words_last`` for 64-bit keys."""
+    for i in pk.grid_stride(total):
+        dst[merged_place(i, ncols, run, keys_in, cols_in, packed=False)] = cols_in[i]
 
 
 @pk.kernel
@@ -372,20 +444,24 @@ def take_columns(total: usize, ncols: u32, k: u32, order: ConstPtr[u32], out: Pt
         out[i] = order[r * usize(ncols) + (i - r * usize(k))]
 
 
-#: the wrappers' kernels, exported beside candle's names (a candle backend never asks for them)
+#: the wrappers' kernels, exported beside candle's names (a candle backend never asks for them):
+#: ``sort_runs_*`` and the merges by key width (``merge_*_u32``: words; ``merge_*_u64``: key and column)
 SORT_EXTRAS = []
 for _t in DTYPES:
-    for _root, _kernel in (("sort_rows", sort_rows_kernel), ("sort_runs", sort_runs)):
-        for _desc in (False, True):
-            SORT_EXTRAS.append(kernel_name(f"{_root}_{'desc' if _desc else 'asc'}", _t))
-            SORT.add(_kernel.instance(SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc,
-                                      packed=_t.nbytes <= 4))
+    _packed = key_type(_t) is u32
+    for _desc in (False, True):
+        _dir = "desc" if _desc else "asc"
+        SORT_EXTRAS.append(kernel_name(f"sort_rows_{_dir}", _t))
+        SORT.add(sort_rows_kernel.instance(SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc, packed=_packed))
+        SORT_EXTRAS.append(kernel_name(f"sort_runs_{_dir}", _t))
+        SORT.add((sort_runs_words if _packed else sort_runs_pairs).instance(
+            SORT_EXTRAS[-1], T=_t, K=key_type(_t), descending=_desc))
     SORT_EXTRAS.append(kernel_name("take_rows", _t))
     SORT.add(take_rows.instance(SORT_EXTRAS[-1], T=_t))
-for _k in (u32, u64):
-    for _root, _kernel in (("merge_runs", merge_runs), ("merge_last", merge_last)):
-        SORT_EXTRAS.append(kernel_name(_root, _k))
-        SORT.add(_kernel.instance(SORT_EXTRAS[-1], K=_k))
+for _name, _kernel in (("merge_runs_u32", merge_words), ("merge_last_u32", merge_words_last),
+                       ("merge_runs_u64", merge_pairs), ("merge_last_u64", merge_pairs_last)):
+    SORT_EXTRAS.append(_name)
+    SORT.add(_kernel.instance(_name))
 SORT_EXTRAS.append("take_columns_u32")
 SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
 
@@ -472,6 +548,20 @@ def asort_launch(x, descending: bool = False):
     return out
 
 
+def shared_bytes(key) -> int:
+    """Shared memory a held element takes: its u64 word, and its u32 column beside it for 64-bit keys."""
+    return 8 if key is u32 else 12
+
+
+def rows_launch(rows: int, ncols: int, dtype) -> tuple[tuple, tuple, None, int]:
+    """``sort_rows_*``'s launch for ``rows`` rows of ``ncols`` (up to ``HELD * 1024``): ``HELD`` columns
+    a thread, rows of fewer than ROW_BLOCK threads several a block; (grid, block, stream, shared)."""
+    threads = max(1, next_power_of_two(ncols) // HELD)
+    per_block = max(1, min(ROW_BLOCK // threads, next_power_of_two(rows)))
+    shared = per_block * threads * HELD * shared_bytes(key_type(dtype))  # the columns leave through it too
+    return (-(-rows // per_block), 1, 1), (threads, per_block, 1), None, shared
+
+
 def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     """The wrappers' argsort of the rows of contiguous ``x`` (any length): rows of up to ``run`` columns
     by ``sort_rows_*`` (several a block when short), longer ones sorted in runs of ``run`` (a power of
@@ -487,30 +577,26 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     rows = x.size // ncols
     key = key_type(x.dtype)
     direction = "desc" if descending else "asc"
-    wave = dev.target.wave_size
-    word = 8 if key is u32 else 12  # shared bytes an element: the u64 word, and the column for 64-bit keys
     if ncols <= run:
-        threads = max(1, next_power_of_two(ncols) // HELD)
-        per_block = max(1, min(ROW_BLOCK // threads, next_power_of_two(rows)))
-        shared = per_block * threads * HELD * word if threads > wave else 0
         fn = dev.get_or_load_func(kernel_name(f"sort_rows_{direction}", x.dtype), SORT)
-        fn[(-(-rows // per_block), 1, 1), (threads, per_block, 1), None, shared](x, rows, ncols, out)
+        fn[rows_launch(rows, ncols, x.dtype)](x, rows, ncols, out)
         return out
-    segments = rows * -(-ncols // run)
-    keys = [dev.empty(x.shape, key), dev.empty(x.shape, key)]
-    cols = [dev.empty(x.shape, u32), dev.empty(x.shape, u32)]
-    fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
+    packed = key is u32
+    words = [dev.empty(x.shape, u64), dev.empty(x.shape, u64)]  # key above column, or the 64-bit key
+    cols = [dev.empty(x.shape, u32), dev.empty(x.shape, u32)] if not packed else [None, None]
+    outs = lambda: [words[0]] if packed else [words[0], cols[0]]  # noqa: E731  (a pass's input)
     threads = max(1, run // HELD)
-    fn[(segments, 1, 1), (threads, 1, 1), None, threads * HELD * word if threads > wave else 0](
-        x, segments, ncols, run, keys[0], cols[0])
-    grid, block = launch_stream(x.size, keys[0])
+    shared = threads * HELD * shared_bytes(key)  # the keys arrive through it too
+    fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
+    fn[(rows * -(-ncols // run), 1, 1), (threads, 1, 1), None, shared](x, ncols, run, *outs())
+    grid, block = launch_stream(x.size, words[0])
     while 2 * run < ncols:
-        dev.get_or_load_func(kernel_name("merge_runs", key), SORT)[grid, block](
-            x.size, ncols, run, keys[0], cols[0], keys[1], cols[1])
-        keys.reverse()
+        merge = dev.get_or_load_func(kernel_name("merge_runs", key), SORT)
+        merge[grid, block](x.size, ncols, run, *outs(), *([words[1]] if packed else [words[1], cols[1]]))
+        words.reverse()
         cols.reverse()
         run *= 2
-    dev.get_or_load_func(kernel_name("merge_last", key), SORT)[grid, block](x.size, ncols, run, keys[0], cols[0], out)
+    dev.get_or_load_func(kernel_name("merge_last", key), SORT)[grid, block](x.size, ncols, run, *outs(), out)
     return out
 
 
@@ -565,5 +651,6 @@ def topk(x, k: int, dim: int = -1, largest: bool = True):
     return _restore(values, dim, x.shape), _restore(indices, dim, x.shape)
 
 
-__all__ = ["argsort", "sort", "topk", "asort_launch", "sort_rows", "sort_key", "asort", "sort_rows_kernel", "sort_runs",
-           "merge_runs", "merge_last", "take_rows", "take_columns", "DTYPES", "SORT_EXTRAS", "MAX_RUN"]
+__all__ = ["argsort", "sort", "topk", "asort_launch", "sort_rows", "rows_launch", "sort_key", "asort",
+           "sort_rows_kernel", "sort_runs_words", "sort_runs_pairs", "merge_words", "merge_words_last", "merge_pairs",
+           "merge_pairs_last", "take_rows", "take_columns", "DTYPES", "SORT_EXTRAS", "MAX_RUN", "HELD"]

@@ -85,60 +85,60 @@ def test_argsort_wrapper(wave_device, dtype, descending):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_multi_pass(device, dtype):
+def test_multi_pass(wave_device, dtype):
     """Rows longer than a run, with small runs: many merge passes, odd run counts and short last runs."""
     for n, run in ((1000, 64), (1025, 256), (37, 2), (33, 1), (4097, 1024), (300, 128)):
         x = row_data(dtype, 3, n)
         for descending in (False, True):
-            got = sort.sort_rows(device.to_device(x), descending, run=run).to_host()
+            got = sort.sort_rows(wave_device.to_device(x), descending, run=run).to_host()
             assert (got == expected_order(x, descending)).all(), f"{n} columns, runs of {run}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_sort_values(device, dtype):
+def test_sort_values(wave_device, dtype):
     for n in (1, 31, 1000, 5000):
         x = row_data(dtype, 2, n)
         for descending in (False, True):
-            values, indices = sort.sort(device.to_device(x), descending=descending)
+            values, indices = sort.sort(wave_device.to_device(x), descending=descending)
             want = expected_order(x, descending)
             assert (indices.to_host() == want).all()
             assert_bits(values.to_host(), np.take_along_axis(x, want, -1), f"sort {dtype} {n}")
-    cv, ci = sort.sort(device.to_device(x), candle_shape=True)
+    cv, ci = sort.sort(wave_device.to_device(x), candle_shape=True)
     assert (ci.to_host() == expected_order(x, False)).all()
     assert_bits(cv.to_host(), np.take_along_axis(x, expected_order(x, False), -1))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_topk(device, dtype):
+def test_topk(wave_device, dtype):
     for n, k in ((1, 1), (31, 5), (1000, 17), (1000, 1000), (5000, 3), (64, 0)):
         x = row_data(dtype, 3, n)
         for largest in (True, False):
-            values, indices = sort.topk(device.to_device(x), k, largest=largest)
+            values, indices = sort.topk(wave_device.to_device(x), k, largest=largest)
             want = expected_order(x, largest)[:, :k]
             assert values.shape == indices.shape == (3, k)
             assert (indices.to_host() == want).all(), f"{n} columns, k = {k}"
             assert_bits(values.to_host(), np.take_along_axis(x, want, -1))
 
 
-def test_order_semantics(device):
+def test_order_semantics(wave_device):
     """The documented order, spelled out: stable ties, -0.0 == 0.0, NaN largest, +-inf in place."""
     x = np.array([np.nan, 1.0, -0.0, -np.inf, 0.0, np.nan, 1.0, np.inf, -0.0, -1.0], np.float32)
     asc = [3, 9, 2, 4, 8, 1, 6, 7, 0, 5]
     desc = [0, 5, 7, 1, 6, 2, 4, 8, 9, 3]
     for candle in (False, True):
-        assert sort.argsort(device.to_device(x), candle_shape=candle).to_host().tolist() == asc
-        assert sort.argsort(device.to_device(x), descending=True, candle_shape=candle).to_host().tolist() == desc
-    assert sort.argsort(device.to_device(np.zeros(3000, np.float16))).to_host().tolist() == list(range(3000))
-    assert sort.argsort(device.to_device(np.zeros(3000, np.uint8)), descending=True).to_host().tolist() == list(range(3000))
+        assert sort.argsort(wave_device.to_device(x), candle_shape=candle).to_host().tolist() == asc
+        assert sort.argsort(wave_device.to_device(x), descending=True, candle_shape=candle).to_host().tolist() == desc
+    assert sort.argsort(wave_device.to_device(np.zeros(3000, np.float16))).to_host().tolist() == list(range(3000))
+    assert sort.argsort(wave_device.to_device(np.zeros(3000, np.uint8)), descending=True).to_host().tolist() == list(range(3000))
     ints = np.array([np.iinfo(np.int64).max, np.iinfo(np.int64).min, -1, 0, 1], np.int64)
-    assert sort.argsort(device.to_device(ints)).to_host().tolist() == [1, 2, 3, 4, 0]
+    assert sort.argsort(wave_device.to_device(ints)).to_host().tolist() == [1, 2, 3, 4, 0]
 
 
 @pytest.mark.parametrize("dtype", [pk.f32, pk.i64, pk.bf16], ids=str)
-def test_dims_and_layouts(device, dtype):
+def test_dims_and_layouts(wave_device, dtype):
     """Any dim of strided, offset and transposed inputs; the results come back contiguous, in x's order."""
     base = row_data(dtype, 1, 2000)[0]
-    dev_base = device.to_device(base)
+    dev_base = wave_device.to_device(base)
     it = base.itemsize
     cases = [
         ((4, 5, 6), (30, 6, 1), 0),
