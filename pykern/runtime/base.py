@@ -184,21 +184,31 @@ class Device(ABC):
             loaded = self._slots.get(module.uid)
             if loaded is None:
                 from ..compiler import build_module
-                from ..prebuilt import find_prebuilt
-                artifact, sigs = find_prebuilt(module, self.target) or build_module(module, self.target)
+                artifact, sigs = self._find_prebuilt(module) or build_module(module, self.target)
                 loaded = (self.load_artifact(artifact, sigs), {s.name: s for s in sigs})
                 self._slots[module.uid] = loaded
                 self.load_count += 1
         return loaded
+
+    def prebuilt_targets(self) -> list[Target]:
+        """The targets whose prebuilt objects run here, best first (HIP adds the arch's generic one)."""
+        return [self.target]
+
+    def _find_prebuilt(self, module):
+        from ..prebuilt import find_prebuilt
+        for target in self.prebuilt_targets():
+            found = find_prebuilt(module, target)
+            if found is not None:
+                return found
+        return None
 
     def _load_one(self, module, instance) -> tuple[Any, Any]:
         """The (handle, signature) of one kernel of ``module``: from the module's slot when it is
         loaded or prebuilt (no compile), else compiled and loaded alone (its own cache entry), so the
         first launch of one kernel of a 100-kernel family pays for that kernel only."""
         from ..compiler import compile_kernels
-        from ..prebuilt import find_prebuilt
         loaded = self._slots.get(module.uid)
-        if loaded is None and (len(module) == 1 or find_prebuilt(module, self.target) is not None):
+        if loaded is None and (len(module) == 1 or self._find_prebuilt(module) is not None):
             loaded = self.load_module(module)
         if loaded is not None:
             handle, sigs = loaded

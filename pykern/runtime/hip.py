@@ -15,7 +15,6 @@ tuple packing aligns to at most 8 bytes, while the buffer pykern packs follows t
 from __future__ import annotations
 
 import ctypes
-import re
 import importlib.metadata
 import os
 import re
@@ -121,12 +120,15 @@ def select_code_object(objects: Mapping[str, bytes], arch: str, module: str = "m
     """The code object in ``objects`` (keyed by arch or target id) that runs on ``arch`` (a plain
     arch or HIP's ``gcnArchName`` such as ``gfx90a:sramecc+:xnack-``).
 
-    Code objects are built with xnack/sramecc "any", so the plain arch name decides. With none
-    for this arch, the error lists the archs the module does have."""
+    Code objects are built with xnack/sramecc "any", so the plain arch name decides; without one for
+    the arch itself, the arch's LLVM generic target (``gfx11-generic`` for gfx1100...) serves. With
+    neither, the error lists the archs the module does have."""
     want = base_arch(arch)
-    for key, blob in objects.items():
-        if base_arch(key) == want:
-            return blob
+    generic = ARCHS[want].generic_target if want in ARCHS else None
+    for wanted in (want, generic):  # the arch's own object first, then its family's generic one
+        for key, blob in objects.items():
+            if wanted is not None and base_arch(key) == wanted:
+                return blob
     have = ", ".join(sorted(base_arch(k) for k in objects)) or "none"
     raise DeviceError(f"{module} has no code object for {want} (this device: {arch}); it has: {have}. "
                       f"Rebuild the module for {want}, or let pykern compile it for this device")
@@ -259,7 +261,7 @@ class HipDevice(Device):
         arch = base_arch(self.arch_name)
         if arch not in ARCHS:
             raise DeviceError(f"hip:{index} ({self.name}) is {self.arch_name}, which pykern does not "
-                              f"support; supported: {', '.join(ARCHS)}")
+                              f"support; supported: {', '.join(a for a, i in ARCHS.items() if not i.is_generic)}")
         self._target = AmdgpuTarget(arch, code_object_version)
 
     def __repr__(self) -> str:
@@ -268,6 +270,13 @@ class HipDevice(Device):
     @property
     def target(self) -> AmdgpuTarget:
         return self._target
+
+    def prebuilt_targets(self) -> list:
+        """This arch's prebuilt objects, then its LLVM generic target's (one build for a family)."""
+        generic = self._target.info.generic_target
+        if generic is None:
+            return [self._target]
+        return [self._target, AmdgpuTarget(generic, wave64=self._target.wave_size == 64)]
 
     def _activate(self) -> None:
         _call(self._hip, self._hip.hipSetDevice(self.index), "hipSetDevice")

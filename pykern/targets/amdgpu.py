@@ -57,15 +57,19 @@ class AmdgpuTarget(Target):
     private_as = 5
     binary_ext = ".hsaco"
 
-    def __init__(self, arch: str, code_object_version: int = 5, wave64: bool | None = None):
+    def __init__(self, arch: str, code_object_version: int | None = None, wave64: bool | None = None):
         try:
             self.info: ArchInfo = arch_info(arch)
         except KeyError as exc:
             raise CompileError(exc.args[0]) from None
         super().__init__(self.info.name)
+        if code_object_version is None:  # v5 is what ROCm 6.x loads; generic targets exist from v6
+            code_object_version = 6 if self.info.is_generic else 5
         if code_object_version not in _COV_FLAG:
             raise CompileError(f"code object version {code_object_version} is not supported "
                                f"(choose one of {', '.join(map(str, _COV_FLAG))})")
+        if self.info.is_generic and code_object_version < 6:
+            raise CompileError(f"{self.arch} is a generic target: it needs code object version 6 or later")
         self.code_object_version = code_object_version
         wave = self.info.wave_size if wave64 is None else (64 if wave64 else 32)
         if not self.info.supports_wave(wave):

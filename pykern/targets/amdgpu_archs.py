@@ -21,7 +21,7 @@ class ArchInfo:
     """The facts about one GPU architecture (one ``gfx`` name)."""
 
     name: str
-    #: "cdna2", "cdna3", "rdna2", "rdna3", "rdna4"
+    #: "cdna2", "cdna3", "cdna4", "rdna2", "rdna3", "rdna4" (RDNA 3.5 counts as "rdna3")
     generation: str
     #: the native (default) wavefront size; RDNA can also run wave64, CDNA only wave64
     wave_size: int
@@ -53,6 +53,16 @@ class ArchInfo:
     native_fadd_shared: frozenset[int]
     #: float widths whose atomic fmin/fmax on global memory is one instruction
     native_fminmax_global: frozenset[int]
+    #: the LLVM generic target whose code objects also run on this arch (code object v6), if any
+    generic_target: str | None = None
+    #: the first LLVM release whose tools (``llvm-objdump``, ``llvm-readobj``) know this arch
+    llvm_tools_since: int = 19
+
+    @property
+    def is_generic(self) -> bool:
+        """An LLVM generic target (``gfx11-generic``...): one object for a family, code object v6+,
+        the instructions every member has."""
+        return self.name.endswith("-generic")
 
     @property
     def is_cdna(self) -> bool:
@@ -71,22 +81,50 @@ class ArchInfo:
 
 _F32, _F64, _BOTH, _NONE = frozenset({32}), frozenset({64}), frozenset({32, 64}), frozenset()
 
+_GFX9_4, _GFX10_3, _GFX11, _GFX12 = "gfx9-4-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic"
+
 ARCHS: dict[str, ArchInfo] = {a.name: a for a in (
     #        name       gen     wave mach  vgpr/simd gran maxv sgpr/simd maxs  lds/wg  lds/cu simds waves fp8
     ArchInfo("gfx90a", "cdna2", 64, 0x3F, 512, 8, 512, 800, 102, 65536, 65536, 4, 8, None,
-             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64),
+             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64, llvm_tools_since=13),
     ArchInfo("gfx942", "cdna3", 64, 0x4C, 512, 8, 512, 800, 102, 65536, 65536, 4, 8, "fnuz",
-             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64),
+             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64,
+             generic_target=_GFX9_4, llvm_tools_since=17),
+    # CDNA4 (MI350/MI355): 160 KiB of LDS; fp8 converts in software until its OCP encoding is verified
+    ArchInfo("gfx950", "cdna4", 64, 0x4F, 512, 8, 512, 800, 102, 163840, 163840, 4, 8, None,
+             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64,
+             generic_target=_GFX9_4, llvm_tools_since=20),
     ArchInfo("gfx1030", "rdna2", 32, 0x36, 1024, 8, 256, None, 106, 65536, 131072, 4, 16, None,
-             native_fadd_global=_NONE, native_fadd_shared=_F32, native_fminmax_global=_BOTH),
+             native_fadd_global=_NONE, native_fadd_shared=_F32, native_fminmax_global=_BOTH,
+             generic_target=_GFX10_3, llvm_tools_since=12),
     ArchInfo("gfx1100", "rdna3", 32, 0x41, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, None,
-             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32),
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX11, llvm_tools_since=15),
     ArchInfo("gfx1101", "rdna3", 32, 0x46, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, None,
-             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32),
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX11, llvm_tools_since=15),
+    # RDNA 3.5 APUs: Strix Point (gfx1150, 1024 VGPRs a SIMD) and Strix Halo (gfx1151, RDNA3's full 1536)
+    ArchInfo("gfx1150", "rdna3", 32, 0x43, 1024, 16, 256, None, 106, 65536, 131072, 4, 16, None,
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX11, llvm_tools_since=18),
+    ArchInfo("gfx1151", "rdna3", 32, 0x4A, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, None,
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX11, llvm_tools_since=18),
     ArchInfo("gfx1200", "rdna4", 32, 0x48, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, "ocp",
-             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32),
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX12, llvm_tools_since=18),
     ArchInfo("gfx1201", "rdna4", 32, 0x4E, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, "ocp",
-             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32),
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32,
+             generic_target=_GFX12, llvm_tools_since=18),
+    # LLVM's generic targets: each row is its family's least member (registers, LDS, fp8 in software)
+    ArchInfo(_GFX9_4, "cdna3", 64, 0x5F, 512, 8, 512, 800, 102, 65536, 65536, 4, 8, None,
+             native_fadd_global=_BOTH, native_fadd_shared=_BOTH, native_fminmax_global=_F64, llvm_tools_since=20),
+    ArchInfo(_GFX10_3, "rdna2", 32, 0x53, 1024, 8, 256, None, 106, 65536, 131072, 4, 16, None,
+             native_fadd_global=_NONE, native_fadd_shared=_F32, native_fminmax_global=_BOTH, llvm_tools_since=19),
+    ArchInfo(_GFX11, "rdna3", 32, 0x54, 1024, 16, 256, None, 106, 65536, 131072, 4, 16, None,
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32, llvm_tools_since=19),
+    ArchInfo(_GFX12, "rdna4", 32, 0x59, 1536, 24, 256, None, 106, 65536, 131072, 4, 16, None,
+             native_fadd_global=_F32, native_fadd_shared=_F32, native_fminmax_global=_F32, llvm_tools_since=19),
 )}
 
 _BY_MACH = {a.mach: a for a in ARCHS.values()}

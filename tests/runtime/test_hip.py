@@ -152,7 +152,7 @@ def test_gcn_arch_name_selects_the_target(fake, arch_name, arch, wave):
 
 def test_unsupported_or_missing_devices(fake):
     fake.archs = ["gfx906:sramecc-:xnack-"]
-    with pytest.raises(DeviceError, match=r"gfx906.*supported: gfx90a, gfx942, gfx1030"):
+    with pytest.raises(DeviceError, match=r"gfx906.*supported: gfx90a, gfx942, gfx950, gfx1030, gfx1100, gfx1101, gfx1150, gfx1151, gfx1200, gfx1201$"):
         rt.HipDevice(0)
     with pytest.raises(DeviceError, match=r"hip:3 does not exist; there are 1"):
         rt.HipDevice(3)
@@ -253,6 +253,23 @@ def test_prebuilt_module_picks_the_device_arch_or_lists_what_it_has(fake):
     assert rt.select_code_object({"amdgcn-amd-amdhsa--gfx942": b"x"}, "gfx942:sramecc+:xnack-") == b"x"
     with pytest.raises(DeviceError, match=r"unary has no code object for gfx942 .*it has: gfx1100, gfx90a"):
         rt.select_code_object({"gfx90a": b"", "gfx1100": b""}, "gfx942:sramecc+:xnack-", "unary")
+
+
+def test_the_arch_object_first_then_its_generic_target():
+    both = {"gfx11-generic": b"generic", "gfx1151": b"exact", "gfx9-4-generic": b"cdna"}
+    assert rt.select_code_object(both, "gfx1151") == b"exact"
+    assert rt.select_code_object(both, "gfx1100") == b"generic"
+    assert rt.select_code_object(both, "gfx950:sramecc+:xnack-") == b"cdna"
+    with pytest.raises(DeviceError, match="no code object for gfx90a"):
+        rt.select_code_object(both, "gfx90a")   # gfx90a has no generic target that covers it
+
+
+def test_a_device_takes_prebuilt_generic_objects(fake, monkeypatch):
+    dev = rt.HipDevice(0)
+    names = [t.arch for t in dev.prebuilt_targets()]
+    assert names[0] == dev.target.arch
+    generic = rt.ARCHS[dev.target.arch].generic_target
+    assert names[1:] == ([generic] if generic else [])
 
 
 def test_signature_layout_is_checked_once_at_load(fake):
