@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--target", default="amdgpu", help="amdgpu (default) or cuda")
     s.add_argument("--arch", action="append", help="comma-separated archs (default: the target's default)")
     s.add_argument("--out", required=True, help="output directory")
-    s.add_argument("--emit-rust", action="store_true", help="also write DIR/hsaco.rs (cuda: DIR/ptx.rs)")
+    s.add_argument("--emit-rust", action="store_true",
+                   help="also make DIR a Rust crate (Cargo.toml, src/lib.rs) with candle-kernels' API")
     s.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core)")
     s.add_argument("--force", action="store_true", help="rebuild entries the manifest says are up to date")
 
