@@ -33,7 +33,7 @@ pykern's own GEMM (``stdlib_kernels/matmul.py``).
 from __future__ import annotations
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u32, usize
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u32, u64, usize
 
 from . import CONV, kernel_name
 from ._common import compute_type
@@ -101,6 +101,29 @@ def bilinear_source(o: usize, scale: f64, align_corners: bool) -> f64:
     if align_corners:
         return scale * f64(o)
     return max(scale * (f64(o) + 0.5) - 0.5, 0.0)
+
+
+@pk.func
+def divisor_magic(d: usize) -> u64:
+    """Division by ``d`` (1 <= d < 2**32) as a multiplication (Granlund and Montgomery): with
+    ``l = ceil(log2 d)`` and ``m = ceil(2**(32 + l) / d) - 2**32`` (< 2**32), ``n // d == (((n * m) >> 32)
+    + n) >> l`` for every n < 2**32. Returned packed as ``m | l << 32``; computed once a thread, outside
+    the loops, where a 64-bit division costs tens of instructions an index."""
+    l: u64 = 0
+    while l < 32 and (u64(1) << l) < d:
+        l += 1
+    x = ((u64(1) << l) - d) << 32
+    return (x // d + u64(x % d != 0)) | (l << 32)
+
+
+@pk.func
+def div_by(n: usize, d: usize, magic: u64, *, wide) -> usize:
+    """``n // d``: by ``divisor_magic`` where every index fits 32 bits (``wide`` false), else divided."""
+    if wide:
+        return n // d
+    else:
+        n32 = usize(u32(n))
+        return (((n32 * usize(u32(magic))) >> 32) + n32) >> (magic >> 32)
 
 
 # ---- kernels ----------------------------------------------------------------------------------------
@@ -206,18 +229,18 @@ def conv_transpose2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: us
         dst[i] = T(acc)
 
 
-@pk.kernel
-def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
-    """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values; the loop runs over every value."""
+@pk.func
+def im2col1d_loop(numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_k: u64, m_c: u64, m_l: u64, *, wide):
     c_in = info[1]
     l_in = info[2]
-    for i in pk.grid_stride(dst_numel * l_k):
-        k = i % l_k
-        row = i // l_k
-        c = row % c_in
-        ol = (row // c_in) % l_out
-        b = row // (c_in * l_out)
+    for i in pk.grid_stride(numel):
+        row = div_by(i, l_k, m_k, wide=wide)
+        k = i - row * l_k
+        bl = div_by(row, c_in, m_c, wide=wide)
+        c = row - bl * c_in
+        b = div_by(bl, l_out, m_l, wide=wide)
+        ol = bl - b * l_out
         sl = padded_source(ol * stride + k * dilation, padding, l_in)
         inside = sl < l_in
         v = src[pk.select(inside, b * info[3] + c * info[4] + sl * info[5], usize(0))]
@@ -225,22 +248,35 @@ def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, paddi
 
 
 @pk.kernel
-def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
-              dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values; the loop runs over every value."""
+    numel = dst_numel * l_k
+    if numel <= NARROW:
+        im2col1d_loop(numel, l_out, l_k, stride, padding, dilation, info, src, dst, divisor_magic(l_k),
+                      divisor_magic(info[1]), divisor_magic(l_out), wide=False)
+    else:
+        im2col1d_loop(numel, l_out, l_k, stride, padding, dilation, info, src, dst, u64(0), u64(0), u64(0), wide=True)
+
+
+@pk.func
+def im2col_loop(numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
+                dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_wk: u64, m_hk: u64, m_c: u64,
+                m_wo: u64, m_ho: u64, *, wide):
     c_in = info[1]
     h_in = info[2]
     w_in = info[3]
-    for i in pk.grid_stride(dst_numel):
-        kw = i % w_k
-        r = i // w_k
-        kh = r % h_k
-        r = r // h_k
-        c = r % c_in
-        r = r // c_in
-        ow = r % w_out
-        r = r // w_out
-        oh = r % h_out
-        b = r // h_out
+    for i in pk.grid_stride(numel):
+        r = div_by(i, w_k, m_wk, wide=wide)
+        kw = i - r * w_k
+        q = div_by(r, h_k, m_hk, wide=wide)
+        kh = r - q * h_k
+        r = div_by(q, c_in, m_c, wide=wide)
+        c = q - r * c_in
+        q = div_by(r, w_out, m_wo, wide=wide)
+        ow = r - q * w_out
+        b = div_by(q, h_out, m_ho, wide=wide)
+        oh = q - b * h_out
         sh = padded_source(oh * stride + kh * dilation, padding, h_in)
         sw = padded_source(ow * stride + kw * dilation, padding, w_in)
         inside = sh < h_in and sw < w_in
@@ -250,12 +286,24 @@ def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usi
 
 
 @pk.kernel
-def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
-                src: ConstPtr[T], dst: Ptr[T], *, T):
+def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
+              dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    if dst_numel <= NARROW:
+        im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, divisor_magic(w_k),
+                    divisor_magic(h_k), divisor_magic(info[1]), divisor_magic(w_out), divisor_magic(h_out), wide=False)
+    else:
+        im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, u64(0), u64(0),
+                    u64(0), u64(0), u64(0), wide=True)
+
+
+@pk.func
+def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                  src: ConstPtr[T], dst: Ptr[T], m_l: u64, m_c: u64, *, wide):
     for i in pk.grid_stride(dst_el):
-        ol = i % l_out
-        bc = i // l_out  # b * c_out + c
-        col = src + (bc // c_out) * l_in * c_out * k_size + (bc % c_out) * k_size
+        bc = div_by(i, l_out, m_l, wide=wide)  # b * c_out + c
+        ol = i - bc * l_out
+        b = div_by(bc, c_out, m_c, wide=wide)
+        col = src + b * l_in * c_out * k_size + (bc - b * c_out) * k_size
         # li * stride + k == ol for 0 <= k < k_size: li from ceil((ol - k_size + 1) / stride) to ol / stride
         first = (ol + 1 - k_size + stride - 1) // stride if ol + 1 > k_size else usize(0)
         last = min(ol // stride + 1, l_in)
@@ -266,69 +314,102 @@ def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: 
 
 
 @pk.kernel
-def avg_pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
-                  src: ConstPtr[T], dst: Ptr[T], *, T, A):
-    out2 = pool_extent(info[2], w_k, w_stride)
-    out3 = pool_extent(info[3], h_k, h_stride)
-    for i in pk.grid_stride(info[0] * info[1] * out2 * out3):
-        o3 = i % out3
-        o2 = (i // out3) % out2
-        c = (i // (out3 * out2)) % info[1]
-        s = src + (i // (out3 * out2 * info[1])) * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
-        acc = A(0)
-        for a in range(w_k):
-            for b in range(h_k):
-                acc += A(s[a * info[6] + b * info[7]])
-        dst[i] = T(average(acc, w_k * h_k))
+def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    if dst_el <= NARROW:
+        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, divisor_magic(l_out), divisor_magic(c_out),
+                      wide=False)
+    else:
+        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, u64(0), u64(0), wide=True)
+
+
+@pk.func
+def pool2d_loop(numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, out2: usize, out3: usize,
+                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_3: u64, m_2: u64, m_c: u64, *, A, MAX, wide):
+    """One output a step: the window's mean (A sum, ``average``) or candle CPU's max fold (the first
+    element, replaced by every later one it is less than: a NaN first element stays, later NaNs are
+    skipped)."""
+    for i in pk.grid_stride(numel):
+        r = div_by(i, out3, m_3, wide=wide)
+        o3 = i - r * out3
+        q = div_by(r, out2, m_2, wide=wide)
+        o2 = r - q * out2
+        b = div_by(q, info[1], m_c, wide=wide)
+        c = q - b * info[1]
+        s = src + b * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
+        if MAX:
+            largest = s[0]
+            for a in range(w_k):
+                for e in range(h_k):
+                    v = s[a * info[6] + e * info[7]]
+                    largest = pk.select(largest < v, v, largest)
+            dst[i] = largest
+        else:
+            acc = A(0)
+            for a in range(w_k):
+                for e in range(h_k):
+                    acc += A(s[a * info[6] + e * info[7]])
+            dst[i] = T(average(acc, w_k * h_k))
 
 
 @pk.kernel
-def max_pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
-                  src: ConstPtr[T], dst: Ptr[T], *, T):
-    """candle's CPU fold: the window's first element, replaced by every later one it is less than (a
-    NaN first element stays; later NaNs are skipped)."""
+def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
+              src: ConstPtr[T], dst: Ptr[T], *, T, A, MAX, NARROW):
+    """avg_pool2d (``MAX`` false) and max_pool2d: candle's "w" is dim 2, "h" dim 3."""
     out2 = pool_extent(info[2], w_k, w_stride)
     out3 = pool_extent(info[3], h_k, h_stride)
-    for i in pk.grid_stride(info[0] * info[1] * out2 * out3):
-        o3 = i % out3
-        o2 = (i // out3) % out2
-        c = (i // (out3 * out2)) % info[1]
-        s = src + (i // (out3 * out2 * info[1])) * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
-        largest = s[0]
-        for a in range(w_k):
-            for b in range(h_k):
-                v = s[a * info[6] + b * info[7]]
-                largest = pk.select(largest < v, v, largest)
-        dst[i] = largest
+    numel = info[0] * info[1] * out2 * out3
+    if numel <= NARROW:
+        pool2d_loop(numel, w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, divisor_magic(out3),
+                    divisor_magic(out2), divisor_magic(info[1]), A=A, MAX=MAX, wide=False)
+    else:
+        pool2d_loop(numel, w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, u64(0), u64(0), u64(0), A=A,
+                    MAX=MAX, wide=True)
+
+
+@pk.func
+def nearest_loop(numel: usize, w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
+                 src: ConstPtr[T], dst: Ptr[T], m_h: u64, m_w: u64, m_c: u64, *, wide):
+    for i in pk.grid_stride(numel):
+        r = div_by(i, h_out, m_h, wide=wide)
+        o3 = i - r * h_out
+        q = div_by(r, w_out, m_w, wide=wide)
+        o2 = r - q * w_out
+        b = div_by(q, info[1], m_c, wide=wide)
+        s2 = min(usize(f64(o2) * w_scale), info[2] - 1)
+        s3 = min(usize(f64(o3) * h_scale), info[3] - 1)
+        dst[i] = src[b * info[4] + (q - b * info[1]) * info[5] + s2 * info[6] + s3 * info[7]]
 
 
 @pk.kernel
 def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
-                          src: ConstPtr[T], dst: Ptr[T], *, T):
-    for i in pk.grid_stride(info[0] * info[1] * w_out * h_out):
-        o3 = i % h_out
-        o2 = (i // h_out) % w_out
-        bc = i // (h_out * w_out)
-        s2 = min(usize(f64(o2) * w_scale), info[2] - 1)
-        s3 = min(usize(f64(o3) * h_scale), info[3] - 1)
-        dst[i] = src[(bc // info[1]) * info[4] + (bc % info[1]) * info[5] + s2 * info[6] + s3 * info[7]]
+                          src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    """candle's "w" is dim 2: source ``min(floor(o * scale), in - 1)`` along dims 2 and 3."""
+    numel = info[0] * info[1] * w_out * h_out
+    if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
+        return
+    if numel <= NARROW:
+        nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, divisor_magic(h_out), divisor_magic(w_out),
+                     divisor_magic(info[1]), wide=False)
+    else:
+        nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, u64(0), u64(0), u64(0), wide=True)
 
 
-@pk.kernel
-def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
-                           has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
-                           dst: Ptr[T], *, T):
+@pk.func
+def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_w: u64, m_h: u64, m_c: u64, *, wide):
+    """PyTorch's interpolation in f64. A plain strided loop, one output a thread a step: an output
+    gathers four inputs, so a grid-stride tile of several outputs gains no vector access and its staged
+    copies spill registers."""
     h_in = info[2]
     w_in = info[3]
-    scale_h = bilinear_scale(h_in, h_out, align_corners, has_scale_h, scale_h_factor)
-    scale_w = bilinear_scale(w_in, w_out, align_corners, has_scale_w, scale_w_factor)
-    # a plain strided loop, one output a thread a step: an output gathers four inputs, so a grid-stride
-    # tile of several outputs gains no vector access and its staged copies spill registers
-    for i in range(pk.global_id(), info[0] * info[1] * h_out * w_out, usize(pk.grid_dim.x) * usize(pk.block_dim.x)):
-        ow = i % w_out
-        oh = (i // w_out) % h_out
-        bc = i // (w_out * h_out)
-        s = src + (bc // info[1]) * info[4] + (bc % info[1]) * info[5]
+    for i in range(pk.global_id(), numel, usize(pk.grid_dim.x) * usize(pk.block_dim.x)):
+        r = div_by(i, w_out, m_w, wide=wide)
+        ow = i - r * w_out
+        q = div_by(r, h_out, m_h, wide=wide)
+        oh = r - q * h_out
+        b = div_by(q, info[1], m_c, wide=wide)
+        s = src + b * info[4] + (q - b * info[1]) * info[5]
         hr = bilinear_source(oh, scale_h, align_corners)
         wr = bilinear_source(ow, scale_w, align_corners)
         h0 = min(usize(hr), h_in - 1)
@@ -346,21 +427,51 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
         dst[i] = T((1.0 - lh) * top + lh * bottom)
 
 
-#: op -> (generic kernel, takes the accumulation type A): candle's macro table
+@pk.kernel
+def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
+                           has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
+                           dst: Ptr[T], *, T, NARROW):
+    """Genuine NCHW naming here: h is dim 2, w dim 3."""
+    if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
+        return
+    scale_h = bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor)
+    scale_w = bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor)
+    numel = info[0] * info[1] * h_out * w_out
+    if numel <= NARROW:
+        bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, divisor_magic(w_out),
+                      divisor_magic(h_out), divisor_magic(info[1]), wide=False)
+    else:
+        bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, u64(0), u64(0), u64(0),
+                      wide=True)
+
+
+#: outputs up to this many take 32-bit index arithmetic (``div_by``); tests lower it to check the other path
+NARROW = 0xFFFFFFFF
+
+#: op -> (generic kernel, its compile-time parameters beyond T): candle's macro table
 OPS = {
-    "conv1d": (conv1d_op, True),
-    "conv2d": (conv2d_op, True),
-    "conv_transpose1d": (conv_transpose1d_op, True),
-    "conv_transpose2d": (conv_transpose2d_op, True),
-    "im2col1d": (im2col1d_op, False),
-    "col2im1d": (col2im1d_op, False),
-    "im2col": (im2col_op, False),
-    "avg_pool2d": (avg_pool2d_op, True),
-    "max_pool2d": (max_pool2d_op, False),
-    "upsample_nearest2d": (upsample_nearest2d_op, False),
-    "upsample_bilinear2d": (upsample_bilinear2d_op, False),
+    "conv1d": (conv1d_op, dict(accumulate=True)),
+    "conv2d": (conv2d_op, dict(accumulate=True)),
+    "conv_transpose1d": (conv_transpose1d_op, dict(accumulate=True)),
+    "conv_transpose2d": (conv_transpose2d_op, dict(accumulate=True)),
+    "im2col1d": (im2col1d_op, dict(NARROW=NARROW)),
+    "col2im1d": (col2im1d_op, dict(NARROW=NARROW)),
+    "im2col": (im2col_op, dict(NARROW=NARROW)),
+    "avg_pool2d": (pool2d_op, dict(accumulate=True, MAX=False, NARROW=NARROW)),
+    "max_pool2d": (pool2d_op, dict(accumulate=True, MAX=True, NARROW=NARROW)),
+    "upsample_nearest2d": (upsample_nearest2d_op, dict(NARROW=NARROW)),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW)),
 }
-for _op, (_kernel, _accumulates) in OPS.items():
+
+
+def instance_params(op: str, dtype, **overrides) -> dict:
+    """The compile-time parameters of ``{op}_{dtype}``: T, A (the accumulation type) where the op sums."""
+    params = dict(OPS[op][1], T=dtype, **overrides)
+    if params.pop("accumulate", False):
+        params["A"] = compute_type(dtype)
+    return params
+
+
+for _op, (_kernel, _) in OPS.items():
     for _t in DTYPES:
-        _params = dict(T=_t, A=compute_type(_t)) if _accumulates else dict(T=_t)
-        CONV.add(_kernel.instance(kernel_name(_op, _t), **_params))
+        CONV.add(_kernel.instance(kernel_name(_op, _t), **instance_params(_op, _t)))

@@ -15,10 +15,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pykern import bf16, f16, f32, f64, u8
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u64, usize
 from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
-from stdlib_kernels import CONV, conv
+from stdlib_kernels import CONV, conv, kernel_name
 from stdlib_kernels import conv_launch as cl
 from stdlib_kernels.matmul import DTYPES as GEMM_DTYPES
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits
@@ -63,9 +64,9 @@ def info_of(dev, *arrays):
     return dev.to_device(np.array([x for a in arrays for x in (*a.shape, *a.strides)], np.uint64))
 
 
-def launch(dev, name: str, threads: int, *args, small: bool = False):
+def launch(dev, name: str, threads: int, *args, small: bool = False, module=CONV):
     """candle's launch (ceil(threads/1024) blocks of 1024), or one block of 64 threads (grid-stride)."""
-    fn = dev.get_or_load_func(name, CONV)
+    fn = dev.get_or_load_func(name, module)
     grid, block = ((1, 64) if small else (max(1, -(-threads // 1024)), 1024))
     fn[grid, block](*[storage(a) if isinstance(a, DeviceArray) else a for a in args])
 
@@ -227,7 +228,10 @@ def im2col_ref(x, k_sizes, stride, padding, dilation):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_im2col1d(wave_device, dtype):
-    dev = wave_device
+    run_im2col1d(wave_device, dtype)
+
+
+def run_im2col1d(dev, dtype, module=CONV):
     for n, (b, c, l, _, k, stride, pad, dil) in enumerate(CONV_CASES):
         x = values(dtype, (b, c, l))
         want = im2col_ref(x, (k,), stride, pad, dil)
@@ -236,13 +240,16 @@ def test_im2col1d(wave_device, dtype):
         out = dev.empty(want.shape, dtype)
         threads = b * l_out * c  # candle's dst_numel: threads, each writing l_k values
         launch(dev, f"im2col1d_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd), xd, out,
-               small=n % 2 == 1)
+               small=n % 2 == 1, module=module)
         assert_bits(out.to_host(), want, f"im2col1d case {n}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_im2col(wave_device, dtype):
-    dev = wave_device
+    run_im2col(wave_device, dtype)
+
+
+def run_im2col(dev, dtype, module=CONV):
     for n, (b, c, s, _, k, stride, pad, dil) in enumerate(CONV_CASES):
         x = values(dtype, (b, c, s, s + 2))
         want = im2col_ref(x, (k, k + 1), stride, pad, dil)
@@ -250,7 +257,7 @@ def test_im2col(wave_device, dtype):
         xd = view(dev, x, LAYOUTS[(n + 1) % 3])
         out = dev.empty(want.shape, dtype)
         launch(dev, f"im2col_{dtype.tag}", out.size, out.size, h_out, w_out, k, k + 1, stride, pad, dil,
-               info_of(dev, xd), xd, out, small=n % 2 == 0)
+               info_of(dev, xd), xd, out, small=n % 2 == 0, module=module)
         assert_bits(out.to_host(), want, f"im2col case {n}")
 
 
@@ -266,14 +273,17 @@ def col2im1d_ref(col, stride):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_col2im1d(wave_device, dtype):
-    dev = wave_device
+    run_col2im1d(wave_device, dtype)
+
+
+def run_col2im1d(dev, dtype, module=CONV):
     for n, (b, l_in, c_out, k, stride) in enumerate([(2, 5, 3, 3, 1), (1, 4, 2, 2, 3), (2, 7, 2, 4, 2), (1, 1, 3, 5, 2),
                                                        (1, 6, 2, 1, 1)]):
         col = values(dtype, (b, l_in, c_out, k))
         want = col2im1d_ref(col, stride)
         out = dev.empty(want.shape, dtype)
         launch(dev, f"col2im1d_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride,
-               dev.to_device(col), out, small=n % 2 == 1)
+               dev.to_device(col), out, small=n % 2 == 1, module=module)
         assert_bits(out.to_host(), want, f"col2im1d case {n}")
 
 
@@ -322,7 +332,10 @@ def max_pool_ref(x, k, s):
 @pytest.mark.parametrize("op", ["avg_pool2d", "max_pool2d"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_pools(wave_device, dtype, op):
-    dev = wave_device
+    run_pools(wave_device, dtype, op)
+
+
+def run_pools(dev, dtype, op, module=CONV):
     for n, (shape, k, s) in enumerate(POOL_CASES):
         x = values(dtype, shape)
         if dtype.is_float:
@@ -333,7 +346,7 @@ def test_pools(wave_device, dtype, op):
         out = dev.empty(want.shape, dtype)
         # candle's Pool2D{w_k: k.0, h_k: k.1, w_stride: s.0, h_stride: s.1}: its "w" is dim 2
         launch(dev, f"{op}_{dtype.tag}", max(1, out.size), x.size, k[0], k[1], s[0], s[1], info_of(dev, xd), xd, out,
-               small=n % 2 == 1)
+               small=n % 2 == 1, module=module)
         assert_bits(out.to_host(), want, f"{op} case {n}")
 
 
@@ -351,14 +364,17 @@ def nearest_ref(x, out2, out3):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_upsample_nearest2d(wave_device, dtype):
-    dev = wave_device
+    run_upsample_nearest2d(wave_device, dtype)
+
+
+def run_upsample_nearest2d(dev, dtype, module=CONV):
     for n, (shape, (o2, o3)) in enumerate(UPSAMPLE_CASES):
         x = values(dtype, shape)
         want = nearest_ref(x, o2, o3)
         xd = view(dev, x, LAYOUTS[n % 3])
         out = dev.empty(want.shape, dtype)
         launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, shape[2] / o2, shape[3] / o3,
-               info_of(dev, xd), xd, out, small=n % 2 == 0)
+               info_of(dev, xd), xd, out, small=n % 2 == 0, module=module)
         assert_bits(out.to_host(), want, f"upsample_nearest2d case {n}")
 
 
@@ -400,7 +416,10 @@ def from_f64(r: np.ndarray, dtype) -> np.ndarray:
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_upsample_bilinear2d(wave_device, dtype, align_corners):
-    dev = wave_device
+    run_upsample_bilinear2d(wave_device, dtype, align_corners)
+
+
+def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
     for n, (shape, (oh, ow)) in enumerate(UPSAMPLE_CASES):
         for scales in ((None, None), (2.5, None), (None, 0.75), (1.5, 3.0)):
             x = values(dtype, shape)
@@ -409,7 +428,7 @@ def test_upsample_bilinear2d(wave_device, dtype, align_corners):
             out = dev.empty(want.shape, dtype)
             sh, sw = scales
             launch(dev, f"upsample_bilinear2d_{dtype.tag}", out.size, ow, oh, align_corners, sh is not None, sh or 0.0,
-                   sw is not None, sw or 0.0, info_of(dev, xd), xd, out, small=n % 2 == 1)
+                   sw is not None, sw or 0.0, info_of(dev, xd), xd, out, small=n % 2 == 1, module=module)
             assert_bits(out.to_host(), want, f"upsample_bilinear2d case {n} scales {scales}")
 
 
@@ -517,3 +536,49 @@ def test_wrapper_errors(device):
         cl.upsample_bilinear2d(x, scale_factor=-2.0)
     with pytest.raises(ValueError, match="size must be a positive int"):
         cl.upsample_nearest2d(x, (0, 4))
+
+
+# ---- index arithmetic ---------------------------------------------------------------------------------
+@pk.kernel
+def divide_all(n: usize, nums: ConstPtr[u64], divs: ConstPtr[u64], out: Ptr[u64]):
+    for i in pk.grid_stride(n):
+        out[i] = conv.div_by(nums[i], divs[i], conv.divisor_magic(divs[i]), wide=False)
+
+
+def test_division_by_multiplication(device):
+    """``div_by``'s 32-bit path against integer division: divisors 1, 2, powers of two, their
+    neighbours, 2**31 + 1 and 2**32 - 1, with dividends at 0, the divisor's multiples +-1 and 2**32 - 1."""
+    divisors = sorted({1, 2, 3, 5, 6, 7, 9, 10, 25, 56, 112, 641, 2304, 3 * 5 ** 9, 2 ** 31 + 1, 2 ** 32 - 1}
+                      | {2 ** e + d for e in range(1, 32) for d in (-1, 0, 1)} | set(RNG.integers(1, 2 ** 32, 200).tolist()))
+    nums, divs = [], []
+    for d in divisors:
+        picks = [0, 1, d - 1, d, d + 1, 2 ** 32 - 1, 2 ** 32 - 2, (2 ** 32 - 1) // d * d, (2 ** 32 - 1) // d * d - 1]
+        picks += RNG.integers(0, 2 ** 32, 20).tolist()
+        for n in picks:
+            if 0 <= n < 2 ** 32:
+                nums.append(n)
+                divs.append(d)
+    nums, divs = np.array(nums, np.uint64), np.array(divs, np.uint64)
+    out = device.empty(len(nums), pk.u64)
+    divide_all[8, 256](len(nums), device.to_device(nums), device.to_device(divs), out)
+    np.testing.assert_array_equal(out.to_host(), nums // divs)
+
+
+#: the data-movement kernels with 64-bit index arithmetic forced (NARROW = 0): the path outputs of
+#: 2**32 elements or more take
+WIDE = pk.Module("conv_wide_indices")
+for _op in ("im2col1d", "im2col", "col2im1d", "avg_pool2d", "max_pool2d", "upsample_nearest2d", "upsample_bilinear2d"):
+    for _t in DTYPES:
+        WIDE.add(conv.OPS[_op][0].instance(kernel_name(_op, _t), **conv.instance_params(_op, _t, NARROW=0)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_wide_index_path(dtype):
+    dev = pk.device("cpu")
+    run_im2col1d(dev, dtype, WIDE)
+    run_im2col(dev, dtype, WIDE)
+    run_col2im1d(dev, dtype, WIDE)
+    run_pools(dev, dtype, "avg_pool2d", WIDE)
+    run_pools(dev, dtype, "max_pool2d", WIDE)
+    run_upsample_nearest2d(dev, dtype, WIDE)
+    run_upsample_bilinear2d(dev, dtype, True, WIDE)
