@@ -230,9 +230,11 @@ def _kernel(op: str, ids, values, what: str) -> str:
 
 
 def _dim(dim: int, ndim: int, what: str) -> int:
-    if not isinstance(dim, (int, np.integer)) or not -max(ndim, 1) <= dim < max(ndim, 1):
+    if ndim == 0:
+        raise ValueError(f"{what}: x must have at least one dim, got a scalar")
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or not -ndim <= dim < ndim:
         raise ValueError(f"{what}: dim must be an int in [{-ndim}, {ndim}), got {dim!r}")
-    return int(dim) % max(ndim, 1)
+    return int(dim) % ndim
 
 
 def _check_ids(ids, size: int, what: str) -> None:

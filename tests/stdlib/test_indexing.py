@@ -341,6 +341,13 @@ def test_valid_ids_agree_with_numpy(device, dim):
     assert (got == want).all()
 
 
+def test_u8_sentinel_inside_a_long_dim(device):
+    """255 is "no element" for u8 ids even where the dim has a row 255 (candle's semantics)."""
+    x = RNG.standard_normal((300, 2)).astype(np.float32)
+    got = indexing.index_select(device.to_device(x), device.to_device(np.array([254, 255, 0], np.uint8)), 0)
+    assert (got.to_host() == np.stack([x[254], np.zeros(2, np.float32), x[0]])).all()
+
+
 def test_empty_updates_launch_nothing(device):
     x = device.to_device(np.ones((3, 4), np.float32))
     for op in (indexing.scatter, indexing.scatter_add):
@@ -388,6 +395,8 @@ def test_errors(device):
         indexing.gather(x, 1, device.to_device(np.full((3, 2), -1, np.int64)))
     with pytest.raises(ValueError, match="dim must be an int in \\[-2, 2\\), got 2"):
         indexing.index_select(x, ids, 2)
+    with pytest.raises(ValueError, match="at least one dim"):
+        indexing.index_select(device.to_device(np.float32(1)), ids, 0)
     with pytest.raises(ValueError, match="ids must be 1-D"):
         indexing.index_select(x, device.to_device(np.zeros((1, 2), np.uint32)), 0)
     with pytest.raises(ValueError, match="x and ids must have the same shape except along dim 0"):
