@@ -58,6 +58,9 @@ class SourceFunction:
         return CompileError(message, self.loc(node))
 
     def _check_signature(self) -> None:
+        if isinstance(self.tree, ast.AsyncFunctionDef):
+            raise self.error(self.tree, f"'{self.name}' is an async def: kernels and device functions are plain "
+                                        f"functions (remove 'async')")
         args = self.tree.args
         for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
@@ -167,9 +170,9 @@ class KernelInstance:
         from ..runtime.launch import LaunchConfig
         return LaunchConfig(self, config)
 
-    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None, device=None):
+    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None, device=None, **kwargs):
         from ..runtime.launch import launch_instance
-        return launch_instance(self, grid, block, args, shared_mem, stream, device)
+        return launch_instance(self, grid, block, args, shared_mem, stream, device, kwargs)
 
     def __repr__(self) -> str:
         return f"<pykern kernel instance {self.name}>"

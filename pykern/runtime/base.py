@@ -22,10 +22,12 @@ from ..targets.base import Target
 
 
 class DeviceArray:
-    """A contiguous n-d array in a device's memory.
+    """An n-d array in a device's memory: an address, a shape and element strides (candle's layout).
 
     ``ptr`` is the device address as an int. Arrays made by ``Device.empty`` own their memory and
-    free it when collected; views (``offset_view``) keep their parent alive.
+    free it when collected; views (indexing, ``transpose``, ``offset_view``...) keep their parent
+    alive. A strided view goes to the stdlib's wrappers as it is (they pass its layout in candle's
+    ``info``); a kernel's ``Ptr`` parameter takes contiguous arrays only.
     """
 
     def __init__(self, device: "Device", ptr: int, shape: tuple[int, ...], dtype: DType, owner: Any = None,
@@ -37,12 +39,52 @@ class DeviceArray:
 
     @property
     def is_contiguous(self) -> bool:
-        return self.strides == _contiguous_strides(self.shape)
+        """Row-major and dense; a dimension of size 1 may carry any stride (as candle's layout)."""
+        return all(n == 1 or s == c for n, s, c in zip(self.shape, self.strides, _contiguous_strides(self.shape)))
 
     def as_strided(self, shape, strides, offset: int = 0) -> "DeviceArray":
         """A view of this array's memory with element ``strides``, starting ``offset`` elements in."""
         return DeviceArray(self.device, self.ptr + offset * self.dtype.nbytes, tuple(shape), self.dtype,
                            owner=self, strides=tuple(strides))
+
+    def __getitem__(self, key) -> "DeviceArray":
+        """A view, as NumPy's basic indexing gives: ints drop a dimension, slices (positive steps)
+        keep it, ``...`` and ``None`` work; ``x[2:5]``, ``x[:, 1]``, ``x[..., ::2]``."""
+        key = key if isinstance(key, tuple) else (key,)
+        if sum(k is Ellipsis for k in key) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        used = sum(k is not None and k is not Ellipsis for k in key)
+        if used > self.ndim:
+            raise IndexError(f"too many indices for an array of {self.ndim} dimensions: {used}")
+        if Ellipsis not in key:
+            key = key + (Ellipsis,)
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (self.ndim - used) + key[at + 1:]
+        shape, strides, offset, dim = [], [], 0, 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            n, st = self.shape[dim], self.strides[dim]
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step < 0:
+                    raise IndexError("a negative step would need negative strides, which candle's layout "
+                                     "does not have; copy the reversed data on the host")
+                shape.append(len(range(start, stop, step)))
+                strides.append(st * step)
+                offset += start * st if shape[-1] else 0
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                i = int(k) + n if k < 0 else int(k)
+                if not 0 <= i < n:
+                    raise IndexError(f"index {int(k)} is out of bounds for axis {dim} of size {n}")
+                offset += i * st
+            else:
+                raise IndexError(f"DeviceArray takes ints, slices, ... and None as indices, not "
+                                 f"{type(k).__name__} (no fancy indexing: see stdlib_kernels.indexing)")
+            dim += 1
+        return self.as_strided(shape, strides, offset)
 
     def transpose(self, a: int = -2, b: int = -1) -> "DeviceArray":
         shape, strides = list(self.shape), list(self.strides)
@@ -156,11 +198,21 @@ class Device(ABC):
 
     # ---- arrays ------------------------------------------------------------------------------------
     def empty(self, shape, dtype) -> DeviceArray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 0 for n in shape):
+            raise ValueError(f"an array's shape is non-negative ints, got {shape!r}")
+        shape = tuple(int(n) for n in shape)
         dt = _as_dtype(dtype)
         nbytes = int(math.prod(shape)) * dt.nbytes
         ptr, owner = self.alloc(max(nbytes, 1))
         return DeviceArray(self, ptr, shape, dt, owner)
+
+    def empty_like(self, x) -> DeviceArray:
+        """A new contiguous array of ``x``'s shape and dtype (a DeviceArray, a NumPy array...)."""
+        return self.empty(tuple(x.shape), x.dtype if isinstance(x, DeviceArray) else np.dtype(x.dtype))
+
+    def zeros_like(self, x) -> DeviceArray:
+        return self.zeros(tuple(x.shape), x.dtype if isinstance(x, DeviceArray) else np.dtype(x.dtype))
 
     def zeros(self, shape, dtype) -> DeviceArray:
         arr = self.empty(shape, dtype)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import LaunchError
+from ..ir import nodes as N
 from ..ir import types as T
 
 _FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
@@ -55,6 +56,7 @@ class Function:
         typed = instance.typed(device.target)
         self.param_types = [ty for _, ty in typed.params]
         self.param_names = [n for n, _ in typed.params]
+        self._nullable = null_tested(typed)  # pointer parameters the kernel tests against None
         fmt, pos = "<", 0
         for (_, size, align, _), off, ty in zip(sig.params, sig.offsets, self.param_types):
             fmt += "x" * (off - pos) + _format(ty)
@@ -82,7 +84,25 @@ class Function:
 
     def __getitem__(self, config) -> Callable:
         grid, block, stream, shared = _unpack_config(config, self.name)
-        return lambda *args: self.launch(grid, block, *args, shared_mem=shared, stream=stream)
+        return lambda *args, **kwargs: self.launch(grid, block, *(self.bind(args, kwargs) if kwargs else args),
+                                                   shared_mem=shared, stream=stream)
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple:
+        """The positional arguments of a call that names some by parameter (Python's rules)."""
+        names = self.param_names
+        if len(args) > len(names):
+            raise LaunchError(f"kernel {self.name} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+        bound = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise LaunchError(f"kernel {self.name} has no parameter {name!r}; its parameters: {', '.join(names)}")
+            if name in bound:
+                raise LaunchError(f"kernel {self.name}: argument {name!r} given by position and by name")
+            bound[name] = value
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise LaunchError(f"kernel {self.name}: missing argument(s) {', '.join(map(repr, missing))}")
+        return tuple(bound[n] for n in names)
 
     def pack(self, args) -> bytearray | memoryview:
         if len(args) != self._nargs:
@@ -193,9 +213,11 @@ class Function:
     def _pointer(self, name: str, ty: T.PtrType, v) -> int:
         from .base import DeviceArray
         if v is None:
-            if not ty.const:  # a store through it would fault (segfault on the host, a dead context on CUDA)
+            # a store through it would fault (a segfault on the host, a dead context on CUDA) unless
+            # the kernel checks for None first
+            if not ty.const and name not in self._nullable:
                 raise LaunchError(f"kernel {self.name}: argument '{name}' is a {ty!r} the kernel may write "
-                                  f"through; it cannot be None (declare it ConstPtr if it is only read)")
+                                  f"through and never tests against None, so it cannot be None")
             return 0
         if isinstance(v, DeviceArray):
             if v.device is not self.device:
@@ -262,6 +284,27 @@ class Function:
             raise LaunchError(f"kernel {self.name}: argument '{name}' is a non-contiguous tensor (shape {t.shape}, "
                               f"strides {t.strides}); a pointer indexes memory in order: pass .contiguous()")
         return t.ptr
+
+
+def null_tested(fn, _seen: dict | None = None) -> frozenset[str]:
+    """The parameters of typed function ``fn`` it tests with ``is None`` / ``is not None``, itself or
+    through a device function it passes them to."""
+    seen = {} if _seen is None else _seen
+    if id(fn) in seen:
+        return seen[id(fn)]
+    seen[id(fn)] = frozenset()  # no recursion in kernels, but never loop
+    names = {n for n, _ in fn.params}
+    out = set()
+    for node in N.walk(fn.body):
+        if isinstance(node, N.IsNull) and isinstance(node.ptr, N.Var) and node.ptr.name in names:
+            out.add(node.ptr.name)
+        elif isinstance(node, N.Call) and isinstance(node.func, N.Function):
+            inner = null_tested(node.func, seen)
+            for (pname, _), arg in zip(node.func.params, node.args):
+                if pname in inner and isinstance(arg, N.Var) and arg.name in names:
+                    out.add(arg.name)
+    seen[id(fn)] = frozenset(out)
+    return seen[id(fn)]
 
 
 def _raw_stream(stream) -> int:
@@ -374,16 +417,17 @@ class LaunchConfig:
         self.instance = instance
         self.grid, self.block, self.stream, self.shared = _unpack_config(config, instance.name)
 
-    def __call__(self, *args):
-        launch_instance(self.instance, self.grid, self.block, args, self.shared, self.stream, None)
+    def __call__(self, *args, **kwargs):
+        launch_instance(self.instance, self.grid, self.block, args, self.shared, self.stream, None, kwargs)
 
 
-def launch_instance(instance, grid, block, args, shared_mem, stream, device):
+def launch_instance(instance, grid, block, args, shared_mem, stream, device, kwargs=None):
     from . import devices
     from .base import DeviceArray
+    values = (*args, *kwargs.values()) if kwargs else args
     if device is None:
-        device = next((a.device for a in args if isinstance(a, DeviceArray)), None)
+        device = next((a.device for a in values if isinstance(a, DeviceArray)), None)
         if device is None:
-            device = devices.device("cpu") if any(isinstance(a, np.ndarray) for a in args) else devices.device()
+            device = devices.device("cpu") if any(isinstance(a, np.ndarray) for a in values) else devices.device()
     fn = device.get_or_load_func(instance.name, instance.module)
-    fn.launch(grid, block, *args, shared_mem=shared_mem, stream=stream)
+    fn.launch(grid, block, *(fn.bind(args, kwargs) if kwargs else args), shared_mem=shared_mem, stream=stream)
