@@ -180,6 +180,25 @@ def add_atomic(numel: usize, ids: ConstPtr[I], ids_dim_size: usize, inp: ConstPt
             pk.atomic.add(out, (pre * dst_dim_size + k) * right_size + i % right_size, inp[i])
 
 
+@pk.kernel
+def index_add_segments(order: ConstPtr[usize], starts: ConstPtr[usize], rows: ConstPtr[usize], segments: usize,
+                       ids_dim_size: usize, inp: ConstPtr[T], out: Ptr[T], left_size: usize, dst_dim_size: usize,
+                       right_size: usize, *, T):
+    """index_add with the ids grouped by destination row on the host (a stable sort: ``order[starts[s]:
+    starts[s + 1]]`` are the j, ascending, that add into row ``rows[s]``): one thread per (pre, row,
+    post) adds its sources in the order of j, each add rounded to T as candle's column walk does, so
+    the sums are candle's bit for bit with every destination row in parallel."""
+    for c in pk.grid_stride(left_size * segments * right_size):
+        post = c % right_size
+        s = (c // right_size) % segments
+        pre = c // (right_size * segments)
+        dst = (pre * dst_dim_size + rows[s]) * right_size + post
+        acc = out[dst]
+        for t in range(starts[s], starts[s + 1]):
+            acc = T(acc + inp[(pre * ids_dim_size + order[t]) * right_size + post])
+        out[dst] = acc
+
+
 #: candle's symbols: op -> (generic kernel, compile-time parameters)
 OPS = {"is": (index_select, {}), "gather": (gather, {}), "ia": (index_add, {}),
        "s": (scatter, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
@@ -194,12 +213,15 @@ for _op, _i, _t, _tag in TABLE:
 for _op in OPS:
     for _i in INDICES:
         INDEXING.add(OPS[_op][0].instance(kernel_name(_op, _i, "f8e4m3"), I=_i, T=pk.f8e4m3, **OPS[_op][1]))
-#: the wrappers' own kernels (candle never asks for them): ``is_rows_*`` for every ``is_*`` pair, and
-#: atomic scatter_add/index_add for the dtypes every target has an atomic add for
+#: the wrappers' own kernels (candle never asks for them): ``is_rows_*`` for every ``is_*`` pair,
+#: ``ia_segments_*`` for every value dtype, and atomic scatter_add/index_add for the dtypes every
+#: target has an atomic add for
 ATOMIC_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u32, pk.i64)
 for _op, _i, _t, _tag in TABLE:
     if _op == "is":
         INDEXING.add(select_rows.instance(kernel_name("is_rows", _i, _tag), I=_i, T=_t, per_tile=max(1, 16 // _t.nbytes)))
+for _t in VALUES + (pk.f8e4m3,):
+    INDEXING.add(index_add_segments.instance(kernel_name("ia_segments", _t), T=_t))
 for _i in INDICES:
     for _t in ATOMIC_VALUES:
         INDEXING.add(add_atomic.instance(kernel_name("sa_atomic", _i, _t), I=_i, T=_t, per_element=True),
@@ -410,7 +432,8 @@ def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic:
 def index_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: bool = True):
     """In place: ``x[..., ids[j], ...] += src[..., j, ...]`` along ``dim`` for the 1-D ``ids`` (torch
     ``index_add_``), added in order of ``j``. Returns ``x``; candle's out-of-place ``index_add`` is
-    ``index_add(unary.copy(x), ...)``. Atomics as in ``scatter_add``."""
+    ``index_add(unary.copy(x), ...)``. Atomics as in ``scatter_add``; otherwise the ids are sorted
+    on the host (a copy of them back) so that every destination row adds in parallel, in order."""
     name, x, dim, ids, src = _columns("ia", x, dim, ids, src, check_ids, "index_add")
     if ids.ndim != 1 or ids.size != src.shape[dim]:
         raise ValueError(f"index_add: ids must be 1-D with src.shape[{dim}] = {src.shape[dim]} entries, "
@@ -419,9 +442,26 @@ def index_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: b
     atomic = _atomic("ia", ids, x, deterministic)
     if atomic:
         _launch_atomic(x, atomic, src, (ids, ids.size, src, x, src.shape[dim], x.shape[dim], right))
-    else:
-        _launch_columns(x, name, (ids, ids.size, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    elif src.size:
+        _index_add_segments(x, dim, ids, src, left, right)
     return x
+
+
+def _index_add_segments(x, dim: int, ids, src, left: int, right: int) -> None:
+    """index_add through ``ia_segments_*``: the valid ids sorted stably on the host (candle's column
+    kernel would give only ``left * right`` threads, each walking every id)."""
+    host = ids.to_host().astype(np.int64)
+    js = np.nonzero((host != ids.dtype.int_range[1]) & (host >= 0) & (host < x.shape[dim]))[0]
+    order = js[np.argsort(host[js], kind="stable")]
+    rows, starts = np.unique(host[order], return_index=True)
+    if not len(rows):
+        return
+    segments = len(rows)
+    dev = x.device
+    order, starts, rows = (dev.to_device(a.astype(np.uint64)) for a in (order, np.append(starts, len(order)), rows))
+    grid, block = launch_stream(left * segments * right, src, x)
+    dev.get_or_load_func(kernel_name("ia_segments", x.dtype), INDEXING)[grid, block](
+        order, starts, rows, segments, ids.size, src, x, left, x.shape[dim], right)
 
 
 __all__ = ["index_select", "embedding", "gather", "scatter", "scatter_add", "index_add", "position", "TABLE",

@@ -21,7 +21,8 @@ KERNELS = ([(op, i, v, kernel_name(op, i, tag)) for op, i, v, tag in indexing.TA
            + [(op, i, f8e4m3, kernel_name(op, i, "f8e4m3")) for op in indexing.OPS for i in indexing.INDICES])
 #: the wrappers' own kernels beside candle's names
 OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "is"}
-       | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES})
+       | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES}
+       | {kernel_name("ia_segments", v) for v in indexing.VALUES + (f8e4m3,)})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
 
