@@ -6,7 +6,8 @@ Cases (f32 values, i64 ids as torch takes them): index_select of 1 KiB rows (an 
 gather along dim 1 with random ids, scatter_add_ along dim 1 and index_add_ along dim 0. Each is
 timed through the Python wrapper (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off:
 the host check of the ids is a device-to-host copy, not the kernel; scatter_add_/index_add_ also with
-``deterministic=False``, the atomic kernels torch's own are like) and with candle's exact
+``deterministic=False``, the atomic kernels torch's own are like; index_add_'s deterministic wrapper
+copies the ids back and sorts them on the host, which its time includes) and with candle's exact
 launch (cudarc's ``for_num_elems``: ``ceil(n/1024)`` blocks of 1024 over the elements for ``is``/
 ``gather``, over the (pre, post) columns for ``ia``/``sa``; candle's arguments, ``info`` always
 passed for ``is``). Times are CUDA-event medians (``gpu.timed``); bandwidth counts the bytes a kernel
