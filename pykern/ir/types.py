@@ -86,9 +86,21 @@ def dtype_by_name(name: str) -> DType:
     return _BY_NAME[name]
 
 
+class UnsupportedDType(TypeError, KeyError):
+    """A NumPy dtype pykern has no kernels' type for (complex, strings, objects...). A TypeError that
+    names the dtypes there are; still a KeyError for code written against the old lookup."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def dtype_of_numpy(np_dtype) -> DType:
-    """The pykern dtype of a NumPy dtype; KeyError when there is none."""
-    return _BY_NP[np.dtype(np_dtype)]
+    """The pykern dtype of a NumPy dtype; ``UnsupportedDType`` (a TypeError) when there is none."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        names = ", ".join(sorted({str(d) for d in _BY_NP}))
+        raise UnsupportedDType(f"pykern has no dtype for NumPy's {np_dtype!r}; it supports {names}") from None
 
 
 @dataclass(frozen=True)

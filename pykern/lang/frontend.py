@@ -19,6 +19,7 @@ from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir import types as T
 from . import builtins as B
+from .flow import check_flow
 from .kernel import FuncDef, KernelDef, KernelInstance, SourceFunction
 
 
@@ -52,11 +53,14 @@ if hasattr(ast, "TryStar"):
 _PY_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "bool": T.bool_, "None": None,
                 "True": True, "False": False, "len": len, "print": print, "int": int, "float": float}
 _BUILTIN_INT = {T.bool_: 0}
+#: the keyword arguments a built-in takes (its handler reads them); any other keyword is an error
+_BUILTIN_KEYWORDS: dict[str, tuple[str, ...]] = {"load": ("eviction", "align"), "store": ("eviction",)}
 _UNBOUND = object()
 #: a local array lives in registers only when every index is a compile-time constant (pk.static_range);
 #: otherwise in the thread's stack (scratch on AMDGPU, local memory on NVIDIA): keep it small either way
 MAX_LOCAL_ARRAY_BYTES = 4096
-#: pk.static_range copies its body once per value: a bound on the copies keeps compile time sane
+#: pk.static_range copies its body once per value: a bound on the copies (of a loop, and of nested
+#: loops' innermost body in all) keeps compile time sane
 MAX_STATIC_UNROLL = 1024
 
 
@@ -144,8 +148,10 @@ class Typer(ast.NodeVisitor):
                 self.ret_type = self.resolve_type(tree.returns)
         body = self.block(tree.body)
         name = self.kernel_name or self.src.name
-        return N.Function(name, params, self.ret_type, body, dict(self.locals), dict(self.arrays),
-                          self.loc(tree), self.uses_sync)
+        fn = N.Function(name, params, self.ret_type, body, dict(self.locals), dict(self.arrays),
+                        self.loc(tree), self.uses_sync)
+        check_flow(fn)  # reads of unassigned variables, functions that can end without their result
+        return fn
 
     def _bind_typevars(self, ann: ast.AST, actual: T.Type, node) -> None:
         """Bind ``T`` in annotations ``T`` / ``Ptr[T]`` from the actual argument type."""
@@ -162,7 +168,11 @@ class Typer(ast.NodeVisitor):
     def block(self, stmts: list[ast.stmt]) -> list[N.Stmt]:
         out: list[N.Stmt] = []
         for s in stmts:
-            r = self.visit(s)
+            try:
+                r = self.visit(s)
+            except RecursionError:
+                raise self.error(s, "this statement nests too deeply to compile (an expression of hundreds of "
+                                    "terms?): split it into several statements") from None
             if isinstance(r, list):
                 out.extend(r)
             elif r is not None:
@@ -551,6 +561,11 @@ class Typer(ast.NodeVisitor):
         if node.keywords and not isinstance(fn, (B.Builtin, FuncDef)):
             raise self.error(node.keywords[0], "keyword arguments are not supported here")
         if isinstance(fn, B.Builtin):
+            unknown = [k for k in node.keywords if k.arg not in _BUILTIN_KEYWORDS.get(fn.name, ())]
+            if unknown:  # never ignored: order=, rounding= ... would silently do nothing
+                takes = _BUILTIN_KEYWORDS.get(fn.name)
+                raise self.error(unknown[0], f"pk.{fn.name}() has no keyword argument '{unknown[0].arg}'" +
+                                 (f"; it takes {', '.join(k + '=' for k in takes)}" if takes else ""))
             handler = getattr(self, "builtin_" + fn.name.replace(".", "_"))
             return handler(node, node.args)
         if isinstance(fn, T.DType):
@@ -866,6 +881,8 @@ class Typer(ast.NodeVisitor):
     def declare_array(self, name: str, call: ast.Call, target_node) -> None:
         fn = self.ct_eval(call.func, "")
         space = fn.name.split(".")[0]
+        if call.keywords:
+            raise self.error(call.keywords[0], f"pk.{fn.name}() takes no keyword arguments")
         redeclared = name in self.array_names  # allowed once per copy of a pk.static_range body (below)
         if name in self.locals or redeclared and not self.in_static_loop:
             raise self.error(target_node, f"'{name}' is already defined; {space} arrays need their own name")
@@ -1124,6 +1141,8 @@ class Typer(ast.NodeVisitor):
         offset, descending = None, False
         if fn.value is range:
             start, stop, step, sign = self.range_args(it)
+        elif kind == "grid_stride" and it.keywords:
+            raise self.error(it.keywords[0], "pk.grid_stride() takes no keyword arguments")
         elif kind == "parallel_range":
             if len(it.args) != 4 or any(k.arg != "descending" for k in it.keywords):
                 raise self.error(it, "pk.parallel_range(lo, hi, worker, workers, descending=False) takes 4 "
@@ -1176,11 +1195,16 @@ class Typer(ast.NodeVisitor):
         values = range(*bounds)
         if len(values) > MAX_STATIC_UNROLL:
             raise self.error(it, f"pk.static_range() unrolls at most {MAX_STATIC_UNROLL} copies, got {len(values)}")
+        copies = getattr(self, "static_copies", 1) * max(1, len(values))  # nested loops multiply
+        if copies > MAX_STATIC_UNROLL:
+            raise self.error(it, f"nested pk.static_range() loops unroll at most {MAX_STATIC_UNROLL} copies of "
+                                 f"the innermost body in all, these give {copies}")
         if name in self.locals or name in self.array_names:
             raise self.error(node.target, f"'{name}' is a run-time variable; a pk.static_range() loop needs "
                                           f"a fresh name")
-        saved = (self.bindings.get(name, _UNBOUND), self.loop_depth, self.in_static_loop, set(self.static_vars))
-        self.loop_depth, self.in_static_loop = 0, True
+        saved = (self.bindings.get(name, _UNBOUND), self.loop_depth, self.in_static_loop, set(self.static_vars),
+                 getattr(self, "static_copies", 1))
+        self.loop_depth, self.in_static_loop, self.static_copies = 0, True, copies
         self.static_vars.add(name)
         out: list[N.Stmt] = []
         try:
@@ -1188,7 +1212,7 @@ class Typer(ast.NodeVisitor):
                 self.bindings[name] = v
                 out.extend(self.block(node.body))
         finally:
-            old, self.loop_depth, self.in_static_loop, self.static_vars = saved
+            old, self.loop_depth, self.in_static_loop, self.static_vars, self.static_copies = saved
             if old is _UNBOUND:
                 self.bindings.pop(name, None)
             else:
