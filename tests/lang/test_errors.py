@@ -589,6 +589,64 @@ def e_local_as_value(p: Ptr[f32]):
     p[0] = pk.local.array(4, f32)[0]  # <-
 
 
+# ---- issue 25: silent wrong answers and hangs that are now compile errors
+@pk.kernel
+def e_assigned_in_one_branch(p: Ptr[f32], n: i32):
+    if n > 0:
+        x = 2.0
+    p[0] = x  # <-
+
+
+@pk.kernel
+def e_assigned_only_in_a_loop(p: Ptr[f32], n: i32):
+    for i in range(n):
+        acc = p[i]
+    p[0] = acc  # <-
+
+
+@pk.kernel
+def e_assigned_in_a_while_body(p: Ptr[f32], n: i32):
+    while n > 0:
+        n -= 1
+        last = p[n]
+    p[0] = last  # <-
+
+
+@pk.func
+def maybe_returns(x: f32) -> f32:
+    if x > 0.0:  # <-
+        return x
+
+
+@pk.kernel
+def e_missing_return(p: Ptr[f32]):
+    p[0] = maybe_returns(p[1])
+
+
+@pk.kernel
+def e_nested_static_range(p: Ptr[f32]):
+    for a in pk.static_range(1000):
+        for b in pk.static_range(1000):  # <-
+            p[0] += 1.0
+
+
+@pk.kernel
+def e_unknown_builtin_keyword(p: Ptr[u32]):
+    pk.atomic.add(p, 0, u32(1), order="relaxed")  # <-
+
+
+@pk.kernel
+def e_grid_stride_keyword(p: Ptr[f32], n: usize):
+    for i in pk.grid_stride(n, order=1):  # <-
+        p[i] = 1.0
+
+
+@pk.kernel
+def e_shared_array_keyword(p: Ptr[f32]):
+    a = pk.shared.array(4, f32, align=16)  # <-
+    p[0] = a[0]
+
+
 @pk.func
 def scaled(x: f32, *, factor) -> f32:
     return x * factor
@@ -730,6 +788,14 @@ CASES = [
     (e_local_out_of_bounds, "index 4 is out of bounds for a dimension of 4"),
     (e_local_too_big, "a local array takes at most 4096 bytes per thread, this one 8192"),
     (e_local_as_value, r"declare local arrays as 'name = pk.local.array\(shape, dtype\)'"),
+    (e_assigned_in_one_branch, "'x' may be read before it is assigned: it is not assigned on every path"),
+    (e_assigned_only_in_a_loop, "'acc' may be read before it is assigned"),
+    (e_assigned_in_a_while_body, "'last' may be read before it is assigned"),
+    ((e_missing_return, maybe_returns), r"maybe_returns\(\) must return a f32 on every path"),
+    (e_nested_static_range, r"nested pk.static_range\(\) loops unroll at most 1024 copies .* these give 1000000"),
+    (e_unknown_builtin_keyword, r"pk.atomic.add\(\) has no keyword argument 'order'"),
+    (e_grid_stride_keyword, r"pk.grid_stride\(\) takes no keyword arguments"),
+    (e_shared_array_keyword, r"pk.shared.array\(\) takes no keyword arguments"),
 ]
 
 
@@ -886,3 +952,73 @@ def test_oversized_shared_array_is_a_compile_error(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert proc.stdout.startswith("CompileError") and "shared" in proc.stdout, proc.stdout
+
+
+# ============================================================================ issue 25
+def test_async_kernel():
+    with pytest.raises(pk.CompileError) as info:
+        @pk.kernel
+        async def k(p: Ptr[f32]):  # <-
+            p[0] = 1.0
+    check(info.value, test_async_kernel, r"'k' is an async def: kernels and device functions are plain functions")
+
+
+def test_async_device_function():
+    with pytest.raises(pk.CompileError, match="'g' is an async def"):
+        @pk.func
+        async def g(x: f32) -> f32:
+            return x
+
+
+def test_all_paths_assigning_or_leaving_is_fine():
+    """No false alarms: both branches assign, the other branch leaves, a loop assigns what it reads,
+    a compile-time branch, while True with a return."""
+    import numpy as np
+
+    @pk.func
+    def sign_of(x: f32) -> f32:
+        if x > 0.0:
+            return 1.0
+        elif x < 0.0:
+            return -1.0
+        else:
+            return 0.0
+
+    @pk.func
+    def first_positive(p: Ptr[f32], n: i32) -> i32:
+        i = 0
+        while True:
+            if i >= n or p[i] > 0.0:
+                return i
+            i += 1
+
+    @pk.kernel
+    def k(p: Ptr[f32], n: i32, *, T):
+        if n > 0:
+            x = 2.0
+        else:
+            x = 3.0
+        for i in range(n):
+            if i < 0:
+                continue
+            y = p[i]
+            p[i] = y + x
+        if T.is_float:
+            z = 1.0
+        p[0] = z + sign_of(p[1]) + f32(first_positive(p, n))
+
+    p = np.array([-5.0, 2.0, 0.0], np.float32)
+    k.instance(T=f32)[1, 1](p, 3)
+    assert p.tolist() == [3.0, 4.0, 2.0]  # z + sign(4) + index of the first positive
+
+
+def test_a_500_term_expression_is_a_compile_error_not_a_recursion_error(tmp_path, monkeypatch):
+    src = ("import pykern as pk\nfrom pykern import Ptr, f32\n\n\n@pk.kernel\ndef k(p: Ptr[f32]):\n"
+           "    p[0] = " + " + ".join(f"p[{i % 4}]" for i in range(500)) + "\n")
+    (tmp_path / "long_expression.py").write_text(src)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import long_expression
+    with pytest.raises(pk.CompileError) as info:
+        long_expression.k.instance().typed(pk.device("cpu").target)
+    assert "nests too deeply to compile" in info.value.message and "split it into several statements" in info.value.message
+    assert info.value.loc.file == str(tmp_path / "long_expression.py") and info.value.loc.line == 7

@@ -28,7 +28,7 @@ def k_copy(n: usize, x: ConstPtr[f32], y: Ptr[f32]):
 
 def test_none_for_a_written_pointer_is_refused(device):
     x = device.to_device(np.ones(8, np.float32))
-    with pytest.raises(pk.LaunchError, match=r"argument 'y' is a Ptr\[f32\].*cannot be None"):
+    with pytest.raises(pk.LaunchError, match=r"argument 'y' is a Ptr\[f32\] the kernel may write through and never tests against None"):
         k_copy[1, 8](8, x, None)
 
 
@@ -268,3 +268,24 @@ def test_a_kernel_missing_from_its_module_is_an_error_not_a_call_to_address_zero
     handle, _ = dev.load_module(k_copy.instance().module)
     with pytest.raises(pk.LaunchError, match="kernel not_there is missing from its compiled module"):
         dev.get_function(handle, "not_there")
+
+
+@pk.func
+def store_unless_none(p: Ptr[f32], v: f32):
+    if p is not None:
+        p[0] = v
+
+
+@pk.kernel
+def k_optional_out(x: ConstPtr[f32], out: Ptr[f32], extra: Ptr[f32]):
+    out[0] = x[0]
+    store_unless_none(extra, x[0] * 2.0)
+
+
+def test_none_for_a_written_pointer_the_kernel_tests_is_allowed():
+    """An optional output: the kernel (here through a device function) tests it against None."""
+    out = np.zeros(1, np.float32)
+    k_optional_out[1, 1](np.full(1, 3.0, np.float32), out, None)
+    assert out[0] == 3.0
+    with pytest.raises(pk.LaunchError, match="argument 'out' .* never tests against None"):
+        k_optional_out[1, 1](np.full(1, 3.0, np.float32), None, out)
