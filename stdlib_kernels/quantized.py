@@ -39,8 +39,11 @@ Q8_1_QK, Q8_1_BYTES = 32, 36
 ROW_PADDING = 512
 #: the most (rows x columns) partial sums one block of MMVQ reduces (2 rows x 8 columns)
 MAX_SUMS = 16
-#: waves a block of 1024 threads holds at the narrowest wave width
-MAX_WAVES = 32
+#: the largest block any launch of these kernels takes (candle's: 256): declared, it leaves each
+#: thread more registers on GPUs (AMDGPU's flat work-group size, NVIDIA's .maxntid)
+MAX_BLOCK = 256
+#: waves such a block holds at the narrowest wave width
+MAX_WAVES = MAX_BLOCK // 32
 
 
 # ---- reading a block ---------------------------------------------------------------------------------
@@ -246,10 +249,23 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
 
 
 @pk.func
-def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
-    """The dot of weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb`` with the q8_1 block
-    ``yb``: per group, integer dots of the quants (``Σ q·q8`` and ``Σ q8``, exact), then
-    ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) + min_g Σ q8)`` in f32."""
+def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], *, Q):
+    """Weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb``: their quants as 8 words, and per
+    group of the chunk its scale and min (``params[2 gi]``, ``params[2 gi + 1]``). Loaded once, a
+    chunk serves every activation column it meets (``dot_loaded``)."""
+    for k in pk.static_range(8):
+        words[k] = Q.word(wb, 8 * chunk + k)
+    for gi in pk.static_range(Q8_1_QK // Q.group):
+        g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
+        params[2 * gi] = Q.scale(wb, g)
+        if Q.has_min:
+            params[2 * gi + 1] = Q.min(wb, g)
+
+
+@pk.func
+def dot_loaded(words: Ptr[u32], params: Ptr[f32], yb: ConstPtr[u8], *, Q) -> f32:
+    """A loaded weight chunk times the q8_1 block ``yb``: per group, integer dots of the quants
+    (``Σ q·q8`` and ``Σ q8``, exact), then ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) + min_g Σ q8)`` in f32."""
     y = pk.bitcast(yb + 4, ConstPtr[i32])  # a q8_1 block's quants are 4-byte aligned
     total = f32(0)
     for gi in pk.static_range(Q8_1_QK // Q.group):
@@ -257,17 +273,25 @@ def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
         sums = i32(0)
         for k in pk.static_range(Q.group // 4):
             yw = y[gi * (Q.group // 4) + k]
-            dots = pk.dot4_i8(Q.word(wb, 8 * chunk + gi * (Q.group // 4) + k), yw, dots)
+            dots = pk.dot4_i8(words[gi * (Q.group // 4) + k], yw, dots)
             if Q.qoff != 0 or Q.has_min:
                 sums = pk.dot4_i8(0x01010101, yw, sums)
-        g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
         if Q.qoff != 0:
             dots += Q.qoff * sums
-        part = Q.scale(wb, g) * f32(dots)
+        part = params[2 * gi] * f32(dots)
         if Q.has_min:
-            part += Q.min(wb, g) * f32(sums)
+            part += params[2 * gi + 1] * f32(sums)
         total += part
     return half_at(yb, 0) * total
+
+
+@pk.func
+def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
+    """The dot of weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb`` with the q8_1 block ``yb``."""
+    words = pk.local.array(8, u32)
+    params = pk.local.array(4, f32)
+    load_chunk(wb, chunk, words, params, Q=Q)
+    return dot_loaded(words, params, yb, Q=Q)
 
 
 @pk.func
@@ -330,7 +354,7 @@ def row_dot(wrow: ConstPtr[u8], yrow: ConstPtr[u8], chunks: u32, sm: Ptr[f32], *
 
 
 # ---- dequantize_block_{q}_{f32,f16} ------------------------------------------------------------------
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def dequantize_counted(vx: ConstPtr[u8], y: Ptr[D], count: i32, *, Q, D, per_block, count_unit):
     """candle's legacy launches: block b makes elements [per_block b, per_block (b + 1)) of the
     ``count * count_unit`` (q4_0/q4_1/q8_0 pass 32-element blocks, q5_0/q5_1 elements)."""
@@ -341,7 +365,7 @@ def dequantize_counted(vx: ConstPtr[u8], y: Ptr[D], count: i32, *, Q, D, per_blo
     dequantize_span(vx, y, lo, min(lo + per_block, n), usize(pk.thread_idx.x), usize(pk.block_dim.x), Q=Q, D=D)
 
 
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def dequantize_superblock(vx: ConstPtr[u8], y: Ptr[D], *, Q, D):
     """candle's K-quant launch: block b makes super-block b (the grid is the count)."""
     lo = usize(pk.block_idx.x) * Q.qk
@@ -364,7 +388,7 @@ for _q in QTYPES.values():
 
 
 # ---- get_rows_{t} -----------------------------------------------------------------------------------
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def get_rows_quant(src: ConstPtr[u8], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i64, nb01: usize, *, Q):
     """``dst[r, :]`` = row ``ids[r]`` (``nb01`` bytes apart) dequantized; ``r`` = block x, the row's
     words shared by the threads of every block along y."""
@@ -374,7 +398,7 @@ def get_rows_quant(src: ConstPtr[u8], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i
     dequantize_span(src + usize(ids[r]) * nb01, dst + r * usize(ne00), usize(0), usize(ne00), t, nt, Q=Q, D=f32)
 
 
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def get_rows_float(src: ConstPtr[T], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i64, nb01: usize, *, T):
     r = usize(pk.block_idx.x)
     row = pk.bitcast(pk.bitcast(src, ConstPtr[u8]) + usize(ids[r]) * nb01, ConstPtr[T])
@@ -390,7 +414,7 @@ for _q in MATMUL_TYPES:
 
 
 # ---- quantize_q8_1 -----------------------------------------------------------------------------------
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
     """One thread per element of row ``block_idx.y`` (zero past ``kx``): lanes 32 apart never meet, so
     each q8_1 block's max and sum are an xor butterfly over its 32 lanes on either wave width (the
@@ -439,7 +463,7 @@ def dmmv_row(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, row:
         dst[row] = acc[0]
 
 
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def dmmv(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, nrows: i32, *, Q):
     """candle's launch: one row a block (grid = nrows, block 32)."""
     sm = pk.shared.array(MAX_WAVES, f32)
@@ -448,7 +472,7 @@ def dmmv(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, nrows: i
         dmmv_row(vx, y, dst, ncols, row, sm, Q=Q)
 
 
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def dmmv_unbounded(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, *, Q):
     """candle's q5_k signature has no row count: the grid is trusted to be nrows."""
     sm = pk.shared.array(MAX_WAVES, f32)
@@ -465,7 +489,7 @@ for _q in MATMUL_TYPES:
 
 
 # ---- MMVQ: mul_mat_vec_{q}_q8_1_cuda{N} --------------------------------------------------------------
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
                      nrows_dst: i32, *, Q, N, rows):
     """``dst[j * nrows_dst + row]`` = row ``row`` of the weights times q8_1 column j (< N), for the
@@ -482,13 +506,16 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     per_block: u32 = Q.qk // Q8_1_QK
     row_bytes = usize(chunks // per_block) * Q.nbytes
     column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
+    words = pk.local.array(8, u32)
+    params = pk.local.array(4, f32)
     for c in range(t, chunks, nt):
         for r in pk.static_range(rows):
             if i32(first + r) < nrows_x:
-                wb = vx + usize(first + r) * row_bytes + usize(c // per_block) * Q.nbytes
+                load_chunk(vx + usize(first + r) * row_bytes + usize(c // per_block) * Q.nbytes, c % per_block,
+                           words, params, Q=Q)
                 for j in pk.static_range(N):
-                    acc[r * N + j] += chunk_dot(wb, c % per_block, vy + usize(j) * column_bytes
-                                                + usize(c) * Q8_1_BYTES, Q=Q)
+                    acc[r * N + j] += dot_loaded(words, params, vy + usize(j) * column_bytes + usize(c) * Q8_1_BYTES,
+                                                 Q=Q)
     block_totals(acc, sm, t, nt, count=rows * N)
     if t == 0:
         for r in pk.static_range(rows):
@@ -511,29 +538,43 @@ for _q in MATMUL_TYPES:
 
 
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
-@pk.kernel
+#: activation columns a thread of MMQ carries at once (a loaded weight chunk serves all of them)
+MMQ_COLUMNS = 8
+
+
+@pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
               nrows_y: i32, nrows_dst: i32, *, Q, tile_x, tile_y):
     """``dst[col * nrows_dst + row]`` for the ``tile_y`` rows (block x) and ``tile_x`` q8_1 columns
-    (block y) of candle's tile: each thread takes every nt-th (row, column) of the tile and walks
-    the whole row; outputs outside the matrix are skipped."""
+    (block y) of candle's tile: each thread takes every nt-th (row, group of MMQ_COLUMNS columns) of
+    the tile and walks the row once for the group; outputs outside the matrix are not written (a
+    group's columns past ``ncols_y`` recompute its last column instead of branching)."""
     t = flat_thread()
     nt = flat_threads()
     chunks = u32(max(ncols_x, 0)) // Q8_1_QK
     per_block: u32 = Q.qk // Q8_1_QK
     row_bytes = usize(chunks // per_block) * Q.nbytes
     column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
-    for p in range(t, u32(tile_x * tile_y), nt):
+    words = pk.local.array(8, u32)
+    params = pk.local.array(4, f32)
+    acc = pk.local.array(MMQ_COLUMNS, f32)
+    groups: u32 = tile_x // MMQ_COLUMNS
+    for p in range(t, u32(tile_y) * groups, nt):
         row = pk.block_idx.x * tile_y + p % tile_y
-        col = pk.block_idx.y * tile_x + p // tile_y
-        if i32(row) < nrows_x and i32(col) < ncols_y:
+        first = pk.block_idx.y * tile_x + p // tile_y * MMQ_COLUMNS
+        if i32(row) < nrows_x and i32(first) < ncols_y:
+            last = u32(ncols_y) - 1
             wrow = vx + usize(row) * row_bytes
-            ycol = vy + usize(col) * column_bytes
-            total = f32(0)
+            for j in pk.static_range(MMQ_COLUMNS):
+                acc[j] = 0.0
             for c in range(u32(0), chunks):
-                total += chunk_dot(wrow + usize(c // per_block) * Q.nbytes, c % per_block,
-                                   ycol + usize(c) * Q8_1_BYTES, Q=Q)
-            dst[usize(col) * usize(nrows_dst) + usize(row)] = total
+                load_chunk(wrow + usize(c // per_block) * Q.nbytes, c % per_block, words, params, Q=Q)
+                for j in pk.static_range(MMQ_COLUMNS):
+                    ycol = vy + usize(min(first + j, last)) * column_bytes
+                    acc[j] += dot_loaded(words, params, ycol + usize(c) * Q8_1_BYTES, Q=Q)
+            for j in pk.static_range(MMQ_COLUMNS):
+                if first + j <= last:
+                    dst[usize(first + j) * usize(nrows_dst) + usize(row)] = acc[j]
 
 
 #: candle's (mmq_x, mmq_y) tiles (CUDA_USE_TENSOR_CORES off: the "AMPERE" sizes), block (32, 4)
@@ -545,7 +586,7 @@ for _q in MATMUL_TYPES:
 
 
 # ---- indexed_moe_forward_{q}_q8_1 -------------------------------------------------------------------
-@pk.kernel
+@pk.kernel(max_block_size=MAX_BLOCK)
 def indexed_moe_forward(all_weights: ConstPtr[u8], all_inputs: ConstPtr[u8], indices: ConstPtr[u32],
                         all_outputs: Ptr[f32], n: i32, k: i32, batch: i32, topk: i32, k_padded: i32,
                         input_dim1: i32, *, Q):
@@ -573,4 +614,5 @@ for _qname, _tag in MOE_NAMES.items():
 
 
 __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "MMQ_TILES", "MOE_NAMES",
-           "MMVQ_WIDTHS", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "chunk_dot", "block_totals"]
+           "MMVQ_WIDTHS", "MMQ_COLUMNS", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
+           "dot_loaded", "chunk_dot", "block_totals"]

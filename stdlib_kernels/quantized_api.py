@@ -95,7 +95,10 @@ def dequantize(blocks, qtype_spec, shape, dtype=pk.f32, device=None) -> DeviceAr
     if el:
         per, threads, unit = DEQUANTIZE_LAUNCH[q.name]
         fn = data.device.get_or_load_func(f"dequantize_block_{q.name}_{dtype}", QUANTIZED)
-        fn[-(-el // per), threads](data, out, *(() if unit is None else (el // unit,)))
+        # candle's grid; its blocks of 32 widened to a whole wave where waves are 64 lanes (a block's
+        # range has 64 words, one a thread)
+        fn[-(-el // per), max(threads, data.device.target.wave_size)](data, out,
+                                                                     *(() if unit is None else (el // unit,)))
     return out
 
 
@@ -156,7 +159,7 @@ def matmul(blocks, qtype_spec, x, *, dmmv: bool = False) -> DeviceArray:
             raise ValueError(f"dmmv=True is candle's forced path for one activation row, got {batch} rows")
         name = f"dequantize_mul_mat_vec_{q.name.lower()}" + ("" if q.qk == 256 else "_cuda")
         args = (w, x, out, k) + (() if q.name == "q5_K" else (n,))
-        dev.get_or_load_func(name, QUANTIZED)[n, 32](*args)
+        dev.get_or_load_func(name, QUANTIZED)[n, max(32, dev.target.wave_size)](*args)  # a whole wave a row
         return out
     vy, k_padded = quantize_q8_1(x)
     if batch <= max(MMVQ_WIDTHS):
@@ -188,7 +191,7 @@ def get_rows(table, qtype_spec, shape, ids) -> DeviceArray:
             raise ValueError(f"candle has no get_rows kernel for {q.name}")
         data = _weights(table, q, (rows, hidden))
         name, stride = f"get_rows_{q.name}", row_bytes(q, hidden)
-        block, grid_y = (256, -(-hidden // 512)) if q.qk == 32 else (32 if q.name == "q4_K" else 64, hidden // 256)
+        block, grid_y = (256, -(-hidden // 512)) if q.qk == 32 else (64, hidden // 256)  # q4_K too: a whole wave64
     ids_host = np.asarray(ids.to_host() if isinstance(ids, DeviceArray) else ids)
     if ids_host.ndim != 1 or (ids_host.size and (ids_host.min() < 0 or ids_host.max() >= rows)):
         raise ValueError(f"ids must be a 1-D array of row indices below {rows}, got {ids_host!r}")
