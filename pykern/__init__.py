@@ -21,4 +21,7 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
 from .runtime.devices import device
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last
+from . import config as _config
 
+if _config.verbose():  # PYKERN_VERBOSE=1: each compile's time and cache hit or miss on stderr
+    _config.enable_logging()

@@ -96,13 +96,17 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     start = time.perf_counter()
     kernels = list(kernels)
     skey = None
+    dump = config.dump_dir()
     if config.cache_enabled():
-        found = lookup(kernels, target, name)
+        found = None if dump else lookup(kernels, target, name)  # dumping lowers every time
         if found is not None:
             return found
         skey = source_key(kernels, target, name)
+        log.info("cache miss: %s for %s (source key)", name, target)
     module, sigs = lower_module(kernels, target, name)
     text = str(module)
+    if dump:
+        dump_stages(dump, kernels, target, name, module)
     key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text)
     artifact = cache.get(key)
     if artifact is None:
@@ -114,6 +118,23 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     if skey is not None:
         cache.put(skey, _pack(artifact, sigs))
     return artifact, sigs
+
+
+def dump_stages(root, kernels, target: Target, name: str, module: ir.Module) -> None:
+    """``PYKERN_DUMP``: write each stage of one compile into ``root/<name>.<target>/``: the typed IR
+    (``1-typed.py``), the LLVM IR (``2-llvm.ll``), the optimised IR (``3-opt.ll``) and the assembly
+    (``4-asm.s``; PTX for cuda)."""
+    from pathlib import Path
+
+    from .ir import printer
+    folder = Path(root) / "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{name}.{target.name}-{target.arch}")
+    folder.mkdir(parents=True, exist_ok=True)
+    typed = "\n".join(printer.function(k.typed(target)) for k in kernels)
+    (folder / "1-typed.py").write_text(typed)
+    (folder / "2-llvm.ll").write_text(str(module))
+    (folder / "3-opt.ll").write_text(str(target.optimize(module)))
+    (folder / "4-asm.s").write_text(target.assembly(module))
+    log.info("dumped the stages of %s for %s into %s", name, target, folder)
 
 
 def build_module(module, target: Target) -> tuple[bytes, list[KernelSignature]]:

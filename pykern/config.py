@@ -20,8 +20,9 @@ KNOBS: dict[str, str] = {
     "PYKERN_PREBUILT": "directory of prebuilt code objects, consulted before compiling",
     "PYKERN_CHECK_BOUNDS": '"1" turns on the bounds-checked CPU mode',
     "PYKERN_WAVE_SIZE": "wave width the CPU target emulates: 32 or 64 (default 64)",
-    "PYKERN_DEBUG": '"1" keeps intermediate IR and adds debug info',
-    "PYKERN_VERBOSE": '"1" logs what the compiler and cache do',
+    "PYKERN_DUMP": "a directory: every compile writes its stages there (typed IR, LLVM IR, optimised IR, "
+                   "assembly), one folder per kernel set and target",
+    "PYKERN_VERBOSE": '"1" logs each compile with its time and cache hit or miss, and prebuilt lookups, to stderr',
     "PYKERN_CUDA_POOL": '"0" allocates CUDA memory with cuMemAlloc/cuMemFree instead of the stream-ordered pool',
 }
 
@@ -92,14 +93,33 @@ def wave_size() -> int:
     return int(value)
 
 
-def debug() -> bool:
-    """Keep intermediate artifacts and emit debug info."""
-    return _flag("PYKERN_DEBUG")
+def dump_dir() -> Path | None:
+    """Where every compile writes its stages (PYKERN_DUMP), or None."""
+    return _path("PYKERN_DUMP")
 
 
 def verbose() -> bool:
-    """Log compiler and cache activity."""
+    """Log compiler and cache activity (PYKERN_VERBOSE; ``pykern -v``)."""
     return _flag("PYKERN_VERBOSE")
+
+
+_LOGGERS = ("pykern.compiler", "pykern.cache", "pykern.prebuilt")
+
+
+def enable_logging() -> None:
+    """Send pykern's compile, cache and prebuilt log lines to stderr (once, however often called).
+    ``import pykern`` calls it when PYKERN_VERBOSE is set; ``pykern -v`` calls it."""
+    import logging
+    for name in _LOGGERS:
+        lg = logging.getLogger(name)
+        if any(getattr(h, "_pykern", False) for h in lg.handlers):
+            continue
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler._pykern = True  # type: ignore[attr-defined]
+        lg.setLevel(logging.INFO)
+        lg.addHandler(handler)
+        lg.propagate = False
 
 
 def _knob_name(key: str) -> str:

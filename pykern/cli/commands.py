@@ -23,7 +23,7 @@ from ..targets import registry
 
 log = logging.getLogger("pykern.cli")
 
-STAGES = ("ir", "opt", "asm", "meta")
+STAGES = ("typed", "ir", "opt", "asm", "meta")
 
 
 class UsageError(PykernError):
@@ -144,7 +144,7 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         raise UsageError(f"unknown stage {stage!r}; choose one of: {', '.join(STAGES)}")
     registry.archs(target)  # validates the target name
     if stage == "meta" and target != "amdgpu":
-        raise UsageError(f"--stage meta is for amdgpu code objects; for {target} choose one of: ir, opt, asm")
+        raise UsageError(f"--stage meta is for amdgpu code objects; for {target} choose one of: typed, ir, opt, asm")
     if kernel is None and ":" in module:
         path, _, func = module.rpartition(":")
         inst, name = resolve_user_kernel(path, func), func
@@ -166,6 +166,10 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         out.write(co.describe() + "\n")
         k = co.kernels[inst.name]
         out.write(json.dumps(_jsonable(k.raw), indent=1, sort_keys=True) + "\n")
+        return 0
+    if stage == "typed":
+        from ..ir.printer import function
+        out.write(function(inst.typed(tgt)) + "\n")
         return 0
     ir_module, _ = lower_module([inst], tgt, name)
     if stage == "ir":

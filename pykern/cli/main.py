@@ -5,9 +5,9 @@ Argument parsing only; every command is a function in ``pykern.cli.commands``.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
+from .. import config
 from . import commands
 
 
@@ -58,15 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(verbose: bool) -> None:
-    if not verbose:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    for name in ("pykern.compiler", "pykern.cache", "pykern.prebuilt"):
-        lg = logging.getLogger(name)
-        lg.setLevel(logging.INFO)
-        lg.addHandler(handler)
-        lg.propagate = False
+    if verbose or config.verbose():
+        config.enable_logging()
 
 
 def run(args: argparse.Namespace) -> int:
