@@ -1,0 +1,29 @@
+"""The emulator layer's session: one capture, build and emulator run per test session, shared by every
+test of ``tests/amd`` (see ``test_emulator.py``)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.amd._emulator import unavailable_reason
+from tests.amd._session import EmulatorSession
+
+
+@pytest.fixture(scope="session")
+def emulator(tmp_path_factory):
+    """The session's emulator runs; skips every test of the layer, with the reason, where the
+    emulator or what it needs is absent."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with pytest.MonkeyPatch.context() as patch:
+        # builds go to the session's cache (tests/conftest.py's function-scoped fixture comes later);
+        # PYKERN_AMD_TEST_CACHE keeps them across sessions while working on this layer
+        cache = os.environ.get("PYKERN_AMD_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "pykern-cache")
+        patch.setenv("PYKERN_CACHE_DIR", cache)
+        session = EmulatorSession(tmp_path_factory.mktemp("amd_emu"))
+        session.start()
+        yield session
+    print("\n[amd emulator] " + json.dumps({k: round(v, 1) for k, v in session.timings.items()}, indent=1))
