@@ -98,6 +98,14 @@ def sort_word(k: K, c: u32, *, packed) -> u64:
 
 
 @pk.func
+def held_column(w: Ptr[u64], c: Ptr[u32], *, s, packed) -> u32:
+    """The column of the thread's word ``s``."""
+    if packed:
+        return u32(w[s] & 0xFFFFFFFF)
+    return c[s]
+
+
+@pk.func
 def word_precedes(wa: u64, ca: u32, wb: u64, cb: u32, *, packed) -> bool:
     """``precedes`` on sort words (``ca``/``cb`` are read only for 64-bit keys)."""
     if packed:
@@ -155,25 +163,8 @@ def held_sort(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], t: u32, nt: 
                 w[s] = sw[t * HELD + s]
                 if not packed:
                     c[s] = sc[t * HELD + s]
-        while j >= HELD:
-            d = j // HELD  # the partner's lane distance
-            lower = (t & d) == 0
-            ascending = ((t * HELD) & k) == 0
-            for s in pk.static_range(HELD):
-                ow = pk.wave.shuffle_xor(w[s], d)
-                oc = c[s]
-                if not packed:
-                    oc = pk.wave.shuffle_xor(c[s], d)
-                keep = word_precedes(w[s], c[s], ow, oc, packed=packed) == (lower == ascending)
-                w[s] = pk.select(keep, w[s], ow)
-                if not packed:
-                    c[s] = pk.select(keep, c[s], oc)
-            j //= 2
-        for h in pk.static_range(HELD_BITS):  # distances HELD/2 ... 1, within the thread
-            if (HELD >> (h + 1)) < k:
-                for s in pk.static_range(HELD):
-                    if (s & (HELD >> (h + 1))) == 0:
-                        exchange_held(w, c, ((t * HELD + s) & k) == 0, a=s, b=s + (HELD >> (h + 1)), packed=packed)
+        lane_stages(w, c, t, k, j, HELD, packed=packed)
+        thread_stages(w, c, t, k, HELD, packed=packed)
         k *= 2
 
 
@@ -190,49 +181,139 @@ def exchange_held(w: Ptr[u64], c: Ptr[u32], ascending: bool, *, a, b, packed):
         c[b] = pk.select(swap, ca, c[b])
 
 
+@pk.func
+def lane_stages(w: Ptr[u64], c: Ptr[u32], t: u32, k: u32, j: u32, held: u32, *, packed):
+    """Stages ``j, j/2, ... >= held`` of merge ``k`` over words held ``held`` a thread (thread ``t``:
+    positions ``t * held + s``, registers ``s < held`` of ``HELD``): the partner is register ``s`` of
+    lane ``t ^ (j / held)``."""
+    while j >= held:
+        d = j // held
+        lower = (t & d) == 0
+        ascending = ((t * held) & k) == 0
+        for s in pk.static_range(HELD):
+            if s < held:
+                ow = pk.wave.shuffle_xor(w[s], d)
+                oc = c[s]
+                if not packed:
+                    oc = pk.wave.shuffle_xor(c[s], d)
+                keep = word_precedes(w[s], c[s], ow, oc, packed=packed) == (lower == ascending)
+                w[s] = pk.select(keep, w[s], ow)
+                if not packed:
+                    c[s] = pk.select(keep, c[s], oc)
+        j //= 2
+
+
+@pk.func
+def thread_stages(w: Ptr[u64], c: Ptr[u32], t: u32, k: u32, held: u32, *, packed):
+    """Stages ``held/2 ... 1`` of merge ``k`` (those below ``k``): both words in the thread's registers."""
+    for h in pk.static_range(HELD_BITS):
+        if (HELD >> (h + 1)) < min(held, k):
+            for s in pk.static_range(HELD):
+                if (s & (HELD >> (h + 1))) == 0:
+                    if s < held:
+                        exchange_held(w, c, ((t * held + s) & k) == 0, a=s, b=s + (HELD >> (h + 1)), packed=packed)
+
+
 # ---------------------------------------------------------------------------------------------------
 # candle's kernels
 # ---------------------------------------------------------------------------------------------------
+@pk.func
+def index_stages(row: ConstPtr[T], idx: Ptr[u32], n: u32, k: u32, j: u32, last: u32, npad: u32, t: u32, nt: u32,
+                 *, K, descending):
+    """candle's network on the row's index array ``idx`` (shared): stages ``j, j/2, ... > last`` of merge
+    ``k``, each comparison reading its two keys from the row, a barrier after each stage."""
+    while j > last:
+        for q in range(t, npad // 2, nt):
+            a = pair_low(q, j)
+            b = a + j
+            ia = idx[a]
+            ib = idx[b]
+            ka = column_key(row, ia, n, K=K, descending=descending)
+            kb = column_key(row, ib, n, K=K, descending=descending)
+            if precedes(kb, ib, ka, ia) == ((a & k) == 0):  # out of order for this half's direction
+                idx[a] = ib
+                idx[b] = ia
+        pk.syncthreads()
+        j //= 2
+
+
+@pk.func
+def asort_held(row: ConstPtr[T], out: Ptr[u32], idx: Ptr[u32], n: u32, npad: u32, held: u32, t: u32, nt: u32, *, K,
+               descending, packed):
+    """candle's argsort under candle's launch (``npad == held * nt``, ``held`` at most ``HELD``): each
+    thread holds ``held`` words (key and column) in registers, pairs within a wave are ordered by lane
+    shuffles and in registers, and only pairs across waves go through the index array in shared
+    memory, their keys read from the row as in candle's network (the ``npad * 4`` bytes candle gives
+    hold no keys)."""
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    for s in pk.static_range(HELD):
+        if s < held:
+            w[s] = sort_word(column_key(row, t * held + s, n, K=K, descending=descending), t * held + s,
+                             packed=packed)
+            c[s] = t * held + s
+    span = min(nt, u32(pk.wave_size)) * held  # pairs closer than this are within one wave
+    k: u32 = 2
+    while k <= npad:
+        j = k // 2
+        if j >= span:
+            pk.syncthreads()  # every thread has read the last merge's columns
+            for s in pk.static_range(HELD):
+                if s < held:
+                    idx[t * held + s] = held_column(w, c, s=s, packed=packed)
+            pk.syncthreads()
+            index_stages(row, idx, n, k, j, span // 2, npad, t, nt, K=K, descending=descending)
+            j = span // 2
+            for s in pk.static_range(HELD):
+                if s < held:
+                    col = idx[t * held + s]
+                    w[s] = sort_word(column_key(row, col, n, K=K, descending=descending), col, packed=packed)
+                    c[s] = col
+        lane_stages(w, c, t, k, j, held, packed=packed)
+        thread_stages(w, c, t, k, held, packed=packed)
+        k *= 2
+    pk.syncthreads()
+    for s in pk.static_range(HELD):
+        if s < held:
+            idx[t * held + s] = held_column(w, c, s=s, packed=packed)
+    pk.syncthreads()
+    for i in range(t, n, nt):  # contiguous stores
+        out[i] = idx[i]
+
+
 @pk.kernel
-def asort(x: ConstPtr[T], dst: Ptr[u32], ncols: i32, ncols_pad: i32, *, T, K, descending):
-    """candle's argsort of row ``block_idx.x``: a bitonic network over the row's indices in dynamic
-    shared memory (``ncols_pad * 4`` bytes), each comparison reading the two keys from ``x``. Any
-    block size works; candle's is ``min(ncols_pad, 1024)``."""
+def asort(x: ConstPtr[T], dst: Ptr[u32], ncols: i32, ncols_pad: i32, *, T, K, descending, packed):
+    """candle's argsort of row ``block_idx.x`` by a bitonic network, with ``ncols_pad * 4`` bytes of
+    dynamic shared memory (an index a column). Under candle's launch (``min(ncols_pad, 1024)``
+    threads: 1, 2, 4 or 8 columns a thread up to 8192) the columns are held in registers
+    (``asort_held``); any other block runs candle's network on the index array alone, each
+    comparison reading its keys from ``x``."""
     idx = pk.shared.dynamic(u32)
     n = u32(ncols)
     npad = u32(ncols_pad)
     row = x + usize(pk.block_idx.x) * usize(n)
+    out = dst + usize(pk.block_idx.x) * usize(n)
     t = pk.thread_idx.x
     nt = pk.block_dim.x
-    for c in range(t, npad, nt):
-        idx[c] = c
-    pk.syncthreads()
-    k: u32 = 2
-    while k <= npad:
-        j = k // 2
-        while j > 0:
-            for q in range(t, npad // 2, nt):
-                a = pair_low(q, j)
-                b = a + j
-                ia = idx[a]
-                ib = idx[b]
-                ka = column_key(row, ia, n, K=K, descending=descending)
-                kb = column_key(row, ib, n, K=K, descending=descending)
-                if precedes(kb, ib, ka, ia) == ((a & k) == 0):
-                    idx[a] = ib
-                    idx[b] = ia
-            pk.syncthreads()
-            j //= 2
-        k *= 2
-    out = dst + usize(pk.block_idx.x) * usize(n)
-    for c in range(t, n, nt):
-        out[c] = idx[c]
+    held = npad // nt
+    if held * nt == npad and 0 < held <= HELD and held & (held - 1) == 0:
+        asort_held(row, out, idx, n, npad, held, t, nt, K=K, descending=descending, packed=packed)
+    else:
+        for c in range(t, npad, nt):
+            idx[c] = c
+        pk.syncthreads()
+        k: u32 = 2
+        while k <= npad:
+            index_stages(row, idx, n, k, k // 2, 0, npad, t, nt, K=K, descending=descending)
+            k *= 2
+        for c in range(t, n, nt):
+            out[c] = idx[c]
 
 
 for _t in DTYPES:
     for _desc in (False, True):
         SORT.add(asort.instance(kernel_name("asort_desc" if _desc else "asort_asc", _t), T=_t, K=key_type(_t),
-                                descending=_desc))
+                                descending=_desc, packed=key_type(_t) is u32))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -263,14 +344,6 @@ def load_held(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], stage: Ptr[u32], start: 
                 k = sort_key(x[start + usize(p)], K=K, descending=descending)
             w[s] = sort_word(k, first + p, packed=packed)
             c[s] = first + p
-
-
-@pk.func
-def held_column(w: Ptr[u64], c: Ptr[u32], *, s, packed) -> u32:
-    """The column of the thread's word ``s``."""
-    if packed:
-        return u32(w[s] & 0xFFFFFFFF)
-    return c[s]
 
 
 @pk.kernel

@@ -12,6 +12,7 @@ import pykern as pk
 from pykern import f8e4m3, i32, u32
 from stdlib_kernels import SORT, kernel_name, sort
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits, random, specials
+from tests.conftest import GPU_KINDS
 
 SIZES = (1, 2, 3, 31, 1000, 1024, 1025, 4097, 8192)
 DTYPES = sort.DTYPES
@@ -63,14 +64,35 @@ def _dtype(x: np.ndarray):
     return next(t for t in DTYPES if t.np == x.dtype)
 
 
+@pytest.fixture(params=[32, 64] + GPU_KINDS, ids=lambda p: f"cpu{p}" if isinstance(p, int) else p)
+def wave_width(request):
+    """The CPU at wave widths 32 and 64 (``asort`` has no grid-stride loop: the GPU tiles change
+    nothing in it), and any GPU."""
+    return pk.device("cpu", wave_size=request.param) if isinstance(request.param, int) else pk.device(request.param)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
-def test_candle_kernels(wave_device, dtype, descending):
-    """Every ``asort_*`` kernel under candle's exact launch, rows of 1 to 8192 columns."""
+def test_candle_kernels(wave_width, dtype, descending):
+    """Every ``asort_*`` kernel under candle's exact launch, rows of 1 to 8192 columns (1 to 8 columns a
+    thread held in registers, pairs across waves through the index array)."""
     for n in SIZES:
         x = row_data(dtype, 2 if n < 4000 else 1, n)
-        got = candle_launch(wave_device, x, descending)
+        got = candle_launch(wave_width, x, descending)
         assert (got == expected_order(x, descending)).all(), f"{n} columns"
+
+
+@pytest.mark.parametrize("dtype", [pk.f32, pk.i64], ids=str)
+def test_candle_kernels_any_block(wave_width, dtype):
+    """Blocks other than candle's (candle's network on the index array alone) and rows whose padded
+    length is 16 columns a thread (more than a thread holds)."""
+    x = row_data(dtype, 2, 1000)
+    for descending in (False, True):
+        fn = wave_width.get_or_load_func(kernel_name("asort_desc" if descending else "asort_asc", dtype), SORT)
+        for block in (1, 7, 64, 100, 1024):
+            out = wave_width.empty(x.shape, u32)
+            fn[2, block, None, 1024 * 4](wave_width.to_device(x), out, 1000, 1024)
+            assert (out.to_host() == expected_order(x, descending)).all(), f"block of {block}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
