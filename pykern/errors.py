@@ -1,6 +1,8 @@
 """pykern's exceptions. Messages point at the user's source, never at compiler internals."""
 from __future__ import annotations
 
+from typing import Any
+
 
 class PykernError(Exception):
     """Base of every error pykern raises on purpose."""
@@ -9,7 +11,7 @@ class PykernError(Exception):
 class CompileError(PykernError):
     """A kernel that cannot be compiled: shows file, line, column, the line and a caret."""
 
-    def __init__(self, message: str, loc=None):
+    def __init__(self, message: str, loc: Any = None):
         self.message, self.loc = message, loc
         super().__init__(self._format())
 
@@ -23,7 +25,7 @@ class CompileError(PykernError):
         width = max(1, (loc.end_col or loc.col + 1) - loc.col)
         return f"{head}\n    {loc.text}\n    {' ' * loc.col}{'^' * width}"
 
-    def __reduce__(self):  # crosses process pools intact
+    def __reduce__(self) -> tuple[type, tuple[str, Any]]:  # crosses process pools intact
         return (type(self), (self.message, self.loc))
 
 

@@ -141,9 +141,10 @@ class Typer(ast.NodeVisitor):
                 raise self.error(a, f"argument '{a.arg}' expects {ty!r}, got {arg_types[i]!r}")
             params.append((a.arg, ty))
             self.locals[a.arg] = ty
+        returns_none = isinstance(tree.returns, ast.Constant) and tree.returns.value is None
         if tree.returns is not None:
-            if self.is_kernel:
-                raise self.error(tree.returns, "kernels return nothing: remove the return annotation")
+            if self.is_kernel and not returns_none:  # `-> None` is what type checkers want written
+                raise self.error(tree.returns, "kernels return nothing: annotate `-> None` or nothing")
             if not (isinstance(tree.returns, ast.Constant) and tree.returns.value is None):
                 self.ret_type = self.resolve_type(tree.returns)
         body = self.block(tree.body)

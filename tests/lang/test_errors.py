@@ -857,7 +857,7 @@ def test_kernel_return_annotation():
     @pk.kernel
     def k(p: Ptr[f32]) -> f32:  # <-
         pass
-    check(compile_error(k), test_kernel_return_annotation, "kernels return nothing: remove the return annotation")
+    check(compile_error(k), test_kernel_return_annotation, "kernels return nothing: annotate `-> None` or nothing")
 
 
 def test_bad_annotation():
