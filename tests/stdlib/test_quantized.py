@@ -464,3 +464,59 @@ def test_read_gguf(tmp_path):
     assert f.qtype == "f32" and f.shape == (6, 128) and np.array_equal(f.data, w)
     with pytest.raises(KeyError, match="no tensor 'nope'; tensors: w.q5_1, w.f32"):
         qapi.read_gguf(path, "nope")
+
+
+# ------------------------------------------------------------------------------------------------- bounds
+@pytest.fixture(scope="module")
+def checked():
+    """A CPU device that checks every access against the launch's buffers (an access outside one is
+    a LaunchError): buffers here are exactly the data's size, no padding."""
+    return pk.device("cpu", check_bounds=True)
+
+
+@pytest.mark.parametrize("qtype", ["q5_0", "q6_K"])
+@pytest.mark.parametrize("width", Q.MMVQ_WIDTHS)
+def test_mmvq_odd_rows_stay_in_bounds(checked, qtype, width):
+    """candle's N >= 2 kernels read one row past the matrix and write one past dst when nrows is odd."""
+    rng = np.random.default_rng(width)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, width, ncols)
+    vy, qy = quantize_on(checked, x)
+    dst = checked.zeros(width * nrows, pk.f32)
+    checked.get_or_load_func(f"mul_mat_vec_{qtype}_q8_1_cuda{width}", QUANTIZED)[
+        -(-nrows // Q.mmvq_rows(width)), (32, 4 if width <= 4 else 2)](
+        checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+    check_q8_1_product(dst.to_host().reshape(width, nrows), blocks, qtype, x, qy)
+
+
+def test_other_groups_stay_in_bounds(checked):
+    """Every other group under candle's launch with exact-size buffers (one format each)."""
+    rng = np.random.default_rng(0)
+    blocks = weights(rng, "q4_K", 3, 512)
+    w = checked.to_device(blocks.reshape(-1))
+    y = checked.zeros(3 * 512, pk.f32)
+    checked.get_or_load_func("dequantize_block_q4_K_f32", QUANTIZED)[6, 32](w, y)
+    np.testing.assert_array_equal(y.to_host(), reference_dequantize(blocks, "q4_K").reshape(-1))
+    legacy = random_blocks(rng, "q5_1", 3, 96)                 # 288 elements: the last CUDA block half full
+    y = checked.zeros(288, pk.f16)
+    checked.get_or_load_func("dequantize_block_q5_1_f16", QUANTIZED)[1, 256](checked.to_device(legacy.reshape(-1)), y,
+                                                                              288)
+    np.testing.assert_array_equal(y.to_host(), reference_dequantize(legacy, "q5_1").reshape(-1).astype(np.float16))
+    x = activations(rng, 9, 512)
+    vy, qy = quantize_on(checked, x)
+    out = checked.zeros((9, 3), pk.f32)
+    checked.get_or_load_func("mul_mat_q4_K", QUANTIZED)[(1, 1), (32, 4)](w, vy, out, 512, 3, 9, 512, 3)
+    check_q8_1_product(out.to_host(), blocks, "q4_K", x, qy)
+    dst = checked.zeros(3, pk.f32)
+    checked.get_or_load_func("dequantize_mul_mat_vec_q4_k", QUANTIZED)[3, 32](w, checked.to_device(x[0]), dst, 512, 3)
+    assert np.all(np.abs(dst.to_host() - reference_dequantize(blocks, "q4_K").astype(np.float64) @ x[0])
+                  <= (512 / 32 + 16) * U * (np.abs(reference_dequantize(blocks, "q4_K")) @ np.abs(x[0])))
+    rows = checked.zeros((2, 512), pk.f32)
+    checked.get_or_load_func("get_rows_q4_K", QUANTIZED)[(2, 2), 32](
+        w, checked.to_device(np.array([2, 0], np.uint32)), rows, 512, 288)
+    np.testing.assert_array_equal(rows.to_host(), reference_dequantize(blocks, "q4_K")[[2, 0]])
+    moe = checked.zeros(1 * 1 * 3, pk.f32)
+    checked.get_or_load_func("indexed_moe_forward_q4k_q8_1", QUANTIZED)[(3, 1, 1), (32, 4)](
+        w, vy, checked.to_device(np.array([0], np.uint32)), moe, 3, 512, 1, 1, 512, 1)
+    check_q8_1_product(moe.to_host()[None], blocks, "q4_K", x[:1], qy[:1])
