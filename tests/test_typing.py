@@ -81,3 +81,26 @@ def test_a_users_file_passes_mypy_strict_and_runs(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     run = subprocess.run([sys.executable, str(user)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_the_stub_declares_every_public_name():
+    """``__init__.pyi`` replaces ``__init__.py`` for type checkers: a name exported without a
+    declaration there would be an error in every user's file that uses it."""
+    import ast
+    import types
+
+    import pykern
+    tree = ast.parse((REPO / "pykern" / "__init__.pyi").read_text())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            declared.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            declared.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            declared.update(a.asname for a in node.names if a.asname and a.asname == a.name)
+    public = {n for n, v in vars(pykern).items() if not n.startswith("_")
+              and not (isinstance(v, types.ModuleType) and n not in ("math", "config"))}
+    assert public - declared == set(), "declare these in pykern/__init__.pyi"
