@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pykern as pk
 from pykern import f8e4m3, i32, u32
@@ -235,3 +237,36 @@ def test_abi():
     assert abi_mismatches(SORT) == []
     candle = set(json.loads(ABI.read_text())["modules"]["sort"])
     assert len(candle) == 14 and set(SORT.names()) - candle == set(sort.SORT_EXTRAS)
+
+
+@st.composite
+def sort_case(draw):
+    """A strided view (any dim order, steps of 1 or 2, an offset) of up to 3 dims, a dim and an order."""
+    shape = tuple(draw(st.lists(st.integers(0, 40), min_size=1, max_size=3)))
+    order = draw(st.permutations(range(len(shape))))
+    step, acc, strides = draw(st.sampled_from([1, 2])), 1, [0] * len(shape)
+    for d in reversed(order):
+        strides[d] = acc * step
+        acc *= shape[d] * step
+    return (shape, strides, draw(st.integers(0, 3)), draw(st.integers(-len(shape), len(shape) - 1)),
+            draw(st.sampled_from(DTYPES)), draw(st.booleans()), draw(st.integers(0, 4)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sort_case())
+def test_hypothesis_layouts(c):
+    """argsort, sort and topk of random strided views along a random dim, on the CPU (wave 32)."""
+    shape, strides, offset, dim, dtype, descending, k = c
+    device = pk.device("cpu", wave_size=32)
+    span = 1 + offset + sum(max(n - 1, 0) * s for n, s in zip(shape, strides))
+    base = row_data(dtype, 1, span)[0]
+    view = device.to_device(base).as_strided(shape, strides, offset)
+    host = np.lib.stride_tricks.as_strided(base[offset:], shape, [s * base.itemsize for s in strides])
+    want = np.moveaxis(expected_order(np.moveaxis(host, dim, -1), descending), -1, dim)
+    assert (sort.argsort(view, dim=dim, descending=descending).to_host() == want).all()
+    values, indices = sort.sort(view, dim=dim, descending=descending)
+    assert (indices.to_host() == want).all()
+    assert_bits(values.to_host(), np.take_along_axis(host, want, dim))
+    k = min(k, shape[dim])
+    values, indices = sort.topk(view, k, dim=dim, largest=descending)
+    assert (indices.to_host() == np.take(want, range(k), axis=dim)).all()
