@@ -40,13 +40,14 @@ from ._common import compute_type
 
 T = pk.TypeVar("T")
 A = pk.TypeVar("A")
+X = pk.TypeVar("X")  # an index type: u32 where every index and size fits 31 bits, else usize
 
 DTYPES = (f32, f64, f16, bf16, u8, u32)
 
 
 # ---- device helpers ---------------------------------------------------------------------------------
 @pk.func
-def padded_source(pos: usize, padding: usize, extent: usize) -> usize:
+def padded_source(pos: X, padding: X, extent: X) -> X:
     """``pos - padding`` where that lies in ``[0, extent)``, else ``extent`` (a tap in the zero padding)."""
     if pos < padding or pos >= padding + extent:
         return extent
@@ -96,7 +97,7 @@ def bilinear_scale(in_size: usize, out_size: usize, align_corners: bool, has_sca
 
 
 @pk.func
-def bilinear_source(o: usize, scale: f64, align_corners: bool) -> f64:
+def bilinear_source(o: X, scale: f64, align_corners: bool) -> f64:
     """PyTorch's ``area_pixel_compute_source_index`` (linear): clamped at 0 for half-pixel centres."""
     if align_corners:
         return scale * f64(o)
@@ -117,13 +118,26 @@ def divisor_magic(d: usize) -> u64:
 
 
 @pk.func
-def div_by(n: usize, d: usize, magic: u64, *, wide) -> usize:
-    """``n // d``: by ``divisor_magic`` where every index fits 32 bits (``wide`` false), else divided."""
-    if wide:
+def div_by(n: X, d: X, magic: u64) -> X:
+    """``n // d``: one wide multiply by ``divisor_magic(d)`` for u32 indices, a division for usize."""
+    if X is usize:
         return n // d
     else:
-        n32 = usize(u32(n))
-        return (((n32 * usize(u32(magic))) >> 32) + n32) >> (magic >> 32)
+        t = (u64(n) * u64(u32(magic))) >> 32
+        return u32((t + u64(n)) >> (magic >> 32))
+
+
+#: the largest index, size, stride and padding the u32 index path takes: sums of two stay below 2**32
+INDEX_31 = 0x7FFFFFFF
+
+
+@pk.func
+def small_layout(info: ConstPtr[usize], count: usize) -> bool:
+    """Every dim and stride of ``info`` (``count`` entries) at most ``INDEX_31``."""
+    for j in range(count):
+        if info[j] > INDEX_31:
+            return False
+    return True
 
 
 # ---- kernels ----------------------------------------------------------------------------------------
@@ -229,21 +243,27 @@ def conv_transpose2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: us
         dst[i] = T(acc)
 
 
+# The data-movement kernels below run one loop written over a compile-time index type I: u32 where
+# the output count is at most NARROW and every size, stride and position fits 31 bits (``narrow``
+# checks), with divisions by multiplication (``div_by``) and 32-bit wide multiplies for offsets; usize
+# otherwise. Magic numbers are computed once a thread before the loop; the usize path gets zeros.
 @pk.func
 def im2col1d_loop(numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_k: u64, m_c: u64, m_l: u64, *, wide):
-    c_in = info[1]
-    l_in = info[2]
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_k: u64, m_c: u64, m_l: u64, *, I):
+    lk = I(l_k)
+    c_in = I(info[1])
+    lo = I(l_out)
     for i in pk.grid_stride(numel):
-        row = div_by(i, l_k, m_k, wide=wide)
-        k = i - row * l_k
-        bl = div_by(row, c_in, m_c, wide=wide)
+        row = div_by(I(i), lk, m_k)
+        k = I(i) - row * lk
+        bl = div_by(row, c_in, m_c)
         c = row - bl * c_in
-        b = div_by(bl, l_out, m_l, wide=wide)
-        ol = bl - b * l_out
-        sl = padded_source(ol * stride + k * dilation, padding, l_in)
-        inside = sl < l_in
-        v = src[pk.select(inside, b * info[3] + c * info[4] + sl * info[5], usize(0))]
+        b = div_by(bl, lo, m_l)
+        ol = bl - b * lo
+        sl = padded_source(ol * I(stride) + k * I(dilation), I(padding), I(info[2]))
+        inside = sl < I(info[2])
+        off = usize(b) * usize(I(info[3])) + usize(c) * usize(I(info[4])) + usize(sl) * usize(I(info[5]))
+        v = src[pk.select(inside, off, usize(0))]
         dst[i] = pk.select(inside, v, T(0))
 
 
@@ -252,35 +272,39 @@ def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, paddi
                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
     """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values; the loop runs over every value."""
     numel = dst_numel * l_k
-    if numel <= NARROW:
+    reach = max(l_out * stride + l_k * dilation, padding + info[2])
+    if numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(6)):
         im2col1d_loop(numel, l_out, l_k, stride, padding, dilation, info, src, dst, divisor_magic(l_k),
-                      divisor_magic(info[1]), divisor_magic(l_out), wide=False)
+                      divisor_magic(info[1]), divisor_magic(l_out), I=u32)
     else:
-        im2col1d_loop(numel, l_out, l_k, stride, padding, dilation, info, src, dst, u64(0), u64(0), u64(0), wide=True)
+        im2col1d_loop(numel, l_out, l_k, stride, padding, dilation, info, src, dst, u64(0), u64(0), u64(0), I=usize)
 
 
 @pk.func
 def im2col_loop(numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
                 dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_wk: u64, m_hk: u64, m_c: u64,
-                m_wo: u64, m_ho: u64, *, wide):
-    c_in = info[1]
-    h_in = info[2]
-    w_in = info[3]
+                m_wo: u64, m_ho: u64, *, I):
+    wk = I(w_k)
+    hk = I(h_k)
+    c_in = I(info[1])
+    wo = I(w_out)
+    ho = I(h_out)
     for i in pk.grid_stride(numel):
-        r = div_by(i, w_k, m_wk, wide=wide)
-        kw = i - r * w_k
-        q = div_by(r, h_k, m_hk, wide=wide)
-        kh = r - q * h_k
-        r = div_by(q, c_in, m_c, wide=wide)
+        r = div_by(I(i), wk, m_wk)
+        kw = I(i) - r * wk
+        q = div_by(r, hk, m_hk)
+        kh = r - q * hk
+        r = div_by(q, c_in, m_c)
         c = q - r * c_in
-        q = div_by(r, w_out, m_wo, wide=wide)
-        ow = r - q * w_out
-        b = div_by(q, h_out, m_ho, wide=wide)
-        oh = q - b * h_out
-        sh = padded_source(oh * stride + kh * dilation, padding, h_in)
-        sw = padded_source(ow * stride + kw * dilation, padding, w_in)
-        inside = sh < h_in and sw < w_in
-        off = b * info[4] + c * info[5] + sh * info[6] + sw * info[7]
+        q = div_by(r, wo, m_wo)
+        ow = r - q * wo
+        b = div_by(q, ho, m_ho)
+        oh = q - b * ho
+        sh = padded_source(oh * I(stride) + kh * I(dilation), I(padding), I(info[2]))
+        sw = padded_source(ow * I(stride) + kw * I(dilation), I(padding), I(info[3]))
+        inside = sh < I(info[2]) and sw < I(info[3])
+        off = (usize(b) * usize(I(info[4])) + usize(c) * usize(I(info[5])) + usize(sh) * usize(I(info[6]))
+               + usize(sw) * usize(I(info[7])))
         v = src[pk.select(inside, off, usize(0))]
         dst[i] = pk.select(inside, v, T(0))
 
@@ -288,22 +312,25 @@ def im2col_loop(numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize
 @pk.kernel
 def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
               dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
-    if dst_numel <= NARROW:
+    reach = max(max(h_out, w_out) * stride + max(h_k, w_k) * dilation, padding + max(info[2], info[3]))
+    if dst_numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(8)):
         im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, divisor_magic(w_k),
-                    divisor_magic(h_k), divisor_magic(info[1]), divisor_magic(w_out), divisor_magic(h_out), wide=False)
+                    divisor_magic(h_k), divisor_magic(info[1]), divisor_magic(w_out), divisor_magic(h_out), I=u32)
     else:
         im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, u64(0), u64(0),
-                    u64(0), u64(0), u64(0), wide=True)
+                    u64(0), u64(0), u64(0), I=usize)
 
 
 @pk.func
 def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
-                  src: ConstPtr[T], dst: Ptr[T], m_l: u64, m_c: u64, *, wide):
+                  src: ConstPtr[T], dst: Ptr[T], m_l: u64, m_c: u64, *, I):
+    lo = I(l_out)
+    co = I(c_out)
     for i in pk.grid_stride(dst_el):
-        bc = div_by(i, l_out, m_l, wide=wide)  # b * c_out + c
-        ol = i - bc * l_out
-        b = div_by(bc, c_out, m_c, wide=wide)
-        col = src + b * l_in * c_out * k_size + (bc - b * c_out) * k_size
+        bc = div_by(I(i), lo, m_l)  # b * c_out + c
+        ol = usize(I(i) - bc * lo)
+        b = div_by(bc, co, m_c)
+        col = src + usize(b) * l_in * c_out * k_size + usize(bc - b * co) * k_size
         # li * stride + k == ol for 0 <= k < k_size: li from ceil((ol - k_size + 1) / stride) to ol / stride
         first = (ol + 1 - k_size + stride - 1) // stride if ol + 1 > k_size else usize(0)
         last = min(ol // stride + 1, l_in)
@@ -316,27 +343,31 @@ def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size
 @pk.kernel
 def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
                 src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
-    if dst_el <= NARROW:
+    if dst_el <= NARROW and l_out <= INDEX_31 and c_out <= INDEX_31:
         col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, divisor_magic(l_out), divisor_magic(c_out),
-                      wide=False)
+                      I=u32)
     else:
-        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, u64(0), u64(0), wide=True)
+        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, u64(0), u64(0), I=usize)
 
 
 @pk.func
 def pool2d_loop(numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, out2: usize, out3: usize,
-                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_3: u64, m_2: u64, m_c: u64, *, A, MAX, wide):
+                info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_3: u64, m_2: u64, m_c: u64, *, A, MAX, I):
     """One output a step: the window's mean (A sum, ``average``) or candle CPU's max fold (the first
     element, replaced by every later one it is less than: a NaN first element stays, later NaNs are
     skipped)."""
+    o3n = I(out3)
+    o2n = I(out2)
+    cn = I(info[1])
     for i in pk.grid_stride(numel):
-        r = div_by(i, out3, m_3, wide=wide)
-        o3 = i - r * out3
-        q = div_by(r, out2, m_2, wide=wide)
-        o2 = r - q * out2
-        b = div_by(q, info[1], m_c, wide=wide)
-        c = q - b * info[1]
-        s = src + b * info[4] + c * info[5] + o2 * w_stride * info[6] + o3 * h_stride * info[7]
+        r = div_by(I(i), o3n, m_3)
+        o3 = I(i) - r * o3n
+        q = div_by(r, o2n, m_2)
+        o2 = r - q * o2n
+        b = div_by(q, cn, m_c)
+        c = q - b * cn
+        s = src + (usize(b) * usize(I(info[4])) + usize(c) * usize(I(info[5]))
+                   + usize(o2 * I(w_stride)) * usize(I(info[6])) + usize(o3 * I(h_stride)) * usize(I(info[7])))
         if MAX:
             largest = s[0]
             for a in range(w_k):
@@ -359,26 +390,30 @@ def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_strid
     out2 = pool_extent(info[2], w_k, w_stride)
     out3 = pool_extent(info[3], h_k, h_stride)
     numel = info[0] * info[1] * out2 * out3
-    if numel <= NARROW:
+    if numel <= NARROW and small_layout(info, usize(8)) and max(w_stride, h_stride) <= INDEX_31:
         pool2d_loop(numel, w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, divisor_magic(out3),
-                    divisor_magic(out2), divisor_magic(info[1]), A=A, MAX=MAX, wide=False)
+                    divisor_magic(out2), divisor_magic(info[1]), A=A, MAX=MAX, I=u32)
     else:
         pool2d_loop(numel, w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, u64(0), u64(0), u64(0), A=A,
-                    MAX=MAX, wide=True)
+                    MAX=MAX, I=usize)
 
 
 @pk.func
 def nearest_loop(numel: usize, w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
-                 src: ConstPtr[T], dst: Ptr[T], m_h: u64, m_w: u64, m_c: u64, *, wide):
+                 src: ConstPtr[T], dst: Ptr[T], m_h: u64, m_w: u64, m_c: u64, *, I):
+    ho = I(h_out)
+    wo = I(w_out)
+    cn = I(info[1])
     for i in pk.grid_stride(numel):
-        r = div_by(i, h_out, m_h, wide=wide)
-        o3 = i - r * h_out
-        q = div_by(r, w_out, m_w, wide=wide)
-        o2 = r - q * w_out
-        b = div_by(q, info[1], m_c, wide=wide)
-        s2 = min(usize(f64(o2) * w_scale), info[2] - 1)
-        s3 = min(usize(f64(o3) * h_scale), info[3] - 1)
-        dst[i] = src[b * info[4] + (q - b * info[1]) * info[5] + s2 * info[6] + s3 * info[7]]
+        r = div_by(I(i), ho, m_h)
+        o3 = I(i) - r * ho
+        q = div_by(r, wo, m_w)
+        o2 = r - q * wo
+        b = div_by(q, cn, m_c)
+        s2 = min(I(f64(o2) * w_scale), I(info[2]) - 1)
+        s3 = min(I(f64(o3) * h_scale), I(info[3]) - 1)
+        dst[i] = src[usize(b) * usize(I(info[4])) + usize(q - b * cn) * usize(I(info[5])) + usize(s2) * usize(I(info[6]))
+                     + usize(s3) * usize(I(info[7]))]
 
 
 @pk.kernel
@@ -388,40 +423,45 @@ def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64
     numel = info[0] * info[1] * w_out * h_out
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
         return
-    if numel <= NARROW:
+    if numel <= NARROW and small_layout(info, usize(8)):
         nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, divisor_magic(h_out), divisor_magic(w_out),
-                     divisor_magic(info[1]), wide=False)
+                     divisor_magic(info[1]), I=u32)
     else:
-        nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, u64(0), u64(0), u64(0), wide=True)
+        nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, u64(0), u64(0), u64(0), I=usize)
 
 
 @pk.func
 def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_w: u64, m_h: u64, m_c: u64, *, wide):
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_w: u64, m_h: u64, m_c: u64, *, I):
     """PyTorch's interpolation in f64. A plain strided loop, one output a thread a step: an output
     gathers four inputs, so a grid-stride tile of several outputs gains no vector access and its staged
     copies spill registers."""
-    h_in = info[2]
-    w_in = info[3]
+    h_in = I(info[2])
+    w_in = I(info[3])
+    wo = I(w_out)
+    ho = I(h_out)
+    cn = I(info[1])
+    sh = usize(I(info[6]))
+    sw = usize(I(info[7]))
     for i in range(pk.global_id(), numel, usize(pk.grid_dim.x) * usize(pk.block_dim.x)):
-        r = div_by(i, w_out, m_w, wide=wide)
-        ow = i - r * w_out
-        q = div_by(r, h_out, m_h, wide=wide)
-        oh = r - q * h_out
-        b = div_by(q, info[1], m_c, wide=wide)
-        s = src + b * info[4] + (q - b * info[1]) * info[5]
+        r = div_by(I(i), wo, m_w)
+        ow = I(i) - r * wo
+        q = div_by(r, ho, m_h)
+        oh = r - q * ho
+        b = div_by(q, cn, m_c)
+        s = src + usize(b) * usize(I(info[4])) + usize(q - b * cn) * usize(I(info[5]))
         hr = bilinear_source(oh, scale_h, align_corners)
         wr = bilinear_source(ow, scale_w, align_corners)
-        h0 = min(usize(hr), h_in - 1)
-        w0 = min(usize(wr), w_in - 1)
+        h0 = min(I(hr), h_in - 1)
+        w0 = min(I(wr), w_in - 1)
         h1 = min(h0 + 1, h_in - 1)
         w1 = min(w0 + 1, w_in - 1)
         lh = min(max(hr - f64(h0), 0.0), 1.0)
         lw = min(max(wr - f64(w0), 0.0), 1.0)
-        v00 = f64(s[h0 * info[6] + w0 * info[7]])
-        v01 = f64(s[h0 * info[6] + w1 * info[7]])
-        v10 = f64(s[h1 * info[6] + w0 * info[7]])
-        v11 = f64(s[h1 * info[6] + w1 * info[7]])
+        v00 = f64(s[usize(h0) * sh + usize(w0) * sw])
+        v01 = f64(s[usize(h0) * sh + usize(w1) * sw])
+        v10 = f64(s[usize(h1) * sh + usize(w0) * sw])
+        v11 = f64(s[usize(h1) * sh + usize(w1) * sw])
         top = (1.0 - lw) * v00 + lw * v01
         bottom = (1.0 - lw) * v10 + lw * v11
         dst[i] = T((1.0 - lh) * top + lh * bottom)
@@ -437,12 +477,12 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     scale_h = bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor)
     scale_w = bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor)
     numel = info[0] * info[1] * h_out * w_out
-    if numel <= NARROW:
+    if numel <= NARROW and small_layout(info, usize(8)):
         bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, divisor_magic(w_out),
-                      divisor_magic(h_out), divisor_magic(info[1]), wide=False)
+                      divisor_magic(h_out), divisor_magic(info[1]), I=u32)
     else:
         bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, u64(0), u64(0), u64(0),
-                      wide=True)
+                      I=usize)
 
 
 #: outputs up to this many take 32-bit index arithmetic (``div_by``); tests lower it to check the other path

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u64, usize
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u32, usize
 from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
 from stdlib_kernels import CONV, conv, kernel_name
@@ -540,9 +540,9 @@ def test_wrapper_errors(device):
 
 # ---- index arithmetic ---------------------------------------------------------------------------------
 @pk.kernel
-def divide_all(n: usize, nums: ConstPtr[u64], divs: ConstPtr[u64], out: Ptr[u64]):
+def divide_all(n: usize, nums: ConstPtr[u32], divs: ConstPtr[u32], out: Ptr[u32]):
     for i in pk.grid_stride(n):
-        out[i] = conv.div_by(nums[i], divs[i], conv.divisor_magic(divs[i]), wide=False)
+        out[i] = conv.div_by(nums[i], divs[i], conv.divisor_magic(usize(divs[i])))
 
 
 def test_division_by_multiplication(device):
@@ -558,8 +558,8 @@ def test_division_by_multiplication(device):
             if 0 <= n < 2 ** 32:
                 nums.append(n)
                 divs.append(d)
-    nums, divs = np.array(nums, np.uint64), np.array(divs, np.uint64)
-    out = device.empty(len(nums), pk.u64)
+    nums, divs = np.array(nums, np.uint32), np.array(divs, np.uint32)
+    out = device.empty(len(nums), pk.u32)
     divide_all[8, 256](len(nums), device.to_device(nums), device.to_device(divs), out)
     np.testing.assert_array_equal(out.to_host(), nums // divs)
 
