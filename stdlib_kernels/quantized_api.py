@@ -105,7 +105,8 @@ def dequantize(blocks, qtype_spec, shape, dtype=pk.f32, device=None) -> DeviceAr
 def _activations(x, k: int, device) -> DeviceArray:
     x = as_device_array(x, device)
     if x.dtype is not pk.f32:
-        raise TypeError(f"the activations must be f32 (candle's PTX path quantizes f32), got {x.dtype}")
+        raise TypeError(f"the activations must be f32 (candle's PTX path quantizes f32; matmul converts f16 and "
+                        f"bf16), got {x.dtype}")
     if x.ndim == 0 or x.shape[-1] != k:
         raise ValueError(f"the activations' last dimension must be the weights' {k} columns, got shape {x.shape}")
     return x if x.is_contiguous else x.device.to_device(x.to_host())
@@ -132,14 +133,19 @@ def quantize_q8_1(x, max_rows: int = MAX_GRID_Y) -> tuple[DeviceArray, int]:
 
 
 def matmul(blocks, qtype_spec, x, *, dmmv: bool = False) -> DeviceArray:
-    """``x @ W.T`` (f32, shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
+    """``x @ W.T`` (shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
     ``x.shape[-1]`` elements (n from the buffer's size). Up to 8 activation rows take q8_1 + MMVQ,
-    more take q8_1 + MMQ (candle's dispatch); ``dmmv=True`` with one row takes DMMV."""
+    more take q8_1 + MMQ (candle's dispatch); ``dmmv=True`` with one row takes DMMV. f16 and bf16
+    activations are converted to f32 and the result back to their dtype (candle's fast paths: the
+    output in the input's dtype); f32 gives f32."""
     q = qtype(qtype_spec)
     if q not in MATMUL_TYPES:
         raise ValueError(f"candle has no matmul kernels for {q.name}; formats: "
                          f"{', '.join(t.name for t in MATMUL_TYPES)}")
     x = as_device_array(x)
+    if x.dtype in (pk.f16, pk.bf16):
+        from .cast import to
+        return to(matmul(blocks, q, to(x, pk.f32), dmmv=dmmv), x.dtype)
     k = x.shape[-1] if x.ndim else 0
     per_row = row_bytes(q, k)
     size = blocks.size if isinstance(blocks, DeviceArray) else np.asarray(blocks).nbytes

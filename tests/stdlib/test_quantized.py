@@ -385,6 +385,18 @@ def test_api_matmul_dmmv_and_batch_dims(wave_device):
     check_q8_1_product(got3.to_host().reshape(6, 6), blocks, "q8_0", x3.reshape(6, 256), qy)
 
 
+@pytest.mark.parametrize("dtype", [pk.f16, pk.bf16], ids=str)
+def test_api_matmul_16_bit_activations(wave_device, dtype):
+    """Converted to f32 (exactly), the f32 product rounded once to the input's dtype."""
+    rng = np.random.default_rng(8)
+    blocks = weights(rng, "q4_1", 4, 256)
+    x = activations(rng, 2, 256).astype(dtype.np)
+    got = qapi.matmul(blocks, "q4_1", wave_device.to_device(x))
+    want = qapi.matmul(blocks, "q4_1", wave_device.to_device(x.astype(np.float32)))
+    assert got.dtype is dtype
+    np.testing.assert_array_equal(got.to_host(), want.to_host().astype(dtype.np))
+
+
 def test_api_quantize_q8_1_in_chunks(wave_device):
     """Rows a launch limited (candle: 65535, the grid's y): the same bytes as one launch."""
     x = activations(np.random.default_rng(9), 7, 300)
@@ -431,8 +443,8 @@ def test_api_bad_input():
         qapi.matmul(np.zeros(144, np.uint8), "q4_K", np.zeros((1, 64), np.float32))
     with pytest.raises(ValueError, match=r"whole number of rows, got 40 bytes"):
         qapi.matmul(np.zeros(40, np.uint8), "q4_0", np.zeros((1, 64), np.float32))
-    with pytest.raises(TypeError, match=r"activations must be f32"):
-        qapi.matmul(blocks, "q4_0", dev.to_device(np.zeros((1, 64), np.float16)))
+    with pytest.raises(TypeError, match=r"activations must be f32 .*got i32"):
+        qapi.matmul(blocks, "q4_0", dev.to_device(np.zeros((1, 64), np.int32)))
     with pytest.raises(ValueError, match=r"no matmul kernels for q8_K"):
         qapi.matmul(np.zeros(292, np.uint8), "q8_K", np.zeros((1, 256), np.float32))
     with pytest.raises(ValueError, match=r"dmmv=True is candle's forced path for one activation row, got 2"):
