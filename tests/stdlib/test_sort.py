@@ -95,6 +95,9 @@ def test_candle_kernels_any_block(wave_width, dtype):
             out = wave_width.empty(x.shape, u32)
             fn[2, block, None, 1024 * 4](wave_width.to_device(x), out, 1000, 1024)
             assert (out.to_host() == expected_order(x, descending)).all(), f"block of {block}"
+    long = row_data(dtype, 1, 10000)  # candle's launch of 16384 padded columns: 16 a thread
+    for descending in (False, True):
+        assert (candle_launch(wave_width, long, descending) == expected_order(long, descending)).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
