@@ -176,11 +176,18 @@ def test_check_allows_every_op(dtype):
 
 @pytest.mark.parametrize("dtype", [T.bf16, T.f8e4m3])
 def test_check_integer_stored_floats_only_exchange(dtype):
+    """fp8 has exchange and CAS only; bf16 also add/sub, through LLVM's bfloat (test_atomic_dtypes.py)."""
     t = NvptxTarget()
     t.check("atomic.exchange.global", dtype, None)
     t.check("atomic.cas.shared", dtype, None)
     with pytest.raises(CompileError, match="not supported on cuda"):
+        t.check("atomic.max.global", dtype, None)
+    if dtype is T.bf16:
         t.check("atomic.add.global", dtype, None)
+        t.check("atomic.sub.shared", dtype, None)
+    else:
+        with pytest.raises(CompileError, match="not supported on cuda"):
+            t.check("atomic.add.global", dtype, None)
 
 
 @pytest.mark.parametrize("feature, dtype", [("atomic.add.global", T.bool_), ("atomic.cas.shared", T.bool_),
