@@ -7,6 +7,7 @@ choices, exit status 2, no traceback.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import logging
 import multiprocessing
@@ -36,8 +37,54 @@ def _stdlib():
     return stdlib_kernels
 
 
+#: what separates a user file from a module defined in it in a module spec (``my.py::kernels``)
+USER_SEP = "::"
+
+
+def is_user_file(spec: str) -> bool:
+    return isinstance(spec, str) and (spec.endswith(".py") or f".py{USER_SEP}" in spec)
+
+
+def user_modules(path: str, err: TextIO | None = None) -> list:
+    """The modules ``pykern build my_kernels.py`` builds from a user's file: each ``pykern.Module``
+    defined there, and one module named after the file with every kernel that has no compile-time
+    parameters and every instance (``saxpy_f32 = saxpy.instance(...)``) bound to a name there and
+    not already in one of those modules. A generic kernel without an instance is skipped, with a note."""
+    from ..lang.kernel import KernelDef, KernelInstance, Module
+    mod = load_user_file(path)
+    found = [v for v in vars(mod).values() if isinstance(v, Module)]
+    inside = {id(k) for m in found for k in m}
+    loose, generic = [], []
+    for name, v in vars(mod).items():
+        if isinstance(v, KernelDef) and getattr(v.source.pyfunc, "__module__", None) == mod.__name__:
+            if v.source.compile_params:
+                generic.append(name)
+            elif id(v._default) not in inside:
+                loose.append(v.instance(v.name))
+        elif isinstance(v, KernelInstance) and id(v) not in inside:
+            loose.append(v.kdef.instance(v.name, **v.params))
+    for name in generic:
+        if not any(k.kdef is vars(mod)[name] for k in loose) and not any(k.kdef is vars(mod)[name] for m in found
+                                                                          for k in m):
+            (err or sys.stderr).write(f"pykern build: skipping {name}: generic over "
+                                      f"{vars(mod)[name].source.compile_params}; bind an instance in the file\n")
+    if loose:
+        found.append(Module(Path(path).stem).add(*loose))
+    if not found:
+        raise UsageError(f"{path} defines no kernel to build (decorate a function with @pykern.kernel, "
+                         "or bind instances of generic ones)")
+    return found
+
+
 def resolve_module(name: str | int):
-    """A stdlib module by name or index (``unary``, ``10``)."""
+    """A stdlib module by name or index (``unary``, ``10``), or ``path.py::module`` for a module of a
+    user's file (what ``user_modules`` returns, by name: how build workers find it again)."""
+    if isinstance(name, str) and USER_SEP in name:
+        path, _, wanted = name.rpartition(USER_SEP)
+        for m in user_modules(path, io.StringIO()):
+            if m.name == wanted:
+                return m
+        raise UsageError(f"{path} has no module {wanted!r}")
     std = _stdlib()
     key: str | int = int(name) if isinstance(name, str) and name.isdigit() else name
     for m in std.MODULES:
@@ -78,9 +125,10 @@ def load_user_file(path: str):
     return mod
 
 
-def resolve_user_kernel(path: str, func: str):
+def resolve_user_kernel(path: str, func: str, sig: dict[str, Any] | None = None):
     """The kernel instance ``func`` of the file ``path``: a ``@pykern.kernel`` with no compile-time
-    parameters, or an instance (``k.instance(...)``) bound to a name in the file."""
+    parameters, a generic one with ``sig`` binding them (``--sig T=f32``), or an instance
+    (``k.instance(...)``) bound to a name in the file."""
     from ..lang.kernel import KernelDef, KernelInstance
     mod = load_user_file(path)
     found = {k: v for k, v in vars(mod).items() if isinstance(v, (KernelDef, KernelInstance))}
@@ -89,10 +137,15 @@ def resolve_user_kernel(path: str, func: str):
         choices = ", ".join(found) or "none (decorate a function with @pykern.kernel)"
         raise UsageError(f"{path} has no kernel {func!r}; kernels there: {choices}")
     if isinstance(obj, KernelDef):
+        if sig:
+            try:
+                return obj.instance(func, **sig)
+            except TypeError as exc:
+                raise UsageError(f"--sig: {exc}") from None
         if obj.source.compile_params:
             inst = [k for k, v in found.items() if isinstance(v, KernelInstance) and v.kdef is obj]
             hint = f"; instances in the file: {', '.join(inst)}" if inst else \
-                f"; bind one in the file (e.g. {func}_f32 = {func}.instance(...)) and show that"
+                f"; give its parameters with --sig (e.g. --sig {obj.source.compile_params[0]}=f32)"
             raise UsageError(f"{func} is generic over {obj.source.compile_params}{hint}")
         return obj._only_instance()
     return obj
@@ -136,8 +189,34 @@ def cmd_list(module: str | None = None, out: TextIO = sys.stdout) -> int:
 
 
 # ---- show ----------------------------------------------------------------------------------------
+def parse_sig(sig: str | None) -> dict[str, Any]:
+    """``T=f32,W=4`` -> ``{"T": pk.f32, "W": 4}``: dtype names, ints, floats, True/False."""
+    from ..ir.types import ALL_DTYPES
+    dtypes = {d.name: d for d in ALL_DTYPES} | {d.tag: d for d in ALL_DTYPES}
+    params: dict[str, Any] = {}
+    for item in filter(None, (sig or "").split(",")):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key.isidentifier():
+            raise UsageError(f"--sig takes NAME=VALUE pairs separated by commas, got {item!r}")
+        if value in dtypes:
+            params[key] = dtypes[value]
+        elif value in ("True", "False"):
+            params[key] = value == "True"
+        else:
+            try:
+                params[key] = int(value)
+            except ValueError:
+                try:
+                    params[key] = float(value)
+                except ValueError:
+                    raise UsageError(f"--sig {key}={value}: not a dtype ({', '.join(sorted(dtypes))}), "
+                                     "an int, a float or True/False") from None
+    return params
+
+
 def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arch: str | None = None,
-             stage: str = "asm", out: TextIO = sys.stdout) -> int:
+             stage: str = "asm", out: TextIO = sys.stdout, sig: str | None = None) -> int:
     """One kernel's LLVM IR, optimised IR, assembly or (amdgpu) code-object metadata."""
     from ..compiler import compile_kernels, lower_module
     if stage not in STAGES:
@@ -147,12 +226,14 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         raise UsageError(f"--stage meta is for amdgpu code objects; for {target} choose one of: typed, ir, opt, asm")
     if kernel is None and ":" in module:
         path, _, func = module.rpartition(":")
-        inst, name = resolve_user_kernel(path, func), func
+        inst, name = resolve_user_kernel(path, func, parse_sig(sig)), func
     elif module.endswith(".py"):
         if kernel is None:
             raise UsageError(f"name the kernel: pykern show {module}:FUNCTION (or {module} FUNCTION)")
-        inst, name = resolve_user_kernel(module, kernel), kernel
+        inst, name = resolve_user_kernel(module, kernel, parse_sig(sig)), kernel
     else:
+        if sig:
+            raise UsageError("--sig is for generic kernels of your own file; stdlib kernels are instances")
         m = resolve_module(module)
         if kernel is None:
             raise UsageError(f"name a kernel of {m.name}: pykern show {m.name} KERNEL; "
@@ -301,6 +382,26 @@ def emit_rust(out_dir: Path, manifest: dict, target: str, archs: list[str]) -> P
     return write_crate(out_dir, manifest, target, archs, _stdlib().MODULES)
 
 
+class Progress:
+    """One line on a terminal, rewritten as work finishes (kernels done / total, the last module and
+    arch); nothing at all when ``stream`` is not a terminal (logs, pipes, CI)."""
+
+    def __init__(self, stream: TextIO, total: int):
+        self.stream, self.total, self.done = stream, total, 0
+        self.live = bool(getattr(stream, "isatty", lambda: False)())
+
+    def advance(self, kernels: int, what: str) -> None:
+        self.done += kernels
+        if self.live and kernels:
+            self.stream.write(f"\rpykern build: {self.done}/{self.total} kernels  {what}\033[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.live and self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
 def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str] | None = None,
               out_dir: str | None = None, emit_rust_file: bool = False, jobs: int | None = None,
               force: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -313,7 +414,20 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
     if not out_dir:
         raise UsageError("build needs --out DIR")
     arch_list = _split_archs(archs, target)
-    mods = [resolve_module(m) for m in modules] if modules else list(_stdlib().MODULES)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"-j/--jobs takes a positive number of worker processes, got {jobs}")
+    specs: dict[str, str] = {}  # module name -> what a worker resolves to find it again
+    mods = []
+    for spec in modules or [m.name for m in _stdlib().MODULES]:
+        if is_user_file(spec):
+            path = spec.split(USER_SEP)[0]
+            for m in user_modules(path, err):
+                specs[m.name] = f"{Path(path).resolve()}{USER_SEP}{m.name}"
+                mods.append(m)
+        else:
+            m = resolve_module(spec)
+            specs[m.name] = m.name
+            mods.append(m)
     mods = list({m.name: m for m in mods}.values())
     outp = Path(out_dir)
     outp.mkdir(parents=True, exist_ok=True)
@@ -335,17 +449,15 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
             tasks.append((m, arch, tgt))
     total = len(tasks) + len(results)
     done = len(results)
-    if results:
-        err.write(f"pykern build: {len(results)} of {total} up to date in {outp}\n")
+    progress = Progress(err, sum(len(m) for m, _, _ in tasks) + sum(len(r["entry"]["kernels"]) for r in results))
+    progress.advance(sum(len(r["entry"]["kernels"]) for r in results), f"{len(results)} up to date")
 
     def report(r: dict) -> None:
         nonlocal done
         done += 1
         e = r["entry"]
         how = "cache" if r["cached"] else "compiled"
-        err.write(f"pykern build: [{done}/{total}] {e['module']} {e['arch']}: {len(e['kernels'])} kernels, "
-                  f"{e['bytes'] // 1024} KiB, {r['seconds']:.2f}s ({how})\n")
-        err.flush()
+        progress.advance(len(e["kernels"]), f"[{done}/{total}] {e['module']} {e['arch']} ({how}, {r['seconds']:.1f}s)")
 
     misses = []
     for m, arch, tgt in tasks:  # source-key cache hits are written here: no lowering, no worker
@@ -359,20 +471,21 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
     n_jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     if n_jobs == 1:
         for m, arch in tasks:
-            r = _build_one(m.name, target, arch, str(outp))
+            r = _build_one(specs[m.name], target, arch, str(outp))
             results.append(r)
             report(r)
     elif tasks:
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         with ProcessPoolExecutor(n_jobs, mp_context=ctx) as pool:
-            pending = {pool.submit(_build_one, m.name, target, arch, str(outp)) for m, arch in tasks}
+            pending = {pool.submit(_build_one, specs[m.name], target, arch, str(outp)) for m, arch in tasks}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
                     r = f.result()
                     results.append(r)
                     report(r)
+    progress.close()
     manifest = prebuilt.write_manifest(outp, [r["entry"] for r in results])
     rust = emit_rust(outp, manifest, target, arch_list) if emit_rust_file else None
     built = len({r["entry"]["module"] for r in results})

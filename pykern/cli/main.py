@@ -18,12 +18,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pykern", description="pykern's command line: list, show, resources, build, info, cache.")
-    p.add_argument("-v", "--verbose", action="store_true",
+def _global_flags(p: argparse.ArgumentParser, default) -> None:
+    """-v and --debug, before the command or after it (``pykern build ... -v``)."""
+    p.add_argument("-v", "--verbose", action="store_true", default=default,
                    help="log cache hits/misses and compile times (pykern.compiler, pykern.cache)")
-    p.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    p.add_argument("--debug", action="store_true", default=default, help="show Python tracebacks on errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..version import __version__
+    p = _Parser(prog="pykern", description="pykern's command line: list, show, resources, build, info, cache.")
+    p.add_argument("--version", action="version", version=f"pykern {__version__}")
+    _global_flags(p, False)
+    after = argparse.ArgumentParser(add_help=False)
+    _global_flags(after, argparse.SUPPRESS)  # absent after the command: the value before it stands
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add = sub.add_parser
+    sub.add_parser = lambda *a, **k: _add(*a, parents=[after], **k)  # type: ignore[method-assign]
 
     s = sub.add_parser("list", help="the stdlib modules, or one module's kernels and signatures")
     s.add_argument("module", nargs="?", help="module name or index")
@@ -33,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("kernel", nargs="?", help="kernel name (omit with file.py:function)")
     s.add_argument("--target", default="amdgpu", help="amdgpu (default), cuda or cpu")
     s.add_argument("--arch", help="e.g. gfx90a (amdgpu default), sm_90 (cuda default)")
-    s.add_argument("--stage", default="asm", help="ir, opt, asm (default) or meta (amdgpu)")
+    s.add_argument("--stage", default="asm", help="typed, ir, opt, asm (default) or meta (amdgpu)")
+    s.add_argument("--sig", help="compile-time parameters of a generic kernel of your file, e.g. T=f32,W=4")
 
     s = sub.add_parser("resources", help="per-kernel registers, spills, LDS, scratch, occupancy (amdgpu)")
     s.add_argument("module", help="module name or index")
@@ -41,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output")
 
     s = sub.add_parser("build", help="compile modules to DIR/<arch>/<module>.hsaco|.ptx plus manifest.json")
-    s.add_argument("modules", nargs="*", help="modules to build (default: all)")
+    s.add_argument("modules", nargs="*",
+                   help="stdlib modules, or your .py files (their kernels and pykern.Modules); default: the stdlib")
     s.add_argument("--target", default="amdgpu", help="amdgpu (default) or cuda")
     s.add_argument("--arch", action="append", help="comma-separated archs (default: the target's default)")
     s.add_argument("--out", required=True, help="output directory")
@@ -67,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if c == "list":
         return commands.cmd_list(args.module)
     if c == "show":
-        return commands.cmd_show(args.module, args.kernel, args.target, args.arch, args.stage)
+        return commands.cmd_show(args.module, args.kernel, args.target, args.arch, args.stage, sig=args.sig)
     if c == "resources":
         return commands.cmd_resources(args.module, args.arch, args.json)
     if c == "build":
