@@ -94,6 +94,7 @@ def get(k: str) -> bytes | None:
         if magic == MAGIC and length == len(payload) and hashlib.sha256(payload).digest() == digest:
             if owner == bytes.fromhex(k):
                 log.debug("hit %s (%d bytes)", k, length)
+                _touch(path)
                 return payload
             log.warning("discarding cache entry %s: it is intact but belongs to key %s", path, owner.hex())
             _discard(path)
@@ -103,15 +104,27 @@ def get(k: str) -> bytes | None:
     return None
 
 
-def put(k: str, data: bytes) -> None:
-    """Store ``data`` under ``k`` atomically; a no-op when the cache is disabled.
+def _touch(path: Path) -> None:
+    """Mark an entry used now: pruning removes the least recently used entries first."""
+    with contextlib.suppress(OSError):  # a read-only cache still serves hits
+        os.utime(path)
+
+
+def put(k: str, data: bytes, label: str = "") -> None:
+    """Store ``data`` under ``k`` atomically; a no-op when the cache is disabled. ``label`` (what
+    was compiled, for which target) is what ``pykern cache ls`` shows for the entry.
 
     Best effort: an unwritable cache (read-only home, full disk) logs a warning rather than
-    failing the compile that produced ``data``.
+    failing the compile that produced ``data``. Every so often a put prunes the cache back under
+    its size cap (``PYKERN_CACHE_MAX``).
     """
     if not config.cache_enabled():
         return
     path = _path(k)
+    if label:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.with_suffix(".label").write_text(label)
     data = bytes(data)
     header = _HEADER.pack(MAGIC, len(data), hashlib.sha256(data).digest(), bytes.fromhex(k))
     tmp = None
@@ -132,6 +145,47 @@ def put(k: str, data: bytes) -> None:
         if tmp is not None:  # failed or interrupted: leave no stray temp file
             _discard(Path(tmp))
     log.debug("put %s (%d bytes)", k, len(data))
+    global _puts
+    _puts += 1
+    if (_puts - 1) % _PRUNE_EVERY == 0:  # the first put of a process, then every _PRUNE_EVERY-th
+        prune()
+
+
+#: puts between two size checks in one process (a check stats every entry: ~1 ms per 100)
+_PRUNE_EVERY = 64
+_puts = 0
+
+
+def prune(max_bytes: int | None = None) -> tuple[int, int]:
+    """Remove the least recently used entries (by their last hit or write) until the cache holds at
+    most ``max_bytes`` (default: ``PYKERN_CACHE_MAX``) — down to 90% of it, so the next puts do not
+    prune again at once. Returns (entries removed, bytes freed)."""
+    cap = config.cache_max_bytes() if max_bytes is None else max_bytes
+    found = []
+    for p in _files():
+        with contextlib.suppress(FileNotFoundError):
+            st = p.stat()
+            found.append((st.st_mtime, st.st_size, p))
+    total = sum(size for _, size, _ in found)
+    if total <= cap:
+        return 0, 0
+    removed = freed = 0
+    for _, size, p in sorted(found, key=lambda f: f[0]):
+        if total - freed <= cap * 0.9:
+            break
+        _discard(p)
+        _discard(p.with_suffix(".label"))
+        removed, freed = removed + 1, freed + size
+    log.info("pruned %d entries (%d bytes) to stay under %d bytes", removed, freed, cap)
+    return removed, freed
+
+
+def label(k: str) -> str:
+    """What an entry holds (its kernels and target), as recorded when it was written; "" if unknown."""
+    try:
+        return _path(k).with_suffix(".label").read_text()
+    except OSError:
+        return ""
 
 
 def _files() -> Iterator[Path]:

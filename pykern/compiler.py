@@ -111,12 +111,12 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     artifact = cache.get(key)
     if artifact is None:
         artifact = target.finalize(module, sigs)
-        cache.put(key, artifact)
+        cache.put(key, artifact, f"{name} {target.name} {target.arch} (IR key)")
         log.info("compiled %s for %s in %.3fs", name, target, time.perf_counter() - start)
     else:
         log.info("cache hit: %s for %s (IR key) in %.3fs", name, target, time.perf_counter() - start)
     if skey is not None:
-        cache.put(skey, _pack(artifact, sigs))
+        cache.put(skey, _pack(artifact, sigs), f"{name} {target.name} {target.arch}")
     return artifact, sigs
 
 

@@ -16,6 +16,7 @@ from typing import Iterator
 KNOBS: dict[str, str] = {
     "PYKERN_CACHE_DIR": "root of the compiled-artifact cache (default: the user cache dir)",
     "PYKERN_CACHE": '"0" disables the on-disk cache',
+    "PYKERN_CACHE_MAX": 'the cache\'s size cap, e.g. "4G" (default), "500M" or bytes: least recently used entries go first',
     "PYKERN_LLD": "path to ld.lld (default: the one shipped by ziglang)",
     "PYKERN_PREBUILT": "directory of prebuilt code objects, consulted before compiling",
     "PYKERN_CHECK_BOUNDS": '"1" turns on the bounds-checked CPU mode',
@@ -96,6 +97,28 @@ def wave_size() -> int:
 def dump_dir() -> Path | None:
     """Where every compile writes its stages (PYKERN_DUMP), or None."""
     return _path("PYKERN_DUMP")
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"4G"``, ``"500M"``, ``"1.5G"``, ``"123456"`` (bytes) -> bytes."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (bytes, or a number with K, M, G or T)") from None
+    if value < 0:
+        raise ValueError(f"a size cannot be negative: {text!r}")
+    return int(value * _UNITS[unit])
+
+
+def cache_max_bytes() -> int:
+    """The disk cache's size cap (PYKERN_CACHE_MAX, default 4 GiB)."""
+    raw = _raw("PYKERN_CACHE_MAX")
+    return parse_size(raw) if raw else 4 << 30
 
 
 def verbose() -> bool:

@@ -591,26 +591,52 @@ def cmd_info(out: TextIO = sys.stdout, gpus: bool = True) -> int:
 
 
 # ---- cache ---------------------------------------------------------------------------------------
-def cmd_cache(action: str, out: TextIO = sys.stdout) -> int:
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def cmd_cache(action: str, out: TextIO = sys.stdout, max_size: str | None = None) -> int:
+    """``ls``: a table of the entries (what they hold, target and arch, size, time since last use),
+    most recent first; ``stats``; ``clear``; ``prune``: down to the size cap (``--max`` or
+    ``PYKERN_CACHE_MAX``), least recently used first."""
     from .. import cache, config
-    actions = ("ls", "stats", "clear")
+    actions = ("ls", "stats", "clear", "prune")
     if action not in actions:
         raise UsageError(f"unknown cache action {action!r}; choose one of: {', '.join(actions)}")
     root = config.cache_dir() / cache.NAMESPACE
     if action == "ls":
+        rows, now = [], time.time()
         for k in cache.entries():
-            p = root / k[:2] / f"{k}.bin"
             try:
-                st = p.stat()
+                st = (root / k[:2] / f"{k}.bin").stat()
             except FileNotFoundError:
                 continue
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
-            out.write(f"{k}  {st.st_size:>9}  {stamp}\n")
+            what, _, where = (cache.label(k) or "?  ?").partition(" ")
+            rows.append((st.st_mtime, what, where, st.st_size, k))
+        out.write(f"{'kernels':<40} {'target / arch':<28} {'size':>9} {'used':>6}  key\n")
+        for mtime, what, where, size, k in sorted(rows, reverse=True):
+            out.write(f"{what[:40]:<40} {where[:28]:<28} {_human(size):>9} {_age(now - mtime):>6}  {k[:12]}\n")
+        total = sum(r[3] for r in rows)
+        out.write(f"{len(rows)} entries, {_human(total)} of {_human(config.cache_max_bytes())} "
+                  f"(PYKERN_CACHE_MAX) in {config.cache_dir()}\n")
         return 0
     count, size = cache.stats()
     if action == "stats":
         state = "enabled" if config.cache_enabled() else "disabled (PYKERN_CACHE=0)"
-        out.write(f"cache dir: {config.cache_dir()}\nstate: {state}\nentries: {count}\nsize: {_human(size)} ({size} bytes)\n")
+        out.write(f"cache dir: {config.cache_dir()}\nstate: {state}\nentries: {count}\nsize: {_human(size)} ({size} bytes)\n"
+                  f"size cap: {_human(config.cache_max_bytes())} (PYKERN_CACHE_MAX)\n")
+        return 0
+    if action == "prune":
+        try:
+            cap = config.parse_size(max_size) if max_size is not None else config.cache_max_bytes()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        removed, freed = cache.prune(cap)
+        out.write(f"removed {removed} least recently used entries ({_human(freed)}); "
+                  f"{_human(size - freed)} left, cap {_human(cap)}\n")
         return 0
     cache.clear()
     out.write(f"removed {count} entries ({_human(size)}) from {config.cache_dir()}\n")

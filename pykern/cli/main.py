@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("info", help="versions, targets and archs, linker, GPUs, cache")
 
-    s = sub.add_parser("cache", help="the compiled-artifact cache: ls, stats, clear")
-    s.add_argument("action", choices=("ls", "stats", "clear"))
+    s = sub.add_parser("cache", help="the compiled-artifact cache: ls, stats, clear, prune")
+    s.add_argument("action", choices=("ls", "stats", "clear", "prune"))
+    s.add_argument("--max", dest="max_size", help="prune: the size to prune to, e.g. 2G (default PYKERN_CACHE_MAX)")
     return p
 
 
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if c == "info":
         return commands.cmd_info()
     if c == "cache":
-        return commands.cmd_cache(args.action)
+        return commands.cmd_cache(args.action, max_size=args.max_size)
     raise AssertionError(c)
 
 
