@@ -117,6 +117,16 @@ def cuda_available() -> bool:
 _tls = threading.local()  # the context this thread last made current
 
 
+def device_count() -> int:
+    """How many CUDA GPUs the driver sees (0 without a driver or cuda-bindings)."""
+    try:
+        drv = _driver()
+        _check(drv, drv.cuInit(0), "cuInit")
+        return int(_check(drv, drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+    except Exception:  # no driver, no GPU, no cuda-bindings: none to count
+        return 0
+
+
 def param_pointer_array(base: int, offsets) -> ctypes.Array:
     """The ``void*[]`` that ``cuLaunchKernel``'s kernelParams takes: one pointer to each parameter,
     each ``base`` + its offset in the packed buffer (``KernelSignature.offsets``)."""

@@ -10,12 +10,19 @@ _defaults: dict[tuple, object] = {}  # device(None)'s choice, by options
 _lock = threading.Lock()
 
 
-def device(spec: str | None = None, **options):
-    """``"cpu"``, ``"hip"``, ``"hip:N"``, ``"cuda"``, ``"cuda:N"``; ``None`` picks the first GPU, else the CPU
-    (once per process).
+def device(spec: str | None = None, index: int | None = None, **options):
+    """``"cpu"``, ``"hip"``, ``"hip:N"``, ``"cuda"``, ``"cuda:N"`` (or the kind and ``index``:
+    ``device("cuda", 1)``); ``None`` picks the first GPU, else the CPU (once per process). Each GPU is
+    its own device: its own memory, module store and launches.
 
     CPU options: ``wave_size`` (32 or 64), ``check_bounds``, ``threads``.
     """
+    if index is not None:
+        if spec is None or ":" in spec:
+            raise DeviceError(f"device(kind, index) takes a kind without an index ('cuda', 'hip'), got {spec!r}")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise DeviceError(f"a device index is a non-negative int, got {index!r}")
+        spec = f"{spec}:{index}"
     if spec is None:
         # chosen once: probing HIP and CUDA costs ~100 us (a failed import is retried every time),
         # and kernel[grid, block](...) with plain pointers asks for the default on every launch
