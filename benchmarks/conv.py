@@ -3,8 +3,9 @@
 Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--quick]
 
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
-  kernel under the wrappers' launch (``launch_stream``: a 16-byte tile of output a thread, blocks of
-  256, as ``stdlib_kernels/conv_launch.py`` launches them) and under candle's (one thread per output,
+  kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col one
+  block of 256 per staged work item, ``im2col_launch``; the others ``launch_stream``, a 16-byte tile of
+  output a thread in blocks of 256) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
   read once and its output written once; the device's copy bandwidth, measured in the same run, is
@@ -98,6 +99,7 @@ def data_movement(b: Bench, quick: bool) -> None:
     import torch.nn.functional as F
 
     from stdlib_kernels import CONV
+    from stdlib_kernels.conv import im2col_launch
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
@@ -107,7 +109,9 @@ def data_movement(b: Bench, quick: bool) -> None:
         fn = dev.get_or_load_func(f"im2col_{tag}", CONV)
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
-        for shape, (grid, block) in shapes(b, cols.numel(), x, cols).items():
+        launches = {"wrapper": im2col_launch(batch, 256, 56, 56, 3, 3, as_array(dev, x).dtype),
+                    "candle": shapes(b, cols.numel(), x, cols)["candle"]}
+        for shape, (grid, block) in launches.items():
             b.case(f"im2col 3x3 p1 [{batch},256,56,56] {tag} [{shape}]", nbytes,
                    lambda g=grid, bl=block: fn[g, bl](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(),
                                                       cols.data_ptr()),

@@ -309,9 +309,74 @@ def im2col_loop(numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize
         dst[i] = pk.select(inside, v, T(0))
 
 
+#: im2col's staged path: a block step gathers STAGE_PIXELS consecutive output pixels x a chunk of channels
+#: (lanes along pixels: adjacent input columns) into STAGE_BYTES of shared memory, then writes each
+#: pixel's run of the chunk's (c, kh, kw) values out contiguously
+STAGE_PIXELS = 32
+STAGE_BYTES = 32768
+
+
+@pk.func
+def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize, dilation: usize,
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], chunk: usize, pixels: usize,
+                  sh: Ptr[T], *, P):
+    """Work items (P pixels, ``chunk`` channels) go to blocks in turn (block-uniform loop and barriers).
+    Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
+    window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
+    waves take the item's pixels in turn, each writing that pixel's ``chunk * K`` run of dst."""
+    c_in = info[1]
+    kk = h_k * w_k
+    seg = chunk * kk | 1
+    c_tiles = (c_in + chunk - 1) // chunk
+    items = (pixels + P - 1) // P * c_tiles
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    groups = nt // P
+    wave = usize(pk.wave_size)
+    p = t % P
+    item = usize(pk.block_idx.x)
+    while item < items:
+        p0 = item // c_tiles * P
+        c0 = item % c_tiles * chunk
+        cn = min(chunk, c_in - c0)
+        pn = min(usize(P), pixels - p0)
+        if p < pn and t < groups * P:
+            pixel = p0 + p
+            ow = pixel % w_out
+            oh = pixel // w_out % h_out
+            b = pixel // (w_out * h_out)
+            for c in range(c0 + t // P, c0 + cn, groups):
+                base = src + b * info[4] + c * info[5]
+                out = sh + p * seg + (c - c0) * kk
+                for kh in range(h_k):
+                    ih = padded_source(oh * stride + kh * dilation, padding, info[2])
+                    for kw in range(w_k):
+                        iw = padded_source(ow * stride + kw * dilation, padding, info[3])
+                        inside = ih < info[2] and iw < info[3]
+                        v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
+                        out[kh * w_k + kw] = pk.select(inside, v, T(0))
+        pk.syncthreads()
+        run = cn * kk
+        for q in range(t // wave, pn, nt // wave):
+            row = dst + (p0 + q) * c_in * kk + c0 * kk
+            for e in pk.parallel_range(usize(0), run, t % wave, wave):
+                row[e] = sh[q * seg + e]
+        pk.syncthreads()
+        item += usize(pk.grid_dim.x)
+
+
 @pk.kernel
 def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
               dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    """Blocks of at least STAGE_PIXELS threads (candle's 1024, the wrappers' 256) take the staged path
+    when a chunk of at least one channel fits; other launches the one-output-a-step loop."""
+    sh = pk.shared.array(STAGE_BYTES // T.nbytes, T)
+    kk = h_k * w_k
+    chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(kk, usize(1)))
+    if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
+        im2col_staged(h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, chunk,
+                      dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS)
+        return
     reach = max(max(h_out, w_out) * stride + max(h_k, w_k) * dilation, padding + max(info[2], info[3]))
     if dst_numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(8)):
         im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, divisor_magic(w_k),
@@ -515,3 +580,19 @@ def instance_params(op: str, dtype, **overrides) -> dict:
 for _op, (_kernel, _) in OPS.items():
     for _t in DTYPES:
         CONV.add(_kernel.instance(kernel_name(_op, _t), **instance_params(_op, _t)))
+
+
+# ---- host side: the wrappers' launch shapes -----------------------------------------------------------
+#: the wrappers' block for im2col's staged path: 8 groups of STAGE_PIXELS lanes
+STAGE_BLOCK = 256
+
+
+def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, dtype) -> tuple[int, int]:
+    """One block of STAGE_BLOCK threads per staged work item of ``im2col_{dtype}`` (its ``chunk`` and
+    item count, computed as the kernel does), so no block is launched without work."""
+    kk = max(1, h_k * w_k)
+    chunk = min(c_in, (STAGE_BYTES // dtype.nbytes // STAGE_PIXELS - 1) // kk)
+    if chunk == 0 or c_in == 0:  # the kernel's one-output-a-step loop: blocks of 256 over the outputs
+        return max(1, -(-b * h_out * w_out * c_in * kk // (STAGE_BLOCK * 4))), STAGE_BLOCK
+    items = -(-(b * h_out * w_out) // STAGE_PIXELS) * -(-c_in // chunk)
+    return max(1, items), STAGE_BLOCK

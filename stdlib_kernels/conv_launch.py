@@ -23,7 +23,7 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import as_device_array, launch_stream
-from .conv import DTYPES
+from .conv import DTYPES, im2col_launch
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -145,8 +145,8 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
     if dt in GEMM_DTYPES:
         cols = dev.empty((b * h_out * w_out, c_in * kh * kw), dt)  # (b, h_out, w_out, c_in, kh, kw)
         fn = dev.get_or_load_func(kernel_name("im2col", dt), CONV)
-        fn[launch_stream(cols.size, x, cols)](cols.size, h_out, w_out, kh, kw, stride, padding, dilation, _info(x),
-                                              storage(x), cols)
+        fn[im2col_launch(b, c_in, h_out, w_out, kh, kw, dt)](cols.size, h_out, w_out, kh, kw, stride, padding,
+                                                             dilation, _info(x), storage(x), cols)
         prod = matmul(cols, _contiguous(weight).reshape(c_out, c_in * kh * kw).transpose())
         hw = h_out * w_out
         out = ucopy(prod.as_strided((b, c_out, h_out, w_out), (hw * c_out, 1, w_out * c_out, c_out)))

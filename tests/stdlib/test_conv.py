@@ -64,10 +64,10 @@ def info_of(dev, *arrays):
     return dev.to_device(np.array([x for a in arrays for x in (*a.shape, *a.strides)], np.uint64))
 
 
-def launch(dev, name: str, threads: int, *args, small: bool = False, module=CONV):
-    """candle's launch (ceil(threads/1024) blocks of 1024), or one block of 64 threads (grid-stride)."""
+def launch(dev, name: str, threads: int, *args, small: bool = False, module=CONV, shape=None):
+    """candle's launch (ceil(threads/1024) blocks of 1024), one block of 64 threads (grid-stride), or ``shape``."""
     fn = dev.get_or_load_func(name, module)
-    grid, block = ((1, 64) if small else (max(1, -(-threads // 1024)), 1024))
+    grid, block = shape or ((1, 64) if small else (max(1, -(-threads // 1024)), 1024))
     fn[grid, block](*[storage(a) if isinstance(a, DeviceArray) else a for a in args])
 
 
@@ -256,9 +256,27 @@ def run_im2col(dev, dtype, module=CONV):
         h_out, w_out = want.shape[1:3]
         xd = view(dev, x, LAYOUTS[(n + 1) % 3])
         out = dev.empty(want.shape, dtype)
-        launch(dev, f"im2col_{dtype.tag}", out.size, out.size, h_out, w_out, k, k + 1, stride, pad, dil,
-               info_of(dev, xd), xd, out, small=n % 2 == 0, module=module)
-        assert_bits(out.to_host(), want, f"im2col case {n}")
+        for shape in (None, (1, 64), (3, 16)):  # staged under blocks of >= 32 threads; one output a step below
+            launch(dev, f"im2col_{dtype.tag}", out.size, out.size, h_out, w_out, k, k + 1, stride, pad, dil,
+                   info_of(dev, xd), xd, out, module=module, shape=shape)
+            assert_bits(out.to_host(), want, f"im2col case {n} launch {shape}")
+
+
+@pytest.mark.parametrize("dtype", [f32, u8], ids=["f32", "u8"])
+def test_im2col_staging(wave_device, dtype):
+    """The staged path with several channel chunks (a 7x8 window), pixels not a multiple of the stage,
+    and a window too large to stage a channel of (the one-output-a-step loop)."""
+    dev = wave_device
+    for shape, (kh, kw), pad in (((2, 6, 9, 10), (7, 8), 3), ((1, 3, 17, 18), (16, 17), 1)):
+        x = values(dtype, shape)
+        want = im2col_ref(x, (kh, kw), 1, pad, 1)
+        xd = view(dev, x, "permuted")
+        out = dev.empty(want.shape, dtype)
+        own = conv.im2col_launch(shape[0], shape[1], want.shape[1], want.shape[2], kh, kw, dtype)
+        for launch_shape in (own, (5, 256), (1, 1024), (2, 96)):
+            launch(dev, f"im2col_{dtype.tag}", out.size, out.size, want.shape[1], want.shape[2], kh, kw, 1, pad, 1,
+                   info_of(dev, xd), xd, out, shape=launch_shape)
+            assert_bits(out.to_host(), want, f"im2col {shape} {kh}x{kw} launch {launch_shape}")
 
 
 def col2im1d_ref(col, stride):
