@@ -199,6 +199,15 @@ def index_add_segments(order: ConstPtr[usize], starts: ConstPtr[usize], rows: Co
         out[dst] = acc
 
 
+@pk.kernel
+def count_out_of_range(n: usize, ids: ConstPtr[I], size: usize, bad: Ptr[pk.u32], *, I):
+    """How many of ``ids`` are neither a position in ``[0, size)`` nor the sentinel: the wrappers' check
+    on a GPU, where copying every id to the host would cost more than the kernel it guards."""
+    for i in pk.grid_stride(n):
+        if position(ids[i], size) == size and ids[i] != I(I.int_range[1]):
+            pk.atomic.add(bad, 0, pk.u32(1))
+
+
 #: candle's symbols: op -> (generic kernel, compile-time parameters)
 OPS = {"is": (index_select, {}), "gather": (gather, {}), "ia": (index_add, {}),
        "s": (scatter, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
@@ -214,14 +223,16 @@ for _op in OPS:
     for _i in INDICES:
         INDEXING.add(OPS[_op][0].instance(kernel_name(_op, _i, "f8e4m3"), I=_i, T=pk.f8e4m3, **OPS[_op][1]))
 #: the wrappers' own kernels (candle never asks for them): ``is_rows_*`` for every ``is_*`` pair,
-#: ``ia_segments_*`` for every value dtype, and atomic scatter_add/index_add for the dtypes every
-#: target has an atomic add for
+#: ``ia_segments_*`` for every value dtype, ``ids_out_of_range_*`` for every index dtype, and atomic
+#: scatter_add/index_add for the dtypes every target has an atomic add for
 ATOMIC_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u32, pk.i64)
 for _op, _i, _t, _tag in TABLE:
     if _op == "is":
         INDEXING.add(select_rows.instance(kernel_name("is_rows", _i, _tag), I=_i, T=_t, per_tile=max(1, 16 // _t.nbytes)))
 for _t in VALUES + (pk.f8e4m3,):
     INDEXING.add(index_add_segments.instance(kernel_name("ia_segments", _t), T=_t))
+for _i in F8_INDICES:
+    INDEXING.add(count_out_of_range.instance(kernel_name("ids_out_of_range", _i), I=_i))
 for _i in INDICES:
     for _t in ATOMIC_VALUES:
         INDEXING.add(add_atomic.instance(kernel_name("sa_atomic", _i, _t), I=_i, T=_t, per_element=True),
@@ -259,10 +270,21 @@ def _dim(dim: int, ndim: int, what: str) -> int:
     return int(dim) % ndim
 
 
-def _check_ids(ids, size: int, what: str) -> None:
-    """Every index a position in ``[0, size)`` or the sentinel, checked on the host."""
+def _check_ids(ids, size: int, what: str, on_device: bool | None = None) -> None:
+    """Every index a position in ``[0, size)`` or the sentinel. On a GPU (``on_device`` by default)
+    a kernel counts the bad ones and only that count comes back; the host looks for the first bad
+    index only to name it."""
     if ids.size == 0:
         return
+    if on_device is None:
+        on_device = ids.device.kind != "cpu"
+    if on_device:
+        dense = _dense(ids)
+        bad = ids.device.zeros(1, pk.u32)
+        ids.device.get_or_load_func(kernel_name("ids_out_of_range", ids.dtype), INDEXING)[
+            launch_stream(dense.size, dense)](dense.size, dense, size, bad)
+        if not bad.to_host()[0]:
+            return
     host = ids.to_host().astype(np.int64)
     bad = (host != ids.dtype.int_range[1]) & ((host < 0) | (host >= size))
     if bad.any():

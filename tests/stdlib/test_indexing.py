@@ -22,7 +22,8 @@ KERNELS = ([(op, i, v, kernel_name(op, i, tag)) for op, i, v, tag in indexing.TA
 #: the wrappers' own kernels beside candle's names
 OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "is"}
        | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES}
-       | {kernel_name("ia_segments", v) for v in indexing.VALUES + (f8e4m3,)})
+       | {kernel_name("ia_segments", v) for v in indexing.VALUES + (f8e4m3,)}
+       | {kernel_name("ids_out_of_range", i) for i in indexing.F8_INDICES})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
 
@@ -347,6 +348,20 @@ def test_u8_sentinel_inside_a_long_dim(device):
     x = RNG.standard_normal((300, 2)).astype(np.float32)
     got = indexing.index_select(device.to_device(x), device.to_device(np.array([254, 255, 0], np.uint8)), 0)
     assert (got.to_host() == np.stack([x[254], np.zeros(2, np.float32), x[0]])).all()
+
+
+@pytest.mark.parametrize("idt", indexing.F8_INDICES, ids=str)
+def test_device_side_id_check(wave_device, idt):
+    """The GPU's check (a kernel counting bad ids) run here: the same verdicts and messages as the host's."""
+    dev = wave_device
+    good = np.array([0, 4, sentinel(idt), 2, 4], idt.np)
+    indexing._check_ids(dev.to_device(good), 5, "t", on_device=True)
+    indexing._check_ids(dev.to_device(np.repeat(good, 2)).as_strided((5,), (2,)), 5, "t", on_device=True)
+    for bad in [5, sentinel(idt) - 1] + ([-1, idt.int_range[0]] if idt.is_signed else []):
+        ids = good.copy()
+        ids[3] = bad
+        with pytest.raises(ValueError, match=rf"t: index {bad} at \(3,\) is out of range for a dim of size 5"):
+            indexing._check_ids(dev.to_device(ids), 5, "t", on_device=True)
 
 
 def test_empty_updates_launch_nothing(device):
