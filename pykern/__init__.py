@@ -19,7 +19,7 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
                             syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, trunc, wave,
                             wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
-from .runtime.devices import device
+from .runtime.devices import device, from_dlpack
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last
 from . import config as _config
 

@@ -75,9 +75,12 @@ def info_array(device, shape: tuple[int, ...], *strides: tuple[int, ...]) -> Dev
 
 
 def as_device_array(x, device=None) -> DeviceArray:
-    """Accept a device array, or a NumPy array copied to ``device`` (the CPU by default)."""
+    """Accept a device array; a framework's array (torch, CuPy, JAX) viewed in place through DLPack;
+    or anything else NumPy reads, copied to ``device`` (the CPU by default)."""
     if isinstance(x, DeviceArray):
         return x
+    if not isinstance(x, np.ndarray) and (hasattr(x, "__dlpack__") or hasattr(x, "__cuda_array_interface__")):
+        return device.from_dlpack(x) if device is not None else pk.from_dlpack(x)
     return (device or pk.device("cpu")).to_device(np.asarray(x))
 
 def compute_type(t):

@@ -219,6 +219,13 @@ class Device(ABC):
         arr.copy_from_host(np.zeros(arr.shape, arr.dtype.np))
         return arr
 
+    def from_dlpack(self, obj) -> DeviceArray:
+        """A view of a torch/CuPy/JAX/NumPy array on this device, through DLPack (or CUDA's array
+        interface): no copy, the producer kept alive; the stdlib's wrappers take such arrays as they
+        are. bf16 and float8_e4m3fn come through DLPack."""
+        from .dlpack import import_array
+        return import_array(self, obj)
+
     def to_device(self, host) -> DeviceArray:
         host = np.asarray(host)
         arr = self.empty(host.shape, dtype_of_numpy(host.dtype))

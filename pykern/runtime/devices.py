@@ -65,3 +65,21 @@ def _available(kind: str) -> bool:
         return cuda_available()
     except Exception:  # a broken driver stack means "not available", never a crash at import
         return False
+
+
+def from_dlpack(obj):
+    """A DeviceArray viewing ``obj`` (a torch/CuPy/JAX/NumPy array) on the device it lives on, without
+    copying: ``pk.from_dlpack(torch_tensor)``. See ``Device.from_dlpack``."""
+    from .dlpack import DEVICE_KINDS
+    if hasattr(obj, "__dlpack_device__"):
+        code, index = obj.__dlpack_device__()
+        kind = DEVICE_KINDS.get(int(code))
+        if kind is None:
+            raise DeviceError(f"{type(obj).__name__} lives on DLPack device type {int(code)}, which pykern does not run on")
+    elif hasattr(obj, "__cuda_array_interface__"):
+        kind, index = "cuda", 0
+        if hasattr(obj, "device") and hasattr(obj.device, "id"):  # CuPy, Numba: the array's own GPU
+            index = int(obj.device.id)
+    else:
+        raise TypeError(f"{type(obj).__name__} exports neither __dlpack__ nor __cuda_array_interface__")
+    return device(kind, int(index) if kind != "cpu" else None).from_dlpack(obj)

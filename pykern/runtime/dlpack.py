@@ -15,6 +15,8 @@ KDL_CPU, KDL_CUDA, KDL_ROCM = 1, 2, 10
 DEVICE_KINDS = {KDL_CPU: "cpu", KDL_CUDA: "cuda", KDL_ROCM: "hip"}
 _KIND_CODES = {v: k for k, v in DEVICE_KINDS.items()}
 KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT, KDL_BOOL = 0, 1, 2, 4, 6
+#: DLPack 1.1's code for OCP e4m3 ("fn": finite, NaN only), PyTorch's float8_e4m3fn
+KDL_FLOAT8_E4M3FN = 10
 
 
 class _Device(ctypes.Structure):
@@ -50,12 +52,51 @@ _CODES = {"bool": KDL_BOOL, "int": KDL_INT, "uint": KDL_UINT, "float": KDL_FLOAT
 
 
 def dl_dtype(ty: T.DType) -> tuple[int, int]:
-    """(type code, bits) of a pykern dtype; fp8 has no DLPack code and travels as u8."""
+    """(type code, bits) a pykern dtype exports as; fp8 goes out as u8 (what every consumer, NumPy
+    included, can read) and comes in as u8 or DLPack 1.1's float8_e4m3fn (``accepts``)."""
     if ty is T.bf16:
         return KDL_BFLOAT, 16
     if ty is T.f8e4m3:
         return KDL_UINT, 8
     return _CODES[ty.kind], ty.bits
+
+
+def accepts(ty: T.DType, code: int, bits: int) -> bool:
+    """Whether DLPack data of (``code``, ``bits``) is ``ty``'s."""
+    return (code, bits) == dl_dtype(ty) or (ty is T.f8e4m3 and (code, bits) == (KDL_FLOAT8_E4M3FN, 8))
+
+
+def dtype_of(code: int, bits: int) -> T.DType:
+    """The pykern dtype of DLPack data (``TypeError`` naming the code for one pykern lacks)."""
+    if (code, bits) == (KDL_FLOAT8_E4M3FN, 8):
+        return T.f8e4m3
+    for ty in T.ALL_DTYPES:
+        if ty is not T.f8e4m3 and dl_dtype(ty) == (code, bits):
+            return ty
+    raise TypeError(f"pykern has no dtype for DLPack type code {code} with {bits} bits")
+
+
+def import_array(device, obj):
+    """A DeviceArray on ``device`` viewing ``obj``'s memory (zero-copy, keeping ``obj`` alive): from
+    DLPack, else from ``__cuda_array_interface__`` (Numba, CuPy). Strides must be non-negative."""
+    from .base import DeviceArray
+    if hasattr(obj, "__dlpack__"):
+        # DLPack's stream numbers: 1 is CUDA's legacy default stream, 0 ROCm's null stream
+        t = borrow(obj, 1 if device.kind == "cuda" else 0 if device.kind == "hip" else None)
+        if t.device_kind != device.kind or (device.kind != "cpu" and t.device_id != device.index):
+            raise ValueError(f"the array lives on {t.device_kind}:{t.device_id}, not on {device}")
+        ptr, dtype, shape, strides = t.ptr, dtype_of(t.code, t.bits), t.shape, t.strides
+    elif hasattr(obj, "__cuda_array_interface__") and device.kind in ("cuda", "hip"):
+        cai = obj.__cuda_array_interface__
+        dtype = T.dtype_of_numpy(cai["typestr"])
+        ptr, shape = int(cai["data"][0] or 0), tuple(cai["shape"])
+        strides = None if cai.get("strides") is None else \
+            tuple(int(s) // dtype.nbytes for s in cai["strides"])
+    else:
+        raise TypeError(f"{type(obj).__name__} exports neither __dlpack__ nor __cuda_array_interface__")
+    if strides is not None and any(s < 0 for s in strides):
+        raise ValueError(f"negative strides {strides} (a reversed view) have no candle layout; copy it first")
+    return DeviceArray(device, ptr, shape, dtype, owner=obj, strides=strides)
 
 
 @dataclass(frozen=True)

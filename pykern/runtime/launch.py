@@ -258,7 +258,7 @@ class Function:
 
     def _dlpack(self, name: str, ty: T.PtrType, v) -> int:
         """A DLPack producer's buffer, on the stream this launch runs on (see ``_streams``)."""
-        from .dlpack import borrow, dl_dtype, producer_stream
+        from .dlpack import accepts, borrow, producer_stream
         gpu = self.device.kind in ("cuda", "hip")
         stream = None
         if gpu:
@@ -277,7 +277,7 @@ class Function:
         if t.device_kind != self.device.kind or (self.device.kind != "cpu" and t.device_id != self.device.index):
             raise LaunchError(f"kernel {self.name}: argument '{name}' lives on {t.device_kind}:{t.device_id}, "
                               f"the kernel runs on {self.device}")
-        if (t.code, t.bits) != dl_dtype(ty.elem):
+        if not accepts(ty.elem, t.code, t.bits):
             raise LaunchError(f"kernel {self.name}: argument '{name}' expects {ty.elem!r} data, got DLPack "
                               f"type code {t.code} with {t.bits} bits")
         if not t.contiguous:
