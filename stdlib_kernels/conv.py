@@ -25,10 +25,13 @@ candle's names, parameter order and sizes (``../shared/spec/candle_kernels.md`` 
   ``upsample_bilinear2d(w_out, h_out, align_corners, has_scale_h, scale_h, has_scale_w, scale_w, info8,
   src, dst)`` (genuine NCHW: h = dim 2) with PyTorch's scale rules, interpolated in f64.
 
-Every kernel covers its output in a grid-stride loop, so candle's launch (one thread per output
-element, blocks of 1024) and any smaller grid are both correct. The Python wrappers below the kernels
-launch them the way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and
-pykern's own GEMM (``stdlib_kernels/matmul.py``).
+Every kernel covers its output whatever the grid (grid-stride loops, or block-uniform loops over
+work items), so candle's launch (one thread per output element, blocks of 1024) and any smaller grid
+are both correct. The data-movement kernels index in u32 where every size fits (``div_by``: division
+by multiplication), and im2col under blocks of 32 threads or more gathers through shared memory
+(``im2col_staged``). The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
+way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
+(``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
 """
 from __future__ import annotations
 
