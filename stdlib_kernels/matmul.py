@@ -109,8 +109,8 @@ def gemm(m: usize, n: usize, k: usize, a: ConstPtr[T], a_batch: usize, a_row: us
     tn = t % (BN // RG)
     tm = t // (BN // RG)
     z = usize(pk.block_idx.z)
-    row0 = usize(pk.block_idx.y) * BM
-    col0 = usize(pk.block_idx.x) * BN
+    row0 = usize(pk.block_idx.x) * BM  # x: the dimension without the 65535-block limit
+    col0 = usize(pk.block_idx.y) * BN
     pa = a + z * a_batch
     pb = b + z * b_batch
     k_fast = a_col == 1
@@ -174,9 +174,16 @@ for _t in DTYPES:
 
 
 # ---- host wrapper -----------------------------------------------------------------------------------
+#: the most batches one launch takes (grid.z's limit on NVIDIA)
+MAX_BATCH = 65535
+
+
 def gemm_launch(m: int, n: int, batch: int) -> tuple[tuple[int, int, int], int]:
-    """One block per BLOCK_M x BLOCK_N tile of each batch's c."""
-    return (max(1, -(-n // BLOCK_N)), max(1, -(-m // BLOCK_M)), batch), THREADS
+    """One block per BLOCK_M x BLOCK_N tile of each batch's c: row tiles along x (up to 2**31 - 1
+    blocks), column tiles along y and the batch along z (up to 65535 each)."""
+    if -(-n // BLOCK_N) > MAX_BATCH or batch > MAX_BATCH:
+        raise ValueError(f"gemm: {n} columns or {batch} batches exceed one launch's grid; split the call")
+    return (max(1, -(-m // BLOCK_M)), max(1, -(-n // BLOCK_N)), batch), THREADS
 
 
 def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
@@ -233,14 +240,16 @@ def matmul(a, b, out=None):
         last = batch_shape[-1]
         groups = [(idx, last, a.strides[-3], b.strides[-3]) for idx in np.ndindex(*batch_shape[:-1])]
     for idx, count, stride_a, stride_b in groups:
-        off_a = sum(i * s for i, s in zip(idx, a.strides))
-        off_b = sum(i * s for i, s in zip(idx, b.strides))
-        off_c = sum(i * s for i, s in zip(idx, out.strides))
-        grid, block = gemm_launch(m, n, count)
-        va = a.as_strided(a.shape[len(idx):], a.strides[len(idx):], off_a)
-        vb = b.as_strided(b.shape[len(idx):], b.strides[len(idx):], off_b)
-        fn[grid, block](m, n, k, storage(va), stride_a, a.strides[-2], a.strides[-1], storage(vb), stride_b,
-                        b.strides[-2], b.strides[-1], out.as_strided(out.shape[len(idx):], out.strides[len(idx):], off_c))
+        base_a = sum(i * s for i, s in zip(idx, a.strides))
+        base_b = sum(i * s for i, s in zip(idx, b.strides))
+        base_c = sum(i * s for i, s in zip(idx, out.strides))
+        for z0 in range(0, count, MAX_BATCH):
+            nz = min(MAX_BATCH, count - z0)
+            va = a.as_strided((nz, m, k), (stride_a, a.strides[-2], a.strides[-1]), base_a + z0 * stride_a)
+            vb = b.as_strided((nz, k, n), (stride_b, b.strides[-2], b.strides[-1]), base_b + z0 * stride_b)
+            vc = out.as_strided((nz, m, n), (m * n, n, 1), base_c + z0 * m * n)
+            fn[gemm_launch(m, n, nz)](m, n, k, storage(va), stride_a, a.strides[-2], a.strides[-1], storage(vb),
+                                      stride_b, b.strides[-2], b.strides[-1], vc)
     return out
 
 

@@ -102,3 +102,16 @@ def test_extra_module_keeps_candles_registry():
     import stdlib_kernels as sk
     assert mm.MATMUL.index is None and mm.MATMUL not in sk.MODULES and len(sk.MODULES) == 11
     assert sorted(mm.MATMUL.names()) == ["gemm_bf16", "gemm_f16", "gemm_f32"]
+
+
+def test_batches_beyond_one_grid(device, monkeypatch):
+    """Batches past grid.z's limit go in several launches (the limit lowered to 2 here)."""
+    monkeypatch.setattr(mm, "MAX_BATCH", 2)
+    a, b = data(f32, (5, 9, 4)), data(f32, (5, 4, 6))
+    check(mm.matmul(device.to_device(a), device.to_device(b)).to_host(), a, b, f32, "5 batches in launches of 2")
+    base = data(f32, (3, 5, 9, 4))  # batch dims that don't flatten, each row split too
+    x = device.to_device(base).transpose(0, 1)
+    check(mm.matmul(x, device.to_device(np.ascontiguousarray(b[:, None].repeat(3, 1)))).to_host(),
+          base.transpose(1, 0, 2, 3), b[:, None].repeat(3, 1), f32, "non-flat batches in launches of 2")
+    with pytest.raises(ValueError, match="exceed one launch's grid"):
+        mm.gemm_launch(4, 128 * 3, 1)
