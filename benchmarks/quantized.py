@@ -6,8 +6,9 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
   the weight bytes; against ``torch.mv`` in f16 rotated the same way. The wrappers' launch
   (``quantized_api.matmul``) and candle's exact launch (``mul_mat_vec_via_q8_1``) are both timed.
-* MMQ at 16, 32 and 128 activation rows against dequantize-then-``torch.matmul`` in f16 (the
-  dequantize being pykern's ``dequantize_block_*_f16``), and against the matmul alone.
+* MMQ at 16, 32 and 128 activation rows, under candle's tile and the wrappers' (``mul_mat_rows_*``),
+  against dequantize-then-``torch.matmul`` in f16 (the dequantize being pykern's
+  ``dequantize_block_*_f16``); the matmul alone is printed too.
 * ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written.
 
 Times: CUDA events around ``--iters`` back-to-back calls (median of 5 such runs, after warm-up), so
@@ -137,10 +138,10 @@ def mmq(b: Bench) -> None:
     k_padded = -(-ncols // 512) * 512
     for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
         ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
-        fn = b.fn(f"mul_mat_{qtype}")
         deq = b.fn(f"dequantize_block_{qtype}_f16")
         per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
-        tile_x, tile_y = Q.MMQ_TILES[qtype]
+        launches = {"candle's": (b.fn(f"mul_mat_{qtype}"), Q.MMQ_TILES[qtype]),
+                    "wrappers'": (b.fn(f"mul_mat_rows_{qtype}"), Q.MMQ_WRAPPER_TILE)}
         w16 = torch.empty((nrows, ncols), dtype=torch.float16, device="cuda")
         el = nrows * ncols
         for batch in (16, 32, 128):
@@ -149,21 +150,24 @@ def mmq(b: Bench) -> None:
             vy = torch.empty(batch * k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
             dst = torch.empty(batch, nrows, device="cuda")
 
-            def ours(i, ws=ws, fn=fn, x=x, vy=vy, dst=dst, batch=batch):
-                quant[(k_padded // 256, batch), 256](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-                fn[(-(-nrows // tile_y), -(-batch // tile_x)), (32, 4)](
-                    ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
-
             def dequant_matmul(i, ws=ws, x16=x16):
                 deq[-(-el // per), threads](ws[i % len(ws)].data_ptr(), w16.data_ptr(),
                                             *(() if unit is None else (el // unit,)))
                 return torch.matmul(x16, w16.T)
 
-            t_ours = b.time(ours)
             t_ref = b.time(dequant_matmul)
             t_mm = b.time(lambda i, x16=x16: torch.matmul(x16, w16.T))
-            b.report(f"{qtype} batch {batch}", t_ours, ws[0].numel(), t_ref, "dequant+matmul f16")
-            print(f"{'':48} torch.matmul alone (f16 weights) {t_mm * 1e6:9.2f} us  x{t_mm / t_ours:5.2f}")
+            for label, (fn, (tile_x, tile_y)) in launches.items():
+                def ours(i, ws=ws, fn=fn, x=x, vy=vy, dst=dst, batch=batch, tile_x=tile_x, tile_y=tile_y):
+                    quant[(k_padded // 256, batch), 256](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+                    fn[(-(-nrows // tile_y), -(-batch // tile_x)), (32, 4)](
+                        ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded,
+                        nrows)
+
+                t_ours = b.time(ours)
+                b.report(f"{qtype} batch {batch} {label} tile {tile_x}x{tile_y}", t_ours, ws[0].numel(), t_ref,
+                         "dequant+matmul f16")
+            print(f"{'':48} torch.matmul alone (f16 weights) {t_mm * 1e6:9.2f} us")
         del ws
 
 

@@ -263,26 +263,43 @@ def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], 
 
 
 @pk.func
-def dot_loaded(words: Ptr[u32], params: Ptr[f32], yb: ConstPtr[u8], *, Q) -> f32:
-    """A loaded weight chunk times the q8_1 block ``yb``: per group, integer dots of the quants
-    (``Σ q·q8`` and ``Σ q8``, exact), then ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) + min_g Σ q8)`` in f32."""
-    y = pk.bitcast(yb + 4, ConstPtr[i32])  # a q8_1 block's quants are 4-byte aligned
+def group_sums(y: ConstPtr[i32], sums: Ptr[i32], *, Q):
+    """``Σ q8`` of each of a q8_1 block's groups (``y``: its 8 words of quants), where the format
+    needs it (an offset or a min)."""
+    if Q.qoff != 0 or Q.has_min:
+        for gi in pk.static_range(Q8_1_QK // Q.group):
+            total = i32(0)
+            for k in pk.static_range(Q.group // 4):
+                total = pk.dot4_i8(0x01010101, y[gi * (Q.group // 4) + k], total)
+            sums[gi] = total
+
+
+@pk.func
+def dot_words(words: Ptr[u32], params: Ptr[f32], y: ConstPtr[i32], d8: f32, sums: Ptr[i32], *, Q) -> f32:
+    """A loaded weight chunk times a q8_1 block (quants ``y``, scale ``d8``, ``group_sums``): per
+    group, the integer dot ``Σ q·q8`` (exact), then ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) +
+    min_g Σ q8)`` in f32."""
     total = f32(0)
     for gi in pk.static_range(Q8_1_QK // Q.group):
         dots = i32(0)
-        sums = i32(0)
         for k in pk.static_range(Q.group // 4):
-            yw = y[gi * (Q.group // 4) + k]
-            dots = pk.dot4_i8(words[gi * (Q.group // 4) + k], yw, dots)
-            if Q.qoff != 0 or Q.has_min:
-                sums = pk.dot4_i8(0x01010101, yw, sums)
+            dots = pk.dot4_i8(words[gi * (Q.group // 4) + k], y[gi * (Q.group // 4) + k], dots)
         if Q.qoff != 0:
-            dots += Q.qoff * sums
+            dots += Q.qoff * sums[gi]
         part = params[2 * gi] * f32(dots)
         if Q.has_min:
-            part += params[2 * gi + 1] * f32(sums)
+            part += params[2 * gi + 1] * f32(sums[gi])
         total += part
-    return half_at(yb, 0) * total
+    return d8 * total
+
+
+@pk.func
+def dot_loaded(words: Ptr[u32], params: Ptr[f32], yb: ConstPtr[u8], *, Q) -> f32:
+    """A loaded weight chunk times the q8_1 block at ``yb`` (global memory)."""
+    y = pk.bitcast(yb + 4, ConstPtr[i32])  # a q8_1 block's quants are 4-byte aligned
+    sums = pk.local.array(2, i32)
+    group_sums(y, sums, Q=Q)
+    return dot_words(words, params, y, half_at(yb, 0), sums, Q=Q)
 
 
 @pk.func
@@ -538,17 +555,19 @@ for _q in MATMUL_TYPES:
 
 
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
-#: activation columns a thread of MMQ carries at once (a loaded weight chunk serves all of them)
+#: activation columns a thread of the per-thread MMQ carries at once (a loaded weight chunk serves all)
 MMQ_COLUMNS = 8
+#: the block the staged MMQ is written for (candle's (32, 4)); other blocks take the per-thread path
+MMQ_BLOCK = 128
+#: q8_1 blocks of each of the tile's columns staged in shared memory a step (two barriers a step)
+MMQ_STEP = 4
 
 
-@pk.kernel(max_block_size=MAX_BLOCK)
-def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
-              nrows_y: i32, nrows_dst: i32, *, Q, tile_x, tile_y):
-    """``dst[col * nrows_dst + row]`` for the ``tile_y`` rows (block x) and ``tile_x`` q8_1 columns
-    (block y) of candle's tile: each thread takes every nt-th (row, group of MMQ_COLUMNS columns) of
-    the tile and walks the row once for the group; outputs outside the matrix are not written (a
-    group's columns past ``ncols_y`` recompute its last column instead of branching)."""
+@pk.func
+def mmq_per_thread(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+                   nrows_y: i32, nrows_dst: i32, *, Q, tile_x, tile_y):
+    """Any block: each thread takes every nt-th (row, MMQ_COLUMNS columns) of the tile and walks the
+    row once for them (a group's columns past ``ncols_y`` recompute the last one instead of branching)."""
     t = flat_thread()
     nt = flat_threads()
     chunks = u32(max(ncols_x, 0)) // Q8_1_QK
@@ -577,12 +596,95 @@ def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, n
                     dst[usize(first + j) * usize(nrows_dst) + usize(row)] = acc[j]
 
 
+@pk.func
+def mmq_staged(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+               nrows_y: i32, nrows_dst: i32, sq: Ptr[i32], sd: Ptr[f32], ss: Ptr[i32], *, Q, tile_x, tile_y, part):
+    """Candle's block of MMQ_BLOCK threads: thread t takes row ``t % tile_y`` of the tile and the
+    ``part`` columns of its share (``t // tile_y``, whole waves), all at once in registers. Each step
+    the block stages MMQ_STEP q8_1 blocks of every column of the tile in shared memory (quants, d8,
+    group sums); each thread then loads its row's chunk once and dots it with each of its columns.
+    Rows past the matrix re-read the last row and are not written; columns past it likewise."""
+    t = flat_thread()
+    chunks = u32(max(ncols_x, 0)) // Q8_1_QK
+    per_block: u32 = Q.qk // Q8_1_QK
+    row_bytes = usize(chunks // per_block) * Q.nbytes
+    column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
+    row = pk.block_idx.x * tile_y + t % tile_y
+    first = pk.block_idx.y * tile_x
+    mine = t // tile_y * part
+    last = u32(ncols_y) - 1
+    wrow = vx + usize(min(row, u32(nrows_x) - 1)) * row_bytes
+    words = pk.local.array(8, u32)
+    params = pk.local.array(4, f32)
+    yw = pk.local.array(8, i32)
+    sums = pk.local.array(2, i32)
+    acc = pk.local.array(part, f32)
+    for j in pk.static_range(part):
+        acc[j] = 0.0
+    for c0 in range(u32(0), chunks, u32(MMQ_STEP)):
+        for i in range(t, u32(tile_x * MMQ_STEP), u32(MMQ_BLOCK)):  # stage (column i / STEP, chunk i % STEP)
+            c = c0 + i % MMQ_STEP
+            if c < chunks:
+                yb = vy + usize(min(first + i // MMQ_STEP, last)) * column_bytes + usize(c) * Q8_1_BYTES
+                y = pk.bitcast(yb + 4, ConstPtr[i32])
+                for k in pk.static_range(8):
+                    sq[8 * i + k] = y[k]
+                sd[i] = half_at(yb, 0)
+                if Q.qoff != 0 or Q.has_min:
+                    group_sums(y, sums, Q=Q)
+                    for g in pk.static_range(Q8_1_QK // Q.group):
+                        ss[2 * i + g] = sums[g]
+        pk.syncthreads()
+        for cs in range(u32(0), min(u32(MMQ_STEP), chunks - c0)):
+            c = c0 + cs
+            load_chunk(wrow + usize(c // per_block) * Q.nbytes, c % per_block, words, params, Q=Q)
+            for g in pk.static_range(part // 8):
+                if first + mine + 8 * g <= last:  # the same for the share's whole waves
+                    for j in pk.static_range(8):
+                        i = (mine + 8 * g + j) * MMQ_STEP + cs
+                        for k in pk.static_range(8):
+                            yw[k] = sq[8 * i + k]
+                        if Q.qoff != 0 or Q.has_min:
+                            for gi in pk.static_range(Q8_1_QK // Q.group):
+                                sums[gi] = ss[2 * i + gi]
+                        acc[8 * g + j] += dot_words(words, params, yw, sd[i], sums, Q=Q)
+        pk.syncthreads()
+    if i32(row) < nrows_x:
+        for j in pk.static_range(part):
+            if first + mine + j <= last:
+                dst[usize(first + mine + j) * usize(nrows_dst) + usize(row)] = acc[j]
+
+
+@pk.kernel(max_block_size=MAX_BLOCK)
+def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+              nrows_y: i32, nrows_dst: i32, *, Q, tile_x, tile_y):
+    """``dst[col * nrows_dst + row]`` for the ``tile_y`` rows (block x) and ``tile_x`` q8_1 columns
+    (block y) of candle's tile: staged through shared memory under candle's block, per thread under
+    any other; outputs outside the matrix are not written."""
+    sq = pk.shared.array(tile_x * MMQ_STEP * 8, i32)
+    sd = pk.shared.array(tile_x * MMQ_STEP, f32)
+    ss = pk.shared.array(tile_x * MMQ_STEP * 2, i32)
+    if ncols_x <= 0 or ncols_y <= 0 or nrows_x <= 0:
+        return
+    if flat_threads() == MMQ_BLOCK:
+        mmq_staged(vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst, sq, sd, ss, Q=Q, tile_x=tile_x,
+                   tile_y=tile_y, part=tile_x * tile_y // MMQ_BLOCK)
+    else:
+        mmq_per_thread(vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst, Q=Q, tile_x=tile_x, tile_y=tile_y)
+
+
 #: candle's (mmq_x, mmq_y) tiles (CUDA_USE_TENSOR_CORES off: the "AMPERE" sizes), block (32, 4)
 MMQ_TILES = {"q4_0": (64, 128), "q4_1": (64, 128), "q5_0": (128, 64), "q5_1": (128, 64), "q8_0": (128, 64),
              "q2_K": (64, 128), "q3_K": (128, 128), "q4_K": (64, 128), "q5_K": (64, 128), "q6_K": (64, 64)}
+#: the wrappers' own MMQ tile (``mul_mat_rows_{q}``, never requested by candle): candle's tiles give a
+#: 4096-row matrix 32 to 64 blocks, a quarter to a half of an H100's SMs; tiles of 32 x 32 give 128
+#: (8 columns a thread under the staged path's 128 threads)
+MMQ_WRAPPER_TILE = (32, 32)
 for _q in MATMUL_TYPES:
     _tx, _ty = MMQ_TILES[_q.name]
     QUANTIZED.add(mul_mat_q.instance(kernel_name("mul_mat", _q.name), Q=_q, tile_x=_tx, tile_y=_ty))
+    QUANTIZED.add(mul_mat_q.instance(kernel_name("mul_mat_rows", _q.name), Q=_q, tile_x=MMQ_WRAPPER_TILE[0],
+                                     tile_y=MMQ_WRAPPER_TILE[1]))
 
 
 # ---- indexed_moe_forward_{q}_q8_1 -------------------------------------------------------------------
@@ -613,6 +715,7 @@ for _qname, _tag in MOE_NAMES.items():
     QUANTIZED.add(indexed_moe_forward.instance(f"indexed_moe_forward_{_tag}_q8_1", Q=QTYPES[_qname]))
 
 
-__all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "MMQ_TILES", "MOE_NAMES",
-           "MMVQ_WIDTHS", "MMQ_COLUMNS", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
-           "dot_loaded", "chunk_dot", "block_totals"]
+__all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "MMQ_TILES", "MMQ_WRAPPER_TILE",
+           "MOE_NAMES",
+           "MMVQ_WIDTHS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
+           "group_sums", "dot_words", "dot_loaded", "chunk_dot", "block_totals"]

@@ -27,8 +27,8 @@ from pykern.runtime.base import DeviceArray
 
 from . import QUANTIZED
 from ._common import as_device_array
-from .quantized import (DEQUANTIZE_LAUNCH, FLOAT_ROWS, MATMUL_TYPES, MMQ_TILES, MMVQ_WIDTHS, MOE_NAMES, Q8_1_BYTES,
-                        Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
+from .quantized import (DEQUANTIZE_LAUNCH, FLOAT_ROWS, MATMUL_TYPES, MMQ_WRAPPER_TILE, MMVQ_WIDTHS, MOE_NAMES,
+                        Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
 
 #: GGUF's names of the formats the kernels read
 GGUF_TYPES = tuple(QTYPES)
@@ -172,9 +172,9 @@ def matmul(blocks, qtype_spec, x, *, dmmv: bool = False) -> DeviceArray:
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
         fn[-(-n // rows), (32, 4 if batch <= 4 else 2)](w, vy, out, k, n, k_padded, n)
-    else:
-        tile_x, tile_y = MMQ_TILES[q.name]
-        fn = dev.get_or_load_func(f"mul_mat_{q.name}", QUANTIZED)
+    else:  # candle's MMQ kernel on the wrappers' smaller tile: more blocks (quantized.MMQ_WRAPPER_TILE)
+        tile_x, tile_y = MMQ_WRAPPER_TILE
+        fn = dev.get_or_load_func(f"mul_mat_rows_{q.name}", QUANTIZED)
         fn[(-(-n // tile_y), -(-batch // tile_x)), (32, 4)](w, vy, out, k, n, batch, k_padded, n)
     return out
 

@@ -101,7 +101,11 @@ def padded(blocks: np.ndarray) -> np.ndarray:
 def test_abi_names_and_param_sizes():
     assert abi_mismatches(QUANTIZED) == []
     spec = json.loads(ABI.read_text())["modules"]["quantized"]
-    assert sorted(QUANTIZED.names()) == sorted(spec) and len(QUANTIZED) == 142
+    extras = {f"mul_mat_rows_{q}" for q in MATMUL}  # the wrappers' own MMQ tile, candle's signature
+    assert sorted(QUANTIZED.names()) == sorted(set(spec) | extras) and len(spec) == 142
+    target = pk.device("cpu").target
+    for name in extras:
+        assert [ty.nbytes for _, ty in QUANTIZED.get(name).typed(target).params] == spec[name.replace("_rows", "")]
 
 
 # ------------------------------------------------------------------------------------------------- dequantize
@@ -282,7 +286,7 @@ def test_mmvq(wave_device, qtype, width):
 
 
 @pytest.mark.parametrize("qtype", MATMUL)
-@pytest.mark.parametrize("ncols_y", [9, 130])
+@pytest.mark.parametrize("ncols_y", [9, 130, 300])
 def test_mmq(wave_device, qtype, ncols_y):
     """candle's launch: grid (ceil(rows / mmq_y), ceil(cols / mmq_x)), block (32, 4)."""
     rng = np.random.default_rng(ncols_y)
@@ -291,12 +295,15 @@ def test_mmq(wave_device, qtype, ncols_y):
     x = activations(rng, ncols_y, ncols)
     vy, qy = quantize_on(wave_device, x)
     tile_x, tile_y = Q.MMQ_TILES[qtype]
-    dst = wave_device.zeros(ncols_y * nrows + 8, pk.f32)
-    wave_device.get_or_load_func(f"mul_mat_{qtype}", QUANTIZED)[(-(-nrows // tile_y), -(-ncols_y // tile_x)), (32, 4)](
-        wave_device.to_device(padded(blocks)), vy, dst, ncols, nrows, ncols_y, qy.shape[1] // 36 * 32, nrows)
-    got = dst.to_host()
-    assert not got[ncols_y * nrows:].any()
-    check_q8_1_product(got[:ncols_y * nrows].reshape(ncols_y, nrows), blocks, qtype, x, qy)
+    fn = wave_device.get_or_load_func(f"mul_mat_{qtype}", QUANTIZED)
+    w = wave_device.to_device(padded(blocks))
+    for block in ((32, 4), (32, 2)):  # candle's block: staged in shared memory; any other: per thread
+        dst = wave_device.zeros(ncols_y * nrows + 8, pk.f32)
+        fn[(-(-nrows // tile_y), -(-ncols_y // tile_x)), block](w, vy, dst, ncols, nrows, ncols_y,
+                                                               qy.shape[1] // 36 * 32, nrows)
+        got = dst.to_host()
+        assert not got[ncols_y * nrows:].any()
+        check_q8_1_product(got[:ncols_y * nrows].reshape(ncols_y, nrows), blocks, qtype, x, qy)
 
 
 @pytest.mark.parametrize("qtype", list(Q.MOE_NAMES))
