@@ -117,6 +117,28 @@ def cuda_available() -> bool:
 _tls = threading.local()  # the context this thread last made current
 
 
+#: dynamic shared memory any kernel may take; more needs an opt-in per function (what candle's
+#: argsort does for rows past 12288 columns: cudaFuncSetAttribute)
+DEFAULT_DYNAMIC_SHARED = 48 * 1024
+
+
+def opt_in_shared(drv, func: "CudaFunction", shared_mem: int) -> None:
+    """Let ``func`` take ``shared_mem`` bytes of dynamic shared memory (past 48 KiB, an opt-in up to
+    the device's per-block limit minus the kernel's static shared memory); a clear error beyond."""
+    attr = drv.CUfunction_attribute
+    static = int(_check(drv, drv.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func.handle),
+                        "cuFuncGetAttribute"))
+    dev = _check(drv, drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    optin = int(_check(drv, drv.cuDeviceGetAttribute(
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev), "cuDeviceGetAttribute"))
+    if shared_mem + static > optin:
+        raise LaunchError(f"kernel {func.name}: {shared_mem} bytes of dynamic shared memory (plus {static} static) "
+                          f"exceed this GPU's {optin} bytes a block")
+    _check(drv, drv.cuFuncSetAttribute(func.handle, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       shared_mem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+    func.dynamic_shared = shared_mem
+
+
 def device_count() -> int:
     """How many CUDA GPUs the driver sees (0 without a driver or cuda-bindings)."""
     try:
@@ -144,12 +166,14 @@ class CudaFunction:
     """
 
     __slots__ = ("handle", "name", "sig", "nbytes", "buffer", "view", "pointers", "params", "lock", "module",
-                 "c_handle", "c_params")
+                 "c_handle", "c_params", "dynamic_shared")
 
     def __init__(self, handle, name: str, sig, module):
         self.handle, self.name, self.module = handle, name, module  # module: keeps it loaded
         self.c_handle = ctypes.c_void_p(int(handle))
         self.lock = threading.Lock()
+        #: dynamic shared memory the function may take now: CUDA's 48 KiB until a launch asks for more
+        self.dynamic_shared = DEFAULT_DYNAMIC_SHARED
         self.prepare(sig)
 
     def prepare(self, sig) -> None:
@@ -356,6 +380,8 @@ class CudaDevice(Device):
         def go(grid, block, shared_mem: int, stream) -> None:
             if getattr(_tls, "ctx", None) is not ctx:
                 current()
+            if shared_mem > func.dynamic_shared:
+                opt_in_shared(drv, func, shared_mem)
             err = raw(c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
                       None if stream is None else ctypes.c_void_p(_stream_handle(stream)), c_params, None)
             if err:
@@ -388,6 +414,8 @@ class CudaDevice(Device):
             self._current()
         if func.sig is None:
             func.prepare(sig)
+        if shared_mem > func.dynamic_shared:
+            opt_in_shared(self._drv, func, shared_mem)
         handle = None if stream is None else ctypes.c_void_p(_stream_handle(stream))
         # the raw driver entry point (see _raw_launch): ints for the dimensions, c_void_p or None for
         # the pointers; extra=NULL, the parameters go through kernelParams
