@@ -642,6 +642,11 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     if run < 1 or run & (run - 1) or run > HELD * 1024:
         raise ValueError(f"sort_rows: run must be a power of two up to {HELD * 1024} (a block's {HELD} "
                          f"elements a thread), got {run}")
+    x = as_device_array(x)
+    if x.dtype not in DTYPES:
+        raise TypeError(f"sort_rows: no sort kernel for dtype {x.dtype}; dtypes: {', '.join(map(str, DTYPES))}")
+    if not x.is_contiguous or x.ndim == 0:
+        raise ValueError(f"sort_rows: takes a contiguous array of at least one dim (rows along the last), got {x!r}")
     dev = x.device
     out = dev.empty(x.shape, u32)
     ncols = x.shape[-1]

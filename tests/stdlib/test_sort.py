@@ -227,6 +227,10 @@ def test_errors(device):
         sort.topk(x, 1.5)
     with pytest.raises(ValueError, match="run must be a power of two up to 8192"):
         sort.sort_rows(x, run=48)
+    with pytest.raises(ValueError, match="sort_rows: takes a contiguous array"):
+        sort.sort_rows(x.transpose())
+    with pytest.raises(TypeError, match="sort_rows: no sort kernel for dtype i32"):
+        sort.sort_rows(device.to_device(np.ones(3, np.int32)))
     with pytest.raises(ValueError, match="candle's launch takes a contiguous array"):
         sort.asort_launch(x.transpose())
     with pytest.raises(TypeError, match="asort: no kernel for dtype i32"):
