@@ -1,7 +1,8 @@
 """candle's TERNARY module: ``where_{I}_{T}(numel, num_dims, info, ids, t, f, out)``.
 
 ``out[i] = t[i] if ids[i] != 0 else f[i]`` over candle's ``info`` = dims, condition, true and false
-strides. candle always passes ``info``; a null ``info`` here also means all three are contiguous.
+strides. candle always passes ``info``; the kernel takes its contiguous loop when ``info`` says all three
+are contiguous (checked once a thread), or when ``info`` is null.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pykern import ConstPtr, Ptr, usize
 from pykern.runtime.launch import storage
 
 from . import TERNARY, kernel_name
-from ._common import as_device_array, info_array, launch_stream, strided_index
+from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
 from ._common import output
 from .binary import block_layout, broadcast_tail, operand_offset
 
@@ -29,7 +30,11 @@ F8_CONDS = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
 @pk.kernel
 def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], t: ConstPtr[T], f: ConstPtr[T],
           out: Ptr[T], *, I, T):
-    if info is None:  # candle's contiguous launch: nothing else to work out before the loop
+    # contiguous operands, by a null info or by an info saying so (candle always passes one): decided
+    # once a thread from info's 3 x num_dims strides, then the plain loop (the GPU's tiled one)
+    if info is None or (is_contiguous(num_dims, info, info + num_dims) and
+                        is_contiguous(num_dims, info, info + 2 * num_dims) and
+                        is_contiguous(num_dims, info, info + 3 * num_dims)):
         for i in pk.grid_stride(numel):
             out[i] = pk.select(ids[i] != 0, t[i], f[i])  # both loads: no divergent branch
         return

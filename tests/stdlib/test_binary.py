@@ -153,6 +153,25 @@ def test_candle_launch_shape_and_raw_info(device):
     assert_bits(out.to_host(), a - b)
 
 
+def test_candle_info_for_contiguous_operands(device):
+    """candle passes info even when both operands are contiguous (issue 25): the kernel sees that from
+    info and takes its contiguous loop; size-1 dims carry any stride. An info where only one operand
+    is contiguous must still index the other by its strides."""
+    a, b = RNG.standard_normal((3, 5, 7)).astype(np.float32), RNG.standard_normal((3, 5, 7)).astype(np.float32)
+    da, db, out = device.to_device(a), device.to_device(b), device.empty((3, 5, 7), f32)
+    fn = device.get_or_load_func("badd_f32", BINARY)
+    grid = (-(-a.size // 1024), 1, 1)
+    for dims, sa, sb in [([3, 5, 7], [35, 7, 1], [35, 7, 1]), ([1, 105, 1], [999, 1, 5], [0, 1, 3]),
+                         ([105], [1], [1])]:
+        info = device.to_device(np.array(dims + sa + sb, np.uint64))
+        fn[grid, (1024, 1, 1)](a.size, len(dims), info, da, db, out)
+        assert_bits(out.to_host(), a + b)
+    bt = RNG.standard_normal((7, 5, 3)).astype(np.float32)  # b read through transposed strides
+    info = device.to_device(np.array([3, 5, 7, 35, 7, 1, 1, 3, 15], np.uint64))
+    fn[grid, (1024, 1, 1)](a.size, 3, info, da, device.to_device(bt), out)
+    assert_bits(out.to_host(), a + bt.transpose(2, 1, 0))
+
+
 def test_f8e4m3_spellings(device):
     """candle's Rust side asks for ``{op}_f8e4m3``; they run the same kernels as ``{op}_f8_e4m3``."""
     assert sorted(binary.F8_EXTRAS) == sorted(kernel_name(r, "f8e4m3") for r in binary.ROOT.values())

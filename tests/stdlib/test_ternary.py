@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pykern as pk
-from pykern import f8e4m3, f64, i16, i32, i64, u8, u32
+from pykern import f8e4m3, f32, f64, i16, i32, i64, u8, u32
 from stdlib_kernels import TERNARY, kernel_name, ternary
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits, random, specials
 
@@ -83,6 +83,23 @@ def test_candle_launch_with_raw_info(device):
     tt, ff = RNG.standard_normal(1400), RNG.standard_normal(1400)
     fn[1, 64](1400, 1, info, device.to_device(c), device.to_device(tt), device.to_device(ff), out.reshape(1400))
     assert_bits(out.to_host().reshape(-1), np.where(c != 0, tt, ff))
+
+
+def test_candle_info_for_contiguous_operands(device):
+    """candle's where_* always gets info (issue 25): all-contiguous strides in it take the kernel's
+    contiguous loop; one strided operand (here the condition, transposed) is still read by strides."""
+    c = cond_data(u8, 4 * 6 * 5).reshape(4, 6, 5)
+    t, f = RNG.standard_normal((4, 6, 5)).astype(np.float32), RNG.standard_normal((4, 6, 5)).astype(np.float32)
+    dc, dt, df, out = device.to_device(c), device.to_device(t), device.to_device(f), device.empty((4, 6, 5), f32)
+    fn = device.get_or_load_func("where_u8_f32", TERNARY)
+    contiguous = [30, 5, 1]
+    info = device.to_device(np.array([4, 6, 5] + contiguous * 3, np.uint64))
+    fn[(1, 1, 1), (1024, 1, 1)](c.size, 3, info, dc, dt, df, out)
+    assert_bits(out.to_host(), np.where(c != 0, t, f))
+    ct = np.ascontiguousarray(c.transpose(2, 1, 0))
+    info = device.to_device(np.array([4, 6, 5, 1, 4, 24] + contiguous * 2, np.uint64))
+    fn[(1, 1, 1), (1024, 1, 1)](c.size, 3, info, device.to_device(ct), dt, df, out)
+    assert_bits(out.to_host(), np.where(ct.transpose(2, 1, 0) != 0, t, f))
 
 
 def test_f8e4m3_spellings(device):
