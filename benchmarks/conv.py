@@ -3,9 +3,9 @@
 Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--quick]
 
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
-  kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col one
-  block of 256 per staged work item, ``im2col_launch``; the others ``launch_stream``, a 16-byte tile of
-  output a thread in blocks of 256) and under candle's (one thread per output,
+  kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
+  im2col1d one block of 256 per staged work item, ``im2col_launch``; the others ``launch_stream``, a
+  16-byte tile of output a thread in blocks of 256) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
   read once and its output written once; the device's copy bandwidth, measured in the same run, is
@@ -123,7 +123,9 @@ def data_movement(b: Bench, quick: bool) -> None:
         fn = dev.get_or_load_func(f"im2col1d_{tag}", CONV)
         inf1 = info(torch, x1)
         threads = batch * l * 256
-        for shape, (grid, block) in shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3).items():
+        launches1 = {"wrapper": im2col_launch(batch, 256, 1, l, 1, 3, as_array(dev, x1).dtype),
+                     "candle": shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3)["candle"]}
+        for shape, (grid, block) in launches1.items():
             b.case(f"im2col1d k3 p1 [{batch},256,{l}] {tag} [{shape}]", x1.nbytes + cols1.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
                    lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)))

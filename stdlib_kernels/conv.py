@@ -273,7 +273,23 @@ def im2col1d_loop(numel: usize, l_out: usize, l_k: usize, stride: usize, padding
 @pk.kernel
 def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
-    """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values; the loop runs over every value."""
+    """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values. Blocks of STAGE_PIXELS threads or
+    more take im2col's staged path (the input seen as height 1); other launches run over every value."""
+    sh = pk.shared.array(STAGE_BYTES // T.nbytes, T)
+    chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(l_k, usize(1)))
+    if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
+        as_2d = pk.local.array(8, usize)  # (b, c, 1, l) and strides
+        as_2d[0] = info[0]
+        as_2d[1] = info[1]
+        as_2d[2] = usize(1)
+        as_2d[3] = info[2]
+        as_2d[4] = info[3]
+        as_2d[5] = info[4]
+        as_2d[6] = usize(0)
+        as_2d[7] = info[5]
+        im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
+                      src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS)
+        return
     numel = dst_numel * l_k
     reach = max(l_out * stride + l_k * dilation, padding + info[2])
     if numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(6)):
@@ -320,13 +336,14 @@ STAGE_BYTES = 32768
 
 
 @pk.func
-def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize, dilation: usize,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], chunk: usize, pixels: usize,
-                  sh: Ptr[T], *, P):
+def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
+                  pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
+                  dst: Ptr[T], chunk: usize, pixels: usize, sh: Ptr[T], *, P):
     """Work items (P pixels, ``chunk`` channels) go to blocks in turn (block-uniform loop and barriers).
     Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
     window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
-    waves take the item's pixels in turn, each writing that pixel's ``chunk * K`` run of dst."""
+    waves take the item's pixels in turn, each writing that pixel's ``chunk * K`` run of dst. ``info``
+    is the 2-d source layout (im2col1d passes its 1-d one as height 1, unpadded)."""
     c_in = info[1]
     kk = h_k * w_k
     seg = chunk * kk | 1
@@ -352,9 +369,9 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: us
                 base = src + b * info[4] + c * info[5]
                 out = sh + p * seg + (c - c0) * kk
                 for kh in range(h_k):
-                    ih = padded_source(oh * stride + kh * dilation, padding, info[2])
+                    ih = padded_source(oh * stride_h + kh * dil_h, pad_h, info[2])
                     for kw in range(w_k):
-                        iw = padded_source(ow * stride + kw * dilation, padding, info[3])
+                        iw = padded_source(ow * stride_w + kw * dil_w, pad_w, info[3])
                         inside = ih < info[2] and iw < info[3]
                         v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
                         out[kh * w_k + kw] = pk.select(inside, v, T(0))
@@ -377,8 +394,8 @@ def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usi
     kk = h_k * w_k
     chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(kk, usize(1)))
     if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
-        im2col_staged(h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, chunk,
-                      dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS)
+        im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                      chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS)
         return
     reach = max(max(h_out, w_out) * stride + max(h_k, w_k) * dilation, padding + max(info[2], info[3]))
     if dst_numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(8)):
@@ -592,7 +609,8 @@ STAGE_BLOCK = 256
 
 def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, dtype) -> tuple[int, int]:
     """One block of STAGE_BLOCK threads per staged work item of ``im2col_{dtype}`` (its ``chunk`` and
-    item count, computed as the kernel does), so no block is launched without work."""
+    item count, computed as the kernel does), so no block is launched without work; ``im2col1d`` is the
+    case ``h_out = h_k = 1``."""
     kk = max(1, h_k * w_k)
     chunk = min(c_in, (STAGE_BYTES // dtype.nbytes // STAGE_PIXELS - 1) // kk)
     if chunk == 0 or c_in == 0:  # the kernel's one-output-a-step loop: blocks of 256 over the outputs

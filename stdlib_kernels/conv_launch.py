@@ -118,7 +118,8 @@ def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
         threads = b * l_out * c_in
         cols = dev.empty((b * l_out, c_in * k), dt)  # (b, l_out, c_in, k)
         fn = dev.get_or_load_func(kernel_name("im2col1d", dt), CONV)
-        fn[launch_stream(cols.size, x, cols)](threads, l_out, k, stride, padding, dilation, _info(x), storage(x), cols)
+        fn[im2col_launch(b, c_in, 1, l_out, 1, k, dt)](threads, l_out, k, stride, padding, dilation, _info(x),
+                                                       storage(x), cols)
         prod = matmul(cols, _contiguous(weight).reshape(c_out, c_in * k).transpose())  # (b*l_out, c_out)
         out = ucopy(prod.reshape(b, l_out, c_out).transpose(1, 2))
     else:

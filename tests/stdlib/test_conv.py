@@ -239,9 +239,10 @@ def run_im2col1d(dev, dtype, module=CONV):
         xd = view(dev, x, LAYOUTS[n % 3])
         out = dev.empty(want.shape, dtype)
         threads = b * l_out * c  # candle's dst_numel: threads, each writing l_k values
-        launch(dev, f"im2col1d_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd), xd, out,
-               small=n % 2 == 1, module=module)
-        assert_bits(out.to_host(), want, f"im2col1d case {n}")
+        for shape in (None, (1, 64), (3, 16), conv.im2col_launch(b, c, 1, l_out, 1, k, dtype)):
+            launch(dev, f"im2col1d_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd), xd,
+                   out, module=module, shape=shape)
+            assert_bits(out.to_host(), want, f"im2col1d case {n} launch {shape}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -277,6 +278,17 @@ def test_im2col_staging(wave_device, dtype):
             launch(dev, f"im2col_{dtype.tag}", out.size, out.size, want.shape[1], want.shape[2], kh, kw, 1, pad, 1,
                    info_of(dev, xd), xd, out, shape=launch_shape)
             assert_bits(out.to_host(), want, f"im2col {shape} {kh}x{kw} launch {launch_shape}")
+    for shape, k, pad in (((2, 40, 30), 9, 4), ((1, 3, 310), 300, 2)):  # im2col1d: 2 chunks; unstageable (f32)
+        x = values(dtype, shape)
+        want = im2col_ref(x, (k,), 1, pad, 1)
+        xd = view(dev, x, "offset")
+        out = dev.empty(want.shape, dtype)
+        threads = shape[0] * want.shape[1] * shape[1]
+        own = conv.im2col_launch(shape[0], shape[1], 1, want.shape[1], 1, k, dtype)
+        for launch_shape in (own, (1, 1024), (2, 96)):
+            launch(dev, f"im2col1d_{dtype.tag}", threads, threads, want.shape[1], k, 1, pad, 1, info_of(dev, xd), xd,
+                   out, shape=launch_shape)
+            assert_bits(out.to_host(), want, f"im2col1d {shape} k={k} launch {launch_shape}")
 
 
 def col2im1d_ref(col, stride):
