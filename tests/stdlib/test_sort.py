@@ -16,10 +16,9 @@ from stdlib_kernels import SORT, kernel_name, sort
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits, random, specials
 from tests.conftest import GPU_KINDS
 
+#: row lengths; past ``sort.MAX_RUN`` (4097, 8192) the wrappers sort runs and merge them
 SIZES = (1, 2, 3, 31, 1000, 1024, 1025, 4097, 8192)
 DTYPES = sort.DTYPES
-#: the last three: more columns than one wrapper run (``MAX_RUN``), merged
-LONG = (1025, 4097, 8192)
 
 
 def row_data(dtype, rows: int, n: int) -> np.ndarray:
