@@ -120,13 +120,14 @@ def test_dequantize_block_bit_exact(wave_device, qtype, dtype):
         el = blocks.size // q.nbytes * q.qk
         per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
         fn = wave_device.get_or_load_func(f"dequantize_block_{qtype}_{dtype}", QUANTIZED)
-        y = wave_device.zeros(el + 64, dtype)  # 64 past the end must stay untouched
-        args = (wave_device.to_device(blocks.reshape(-1)), y) + (() if unit is None else (el // unit,))
-        fn[-(-el // per), threads](*args)
         want = reference_dequantize(blocks, qtype).reshape(-1).astype(dtype.np)
-        got = y.to_host()
-        np.testing.assert_array_equal(got[:el], want)
-        assert not got[el:].any()
+        for offset in (0, 1):  # 8-byte aligned output (packed 8-byte stores), and not (one element a store)
+            y = wave_device.zeros(el + 64, dtype)  # what is past the output must stay untouched
+            args = (wave_device.to_device(blocks.reshape(-1)), y.offset_view(offset, (el,)))
+            fn[-(-el // per), threads](*args, *(() if unit is None else (el // unit,)))
+            got = y.to_host()
+            np.testing.assert_array_equal(got[offset:offset + el], want)
+            assert not got[:offset].any() and not got[offset + el:].any()
 
 
 # ------------------------------------------------------------------------------------------------- get_rows
