@@ -20,6 +20,7 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
                             wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
 from .runtime.devices import device, from_dlpack
+from .runtime import dispatch as _dispatch  # noqa: F401 - installs the launch path of kernel[grid, block]
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last
 from . import config as _config
 

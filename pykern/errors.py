@@ -1,6 +1,8 @@
 """pykern's exceptions. Messages point at the user's source, never at compiler internals."""
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -35,3 +37,10 @@ class LaunchError(PykernError):
 
 class DeviceError(PykernError):
     """A runtime (HIP, CUDA, host) reported an error; the message carries the runtime's error name."""
+
+
+def close_matches(name: str, names: Iterable[str]) -> str:
+    """"; did you mean a, b?" for the names close to ``name`` (empty when none is): every
+    unknown-name error (kernels, modules, archs) ends with it."""
+    near = difflib.get_close_matches(name, list(names), n=5)
+    return f"; did you mean {', '.join(near)}?" if near else ""

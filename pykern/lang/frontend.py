@@ -20,7 +20,7 @@ from ..ir import nodes as N
 from ..ir import types as T
 from . import builtins as B
 from .flow import check_flow
-from .kernel import FuncDef, KernelDef, KernelInstance, SourceFunction
+from .source import FuncDef, KernelObject, SourceFunction
 
 
 @dataclass
@@ -64,7 +64,7 @@ MAX_LOCAL_ARRAY_BYTES = 4096
 MAX_STATIC_UNROLL = 1024
 
 
-def type_kernel(inst: KernelInstance, target) -> N.Function:
+def type_kernel(inst, target) -> N.Function:  # inst: a lang.kernel.KernelInstance
     """Type-check a kernel instance for ``target`` (only its wave size matters to typing)."""
     return Typer(inst.kdef.source, dict(inst.params), target, [], kernel_name=inst.name,
                  max_block_size=inst.max_block_size).type_function(None)
@@ -585,7 +585,7 @@ class Typer(ast.NodeVisitor):
             return self.explicit_cast(T.bool_, node)
         if fn in (int, float):
             raise self.error(node.func, f"{fn.__name__}() is ambiguous in a kernel: use pk.i32(...), pk.f32(...), ...")
-        if isinstance(fn, (KernelDef, KernelInstance)):
+        if isinstance(fn, KernelObject):
             raise self.error(node.func, "kernels cannot be called from kernels; make it a @pykern.func")
         raise self.error(node.func, f"{_describe(fn)} cannot be called in a kernel")
 
@@ -1285,7 +1285,7 @@ def _as_load(target: ast.AST) -> ast.AST:
 def _describe(obj: Any) -> str:
     if isinstance(obj, pytypes.ModuleType):
         return f"module {obj.__name__}"
-    if isinstance(obj, (FuncDef, KernelDef, B.Builtin, T.DType)):
+    if isinstance(obj, (FuncDef, KernelObject, B.Builtin, T.DType)):
         return repr(obj)
     if callable(obj):
         return f"Python function {getattr(obj, '__name__', obj)!r}"

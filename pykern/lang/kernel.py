@@ -6,97 +6,41 @@ per target wave size; the typed IR is what the lowering consumes.
 """
 from __future__ import annotations
 
-import ast
-import hashlib
-import inspect
 import itertools
-import textwrap
 import threading
 from typing import Any, Callable
 
-from ..errors import CompileError
+from ..errors import close_matches
 from ..ir import nodes as N
-
-
-class SourceFunction:
-    """A Python function's AST plus what is needed to point errors at the user's file."""
-
-    def __init__(self, pyfunc: Callable):
-        self.pyfunc = pyfunc
-        self.name = pyfunc.__name__
-        try:
-            lines, self.first_line = inspect.getsourcelines(pyfunc)
-        except (OSError, TypeError) as exc:
-            raise CompileError(f"cannot read the source of {self.name}: {exc}") from None
-        self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
-        self.lines = [l.rstrip("\n") for l in lines]
-        src = "".join(lines)
-        dedented = textwrap.dedent(src)
-        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        module = ast.parse(dedented)
-        self.tree: ast.FunctionDef = module.body[0]  # type: ignore[assignment]
-        if self.first_line == 0:  # getsourcelines gives 0 for module-level code objects
-            self.first_line = 1
-        self.globals = pyfunc.__globals__
-        closure = inspect.getclosurevars(pyfunc).nonlocals if pyfunc.__closure__ else {}
-        self.closure = dict(closure)
-        args = self.tree.args
-        self.compile_params = [a.arg for a in args.kwonlyargs]
-        self.source_hash = hashlib.sha256(dedented.encode()).hexdigest()
-        self._check_signature()
-
-    def loc(self, node: ast.AST) -> N.Loc:
-        line = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0) + self.indent
-        end = getattr(node, "end_col_offset", None)
-        same_line = getattr(node, "end_lineno", line) == line
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return N.Loc(self.file, self.first_line + line - 1, col, text,
-                     end + self.indent if end is not None and same_line else None)
-
-    def error(self, node: ast.AST, message: str) -> CompileError:
-        return CompileError(message, self.loc(node))
-
-    def _check_signature(self) -> None:
-        if isinstance(self.tree, ast.AsyncFunctionDef):
-            raise self.error(self.tree, f"'{self.name}' is an async def: kernels and device functions are plain "
-                                        f"functions (remove 'async')")
-        args = self.tree.args
-        for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
-            if bad is not None:
-                raise self.error(bad, f"{what} parameters are not supported in kernels")
-        if args.posonlyargs:
-            raise self.error(args.posonlyargs[0], "positional-only parameters are not supported")
-        if args.defaults:
-            raise self.error(args.defaults[0], "run-time parameters cannot have default values")
-        for a in args.args:
-            if a.annotation is None:
-                raise self.error(a, f"parameter '{a.arg}' needs a type annotation (e.g. '{a.arg}: pk.f32')")
-        for dec in self.tree.decorator_list[1:]:
-            raise self.error(dec, "a kernel takes exactly one pykern decorator")
-
-
-class FuncDef:
-    """A device function (``@pykern.func``): inlined where it is called, typed per argument types."""
-
-    def __init__(self, pyfunc: Callable):
-        self.source = SourceFunction(pyfunc)
-        self.name = self.source.name
-        self._typed: dict[tuple, N.Function] = {}
-        self.__doc__ = pyfunc.__doc__
-        self.__wrapped__ = pyfunc
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"{self.name} is a pykern device function: call it from a kernel")
-
-    def __repr__(self) -> str:
-        return f"<pykern func {self.name}>"
+from .frontend import type_kernel
+from .source import FuncDef, KernelObject, SourceFunction
 
 
 _uids = itertools.count()
 
 
-class KernelDef:
+class _Launcher:
+    """How an instance launches: the runtime's ``LaunchConfig`` and ``launch_instance``, which
+    ``pykern.runtime.dispatch`` installs (the runtime is below the language: it calls up, not the
+    reverse)."""
+
+    def __init__(self):
+        self.config = self.launch = self._missing
+
+    @staticmethod
+    def _missing(*_args, **_kwargs):
+        raise RuntimeError("no pykern runtime is loaded: import pykern (it installs pykern.runtime.dispatch)")
+
+
+_launcher = _Launcher()
+
+
+def set_launcher(config: Callable, launch: Callable) -> None:
+    """Install the runtime's launch path (``pykern.runtime.dispatch`` calls this on import)."""
+    _launcher.config, _launcher.launch = config, launch
+
+
+class KernelDef(KernelObject):
     """A kernel definition; instantiate it with ``.instance(name, **compile_time_params)``."""
 
     def __init__(self, pyfunc: Callable, max_block_size: int = 1024, min_blocks_per_sm: int = 0):
@@ -138,7 +82,7 @@ class KernelDef:
         return f"<pykern kernel {self.name}>"
 
 
-class KernelInstance:
+class KernelInstance(KernelObject):
     """One kernel with its compile-time parameters bound: what a module holds and a device loads."""
 
     def __init__(self, kdef: KernelDef, name: str, params: dict[str, Any]):
@@ -153,7 +97,6 @@ class KernelInstance:
         key = (target.wave_size,)
         fn = self._typed.get(key)
         if fn is None:
-            from .frontend import type_kernel
             with self._lock:
                 fn = self._typed.get(key) or type_kernel(self, target)
                 self._typed[key] = fn
@@ -167,12 +110,10 @@ class KernelInstance:
         return self._module  # type: ignore[return-value]
 
     def __getitem__(self, config):
-        from ..runtime.launch import LaunchConfig
-        return LaunchConfig(self, config)
+        return _launcher.config(self, config)
 
     def launch(self, grid, block, *args, shared_mem: int = 0, stream=None, device=None, **kwargs):
-        from ..runtime.launch import launch_instance
-        return launch_instance(self, grid, block, args, shared_mem, stream, device, kwargs)
+        return _launcher.launch(self, grid, block, args, shared_mem, stream, device, kwargs)
 
     def __repr__(self) -> str:
         return f"<pykern kernel instance {self.name}>"
@@ -205,7 +146,6 @@ class Module:
             raise TypeError(f"a module is a pykern.Module, a module name or an index, not {type(key).__name__}")
         found = Module.indexed.get(key)
         if found is None:
-            from ..runtime.base import close_matches
             names = [k for k in Module.indexed if isinstance(k, str)]
             raise KeyError(f"no module {key!r} (is stdlib_kernels imported?){close_matches(str(key), names)}")
         return found
@@ -224,7 +164,6 @@ class Module:
         try:
             return self._kernels[name]
         except KeyError:
-            from ..runtime.base import close_matches
             raise KeyError(f"module {self.name} has no kernel {name!r}{close_matches(name, self._kernels)}") from None
 
     @property

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..errors import DeviceError, LaunchError
 from ..targets.nvptx import NvptxTarget, arch_for_capability
 from .base import Device
@@ -297,7 +298,6 @@ class CudaDevice(Device):
         """Allocate from the device's default memory pool, which keeps freed blocks for reuse (the
         release threshold raised from 0): a wrapper's temporary output costs no driver allocation and
         no device-wide wait when it is freed. PYKERN_CUDA_POOL=0 turns it off."""
-        from .. import config
         if not config.cuda_pool():
             return False
         drv = self._drv

@@ -4,6 +4,10 @@ from __future__ import annotations
 import threading
 
 from ..errors import DeviceError
+from .cpu import CpuDevice
+from .cuda import CudaDevice, cuda_available
+from .dlpack import DEVICE_KINDS
+from .hip import HipDevice, hip_available
 
 _devices: dict[tuple, object] = {}
 _defaults: dict[tuple, object] = {}  # device(None)'s choice, by options
@@ -45,23 +49,18 @@ def device(spec: str | None = None, index: int | None = None, **options):
 
 def _create(kind: str, index: int, options: dict):
     if kind == "cpu":
-        from .cpu import CpuDevice
         return CpuDevice(index, **options)
     if options:
         raise DeviceError(f"{kind} devices take no options, got {sorted(options)}")
     if kind == "hip":
-        from .hip import HipDevice
         return HipDevice(index)
-    from .cuda import CudaDevice
     return CudaDevice(index)
 
 
 def _available(kind: str) -> bool:
     try:
         if kind == "hip":
-            from .hip import hip_available
             return hip_available()
-        from .cuda import cuda_available
         return cuda_available()
     except Exception:  # a broken driver stack means "not available", never a crash at import
         return False
@@ -70,7 +69,6 @@ def _available(kind: str) -> bool:
 def from_dlpack(obj):
     """A DeviceArray viewing ``obj`` (a torch/CuPy/JAX/NumPy array) on the device it lives on, without
     copying: ``pk.from_dlpack(torch_tensor)``. See ``Device.from_dlpack``."""
-    from .dlpack import DEVICE_KINDS
     if hasattr(obj, "__dlpack_device__"):
         code, index = obj.__dlpack_device__()
         kind = DEVICE_KINDS.get(int(code))

@@ -13,7 +13,7 @@ from ..ir import types as T
 
 KDL_CPU, KDL_CUDA, KDL_ROCM = 1, 2, 10
 DEVICE_KINDS = {KDL_CPU: "cpu", KDL_CUDA: "cuda", KDL_ROCM: "hip"}
-_KIND_CODES = {v: k for k, v in DEVICE_KINDS.items()}
+KIND_CODES = {v: k for k, v in DEVICE_KINDS.items()}
 KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT, KDL_BOOL = 0, 1, 2, 4, 6
 #: DLPack 1.1's code for OCP e4m3 ("fn": finite, NaN only), PyTorch's float8_e4m3fn
 KDL_FLOAT8_E4M3FN = 10
@@ -76,10 +76,10 @@ def dtype_of(code: int, bits: int) -> T.DType:
     raise TypeError(f"pykern has no dtype for DLPack type code {code} with {bits} bits")
 
 
-def import_array(device, obj):
-    """A DeviceArray on ``device`` viewing ``obj``'s memory (zero-copy, keeping ``obj`` alive): from
-    DLPack, else from ``__cuda_array_interface__`` (Numba, CuPy). Strides must be non-negative."""
-    from .base import DeviceArray
+def import_array(device, obj) -> tuple[int, T.DType, tuple[int, ...], tuple[int, ...] | None]:
+    """(address, dtype, shape, element strides or None) of ``obj``'s memory on ``device``, for a
+    DeviceArray viewing it: from DLPack, else from ``__cuda_array_interface__`` (Numba, CuPy).
+    Strides must be non-negative."""
     if hasattr(obj, "__dlpack__"):
         # DLPack's stream numbers: 1 is CUDA's legacy default stream, 0 ROCm's null stream
         t = borrow(obj, 1 if device.kind == "cuda" else 0 if device.kind == "hip" else None)
@@ -96,7 +96,7 @@ def import_array(device, obj):
         raise TypeError(f"{type(obj).__name__} exports neither __dlpack__ nor __cuda_array_interface__")
     if strides is not None and any(s < 0 for s in strides):
         raise ValueError(f"negative strides {strides} (a reversed view) have no candle layout; copy it first")
-    return DeviceArray(device, ptr, shape, dtype, owner=obj, strides=strides)
+    return ptr, dtype, shape, strides
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def export(array) -> object:
     shape = (ctypes.c_int64 * max(1, n))(*array.shape)
     strides = (ctypes.c_int64 * max(1, n))(*array.strides)
     code, bits = dl_dtype(array.dtype)
-    m.dl_tensor = _Tensor(array.ptr, _Device(_KIND_CODES[array.device.kind], array.device.index), n,
+    m.dl_tensor = _Tensor(array.ptr, _Device(KIND_CODES[array.device.kind], array.device.index), n,
                           _DType(code, bits, 1), shape, strides, 0)
     m.deleter = _release
     _exports[ctypes.addressof(m)] = (m, shape, strides, array)

@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DeviceError, LaunchError
+from ..errors import DeviceError, LaunchError, close_matches
 from ..targets.amdgpu import AmdgpuTarget
 from ..targets.amdgpu_archs import ARCHS, base_arch
 from ..targets.base import KernelSignature
 from ..targets.codeobject import CodeObject, CodeObjectError, Kernel
-from .base import Device, close_matches
+from .base import Device
 
 #: the ROCm releases pykern's HIP runtime is written for (hip-python's API is the same across them)
 SUPPORTED_ROCM = ((6, 4), (7, 0), (7, 1), (7, 2))

@@ -16,6 +16,8 @@ import numpy as np
 from ..errors import LaunchError
 from ..ir import nodes as N
 from ..ir import types as T
+from .array import DeviceArray
+from .dlpack import accepts, borrow, producer_stream
 
 _FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
         (False, 1): "b", (False, 2): "h", (False, 4): "i", (False, 8): "q"}
@@ -181,7 +183,6 @@ class Function:
         (zip, a list, a star call, a call per argument) took twice as long, about 0.3 us more for
         six arguments, out of a 5 us launch budget most of which the driver spends.
         """
-        from .base import DeviceArray
         env = {"pack_into": self._struct.pack_into, "buf": self._buf, "DeviceArray": DeviceArray, "device": self.device}
         exprs = []
         for i, (ty, conv) in enumerate(zip(self.param_types, self._convert)):
@@ -211,7 +212,6 @@ class Function:
         return lambda v: self._pointer(name, ty, v)  # the common case is inlined by _packer
 
     def _pointer(self, name: str, ty: T.PtrType, v) -> int:
-        from .base import DeviceArray
         if v is None:
             # a store through it would fault (a segfault on the host, a dead context on CUDA) unless
             # the kernel checks for None first
@@ -258,7 +258,6 @@ class Function:
 
     def _dlpack(self, name: str, ty: T.PtrType, v) -> int:
         """A DLPack producer's buffer, on the stream this launch runs on (see ``_streams``)."""
-        from .dlpack import accepts, borrow, producer_stream
         gpu = self.device.kind in ("cuda", "hip")
         stream = None
         if gpu:
@@ -324,7 +323,6 @@ def storage(view):
     first element: what to pass for a pointer parameter whose layout the kernel is given separately
     (candle's ``info``). A view itself is refused there, so a transposed array is never read as if it
     were in order by mistake."""
-    from .base import DeviceArray
     if not isinstance(view, DeviceArray):
         raise TypeError(f"storage() takes a DeviceArray, got {type(view).__name__}")
     if view.is_contiguous:
@@ -337,7 +335,6 @@ def storage(view):
 
 def _extents(args) -> list[tuple[int, int]]:
     """Byte ranges of the array arguments (bounds-checked mode accepts accesses only inside them)."""
-    from .base import DeviceArray
     out = []
     for a in args:
         if isinstance(a, np.ndarray):
@@ -408,26 +405,3 @@ def _unpack_config(config, kernel: str):
         raise LaunchError(f"kernel {kernel}: launch as kernel[grid, block] or kernel[grid, block, stream, shared_mem]")
     grid, block, stream, shared = config + (None, 0)[len(config) - 2:]  # kernel[g, b, stream]: shared 0
     return grid, block, stream, shared
-
-
-class LaunchConfig:
-    """``instance[grid, block, ...]``: launches on the device the arguments live on (or the default)."""
-
-    def __init__(self, instance, config):
-        self.instance = instance
-        self.grid, self.block, self.stream, self.shared = _unpack_config(config, instance.name)
-
-    def __call__(self, *args, **kwargs):
-        launch_instance(self.instance, self.grid, self.block, args, self.shared, self.stream, None, kwargs)
-
-
-def launch_instance(instance, grid, block, args, shared_mem, stream, device, kwargs=None):
-    from . import devices
-    from .base import DeviceArray
-    values = (*args, *kwargs.values()) if kwargs else args
-    if device is None:
-        device = next((a.device for a in values if isinstance(a, DeviceArray)), None)
-        if device is None:
-            device = devices.device("cpu") if any(isinstance(a, np.ndarray) for a in values) else devices.device()
-    fn = device.get_or_load_func(instance.name, instance.module)
-    fn.launch(grid, block, *(fn.bind(args, kwargs) if kwargs else args), shared_mem=shared_mem, stream=stream)
