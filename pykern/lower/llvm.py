@@ -18,7 +18,7 @@ from ..ir import types as T
 from ..targets.base import KernelFrame, KernelSignature, Target
 from . import convert as C
 from .convert import F32, F64, I1, I32, I64, storage_type, value_type
-from .llvm_ext import BFLOAT
+from ..targets.llvm_ext import BFLOAT
 from .tiles import GridTiles
 
 _FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}

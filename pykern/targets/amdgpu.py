@@ -24,7 +24,7 @@ from llvmlite.ir.values import FunctionAttributes
 
 from ..errors import CompileError
 from ..ir.nodes import Loc
-from ..lower.llvm_ext import atomic_rmw, cmpxchg, intrinsic
+from .llvm_ext import atomic_rmw, cmpxchg, intrinsic
 from .amdgpu_archs import ArchInfo, arch_info
 from .base import I1, I8, I16, I32, I64, KernelFrame, KernelSignature, Target
 from .linker import link_shared

@@ -23,6 +23,7 @@ from llvmlite import ir
 
 from ..errors import CompileError
 from ..ir.nodes import Loc
+from .llvm_ext import alloca, atomic_rmw, cmpxchg
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 
@@ -216,11 +217,9 @@ class KernelFrame(ABC):
 
     def atomic_rmw(self, op: str, ptr: ir.Value, value: ir.Value, space: str) -> ir.Value:
         """``op`` is an LLVM atomicrmw operation (add sub min max umin umax xchg fadd fsub fmin fmax)."""
-        from ..lower.llvm_ext import atomic_rmw
         return atomic_rmw(self.builder, op, ptr, value, "monotonic", self.sync_scope(space))
 
     def cmpxchg(self, ptr: ir.Value, expected: ir.Value, new: ir.Value, space: str) -> ir.Value:
-        from ..lower.llvm_ext import cmpxchg
         pair = cmpxchg(self.builder, ptr, expected, new, "monotonic", self.sync_scope(space))
         return self.builder.extract_value(pair, 0)
 
@@ -229,7 +228,6 @@ class KernelFrame(ABC):
 
     def alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
         """A private variable, placed in the entry block."""
-        from ..lower.llvm_ext import alloca
         return alloca(self.entry_builder, ty, self.target.private_as, name)
 
     @abstractmethod

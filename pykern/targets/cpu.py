@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from ..ir import types as T
 from ..ir.nodes import Loc
-from ..lower.llvm_ext import TOKEN, TOKEN_NONE, alloca, fn_attr, intrinsic
+from .llvm_ext import TOKEN, TOKEN_NONE, alloca, fn_attr, intrinsic
 from .base import I1, I8, I32, I64, KernelFrame, KernelSignature, Target, init_llvm
 
 PTR = ir.PointerType()
@@ -96,8 +96,9 @@ _SCHEDULER = r"""
 declare void @llvm.coro.resume(ptr)
 
 ; Resume whatever may run next. Returns 1 (resumed some), 0 (block finished), -1 (error, written to
-; launch->err). A wave runs on once all its live lanes wait at a wave operation of the same line; the
-; block runs on once every thread waits at the same barrier.
+; launch->err). A wave runs on once all its lanes wait at a wave operation of the same line (a lane
+; that has returned is divergence too: a GPU would read its stale registers); the block runs on once
+; every thread waits at the same barrier.
 define linkonce_odr i32 @pykern.schedule(ptr %ctxs, i32 %n, i32 %ws, ptr %launch) {
 entry:
   br label %wave.loop
@@ -142,8 +143,9 @@ scan.end:
   %nw = phi i32 [ %nwave.n2, %scan ]
   %any = icmp ne i32 %nw, 0
   br i1 %any, label %wave.check, label %wave.next
-wave.check:
-  %partial = icmp ne i32 %nw, %nlive.next
+wave.check:                                   ; every lane of the wave, returned ones included, must be there
+  %nlanes = sub i32 %wend, %w0
+  %partial = icmp ne i32 %nw, %nlanes
   %err = or i1 %partial, %bad.next
   br i1 %err, label %fail, label %wave.resume
 wave.resume:

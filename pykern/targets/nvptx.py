@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import CompileError
-from ..lower.llvm_ext import BFLOAT, intrinsic
+from .llvm_ext import BFLOAT, intrinsic
 from .base import I1, I32, I64, KernelFrame, KernelSignature, Target
 
 #: Supported architectures and the oldest compute capability each one covers. LLVM picks the PTX
