@@ -149,10 +149,10 @@ def row_cases(torch, n: int):
 
 
 def reductions(b: Bench, shape: str = "candle") -> None:
-    """The reduce family under candle's launch shapes or the wrappers' own (stdlib_kernels.reduce:
+    """The reduce family under candle's launch shapes or the wrappers' own (stdlib_kernels.reduce_launch:
     fast_* a wave per row on a dense grid, softmax and norms row_threads a row)."""
     import stdlib_kernels as sk
-    from stdlib_kernels import reduce as R
+    from stdlib_kernels import reduce_launch as R
     b.suffix = f" [{shape}]"
     own = shape == "wrapper"
     ws = b.dev.target.wave_size
@@ -182,7 +182,7 @@ def reductions(b: Bench, shape: str = "candle") -> None:
         alpha = torch.ones(cols, device="cuda", dtype=tdt)
         beta = torch.zeros(cols, device="cuda", dtype=tdt)
         name, ngrid, nblock = f"rmsnorm_{tag}", (rows, 1, 1), (1024, 1, 1)
-        if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce.norm_launch)
+        if own:  # the wrappers' kernel and shape (stdlib_kernels.reduce_launch.norm_launch)
             name, ngrid, nblock = R.norm_launch("rmsnorm", rows, cols, getattr(pk, tag), ws)
         if name in sk.REDUCE:
             f = b.fn(sk.REDUCE, name)

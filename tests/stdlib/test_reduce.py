@@ -16,6 +16,7 @@ import pytest
 import pykern as pk
 from stdlib_kernels import REDUCE
 from stdlib_kernels import reduce as R
+from stdlib_kernels import reduce_launch as L
 
 _HERE = pathlib.Path(__file__).resolve()
 ABI = next((p / "shared" / "spec" / "candle_abi.json" for p in (_HERE.parents[3], _HERE.parents[2])
@@ -427,7 +428,7 @@ def test_norms_half_held(wave_device, dtype, n, block):
     the first part in registers, the rest read in each pass; in place too, and without alpha/beta."""
     rows = 3
     for name in ("rmsnorm", "layernorm"):
-        assert R.norm_launch(name, rows, n, getattr(pk, TAG[dtype]), 32) == (
+        assert L.norm_launch(name, rows, n, getattr(pk, TAG[dtype]), 32) == (
             f"{name}_rows_{TAG[dtype]}", (rows, 1, 1), (block, 1, 1))
     x, tol = check_norm_kernels(wave_device, dtype, rows, n, block, "_rows")
     out = wave_device.empty(x.shape, dtype)
@@ -533,11 +534,11 @@ def test_softmax_kernels_by_block():
     wrappers' own launches (whose block may be candle's): candle's f32 kernel is built for one warp
     (a lane holds 256 bytes of a long row), and a wider block gets a launch error that names the
     limit."""
-    assert R.softmax_kernel_name(pk.f16, (1, 32, 1)) == "softmax_f16"
-    assert R.softmax_kernel_name(pk.f32, [1, 32, 1]) == "softmax_f32"
+    assert L.softmax_kernel_name(pk.f16, (1, 32, 1)) == "softmax_f16"
+    assert L.softmax_kernel_name(pk.f32, [1, 32, 1]) == "softmax_f32"
     for dtype in (pk.f32, pk.f64, pk.f16, pk.bf16):
-        assert R.softmax_kernel_name(dtype, (1, 64, 1)) == f"softmax_rows_{dtype.name}"
-        assert R.softmax_kernel_name(dtype) == f"softmax_rows_{dtype.name}"  # the wrappers' own launch
+        assert L.softmax_kernel_name(dtype, (1, 64, 1)) == f"softmax_rows_{dtype.name}"
+        assert L.softmax_kernel_name(dtype) == f"softmax_rows_{dtype.name}"  # the wrappers' own launch
     dev = pk.device("cpu")
     f = dev.get_or_load_func("softmax_f32", REDUCE)
     x = dev.to_device(np.ones((1, 4000), np.float32))
@@ -552,7 +553,7 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
     candle's block of 1024 (which the kernel splits into groups of 512 up to 16384 columns); never
     fewer threads than a wave. f32 rows held by enough threads, rmsnorm's in ``rmsnorm_rows_f32``
     (candle's rmsnorm_f32 holds half as much: two blocks of 1024 an SM)."""
-    launch = R.norm_launch
+    launch = L.norm_launch
     for n, kernel, grid, block in ((7, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
                                    (256, "layernorm_f16", (8, 1, 1), (32, 8, 1)),
                                    (257, "layernorm_rows_f16", (8, 1, 1), (32, 8, 1)),
@@ -576,3 +577,46 @@ def test_wrappers_pick_their_own_16_bit_norm_kernels():
     assert launch("rmsnorm", 6, 4096, pk.bf16, 64)[1:] == ((3, 1, 1), (128, 2, 1))  # 4 rows a block: 6 % 4
     assert launch("rmsnorm", 64, 100, pk.bf16, 64) == ("rmsnorm_bf16", (16, 1, 1), (64, 4, 1))  # a wave of 64
     assert {f"{n}_rows_{t}" for n in ("rmsnorm", "layernorm") for t in ("f16", "bf16")} <= set(REDUCE.names())
+
+
+# ------------------------------------------------------------------------------------------------- bad input
+def test_wrappers_validate_before_launching():
+    """Every wrapper checks its launch shape, sizes and dtypes before launching: a softmax block that is
+    not (1, n <= 1024, 1) once corrupted the heap (its x threads took rows past the grid's), an alpha of
+    the wrong length was read past its end, and a 0-d input to a norm raised IndexError."""
+    dev = pk.device("cpu")
+    x = dev.to_device(np.ones((4, 64), np.float32))
+    for block in ((2, 32, 1), (1, 32, 2), (1, 0, 1), (1, 2048, 1), (1, 32), (1, 32.0, 1), 32, None.__class__):
+        with pytest.raises(ValueError, match="softmax block"):
+            R.softmax_last_dim(x, block=block)
+    short, wide = dev.to_device(np.ones(3, np.float32)), dev.to_device(np.ones(64, np.float64))
+    with pytest.raises(ValueError, match=r"rmsnorm alpha must have shape \(64,\)"):
+        R.rms_norm(x, short, 1e-5)
+    with pytest.raises(ValueError, match=r"layernorm beta must have shape \(64,\)"):
+        R.layer_norm(x, None, short, 1e-5)
+    with pytest.raises(ValueError, match=r"must have shape \(64,\)"):
+        R.rms_norm(x, dev.to_device(np.ones((2, 32), np.float32)), 1e-5)
+    with pytest.raises(TypeError, match="alpha must have the input's dtype f32"):
+        R.rms_norm(x, wide, 1e-5)
+    for norm in (lambda v: R.rms_norm(v, None, 1e-5), lambda v: R.layer_norm(v, None, None, 1e-5)):
+        with pytest.raises(ValueError, match="0-d"):
+            norm(dev.to_device(np.array(1.0, np.float32)))
+    for block_size in (0, 2048, 1.5, True):
+        with pytest.raises(ValueError, match="block_size must be an int from 1 to 1024"):
+            R.rms_norm(x, None, 1e-5, block_size)
+    with pytest.raises(TypeError, match="eps must be a float"):
+        R.layer_norm(x, None, None, "1e-5")
+    ints = dev.to_device(np.ones((4, 64), np.int32))
+    for call in (lambda: R.softmax_last_dim(ints), lambda: R.rms_norm(ints, None, 1e-5), lambda: R.sum(ints),
+                 lambda: R.argmax(ints, 1), lambda: R.sum_atomic_launch(ints, [0])):
+        with pytest.raises(TypeError, match="dtype must be one of"):
+            call()
+    with pytest.raises(ValueError, match="op must be one of"):
+        R.fast_reduce_launch("fast_prod", x)
+    with pytest.raises(TypeError, match="dims must be ints"):
+        R.sum(x, [1.0])
+    with pytest.raises(TypeError):
+        R.rms_norm(x, None, 1e-5, rounding="nearest")  # unknown keywords are refused, not ignored
+    # what stays accepted: a 0-d softmax (one row of one element), candle's block given as a list
+    assert R.softmax_last_dim(dev.to_device(np.array(3.0, np.float32))).to_host() == 1.0
+    np.testing.assert_allclose(R.softmax_last_dim(x, [1, 32, 1]).to_host(), np.full((4, 64), 1 / 64), rtol=1e-6)
