@@ -132,9 +132,10 @@ def quantize_q8_1(x, max_rows: int = MAX_GRID_Y) -> tuple[DeviceArray, int]:
     return out, k_padded
 
 
-def matmul(blocks, qtype_spec, x, *, dmmv: bool = False) -> DeviceArray:
+def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceArray:
     """``x @ W.T`` (shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
-    ``x.shape[-1]`` elements (n from the buffer's size). Up to 8 activation rows take q8_1 + MMVQ,
+    ``x.shape[-1]`` elements (n from the buffer's size; ``shape=(n, k)`` checks W's shape against
+    the buffer and ``x`` instead of inferring it). Up to 8 activation rows take q8_1 + MMVQ,
     more take q8_1 + MMQ (candle's dispatch); ``dmmv=True`` with one row takes DMMV. f16 and bf16
     activations are converted to f32 and the result back to their dtype (candle's fast paths: the
     output in the input's dtype); f32 gives f32."""
@@ -145,8 +146,13 @@ def matmul(blocks, qtype_spec, x, *, dmmv: bool = False) -> DeviceArray:
     x = as_device_array(x)
     if x.dtype in (pk.f16, pk.bf16):
         from .cast import to
-        return to(matmul(blocks, q, to(x, pk.f32), dmmv=dmmv), x.dtype)
+        return to(matmul(blocks, q, to(x, pk.f32), shape=shape, dmmv=dmmv), x.dtype)
     k = x.shape[-1] if x.ndim else 0
+    if shape is not None:
+        n, k_w = (int(v) for v in shape)
+        _weights(blocks, q, (n, k_w), x.device)
+        if k_w != k:
+            raise ValueError(f"weights of shape {(n, k_w)} multiply activations of {k_w} columns, got shape {x.shape}")
     per_row = row_bytes(q, k)
     size = blocks.size if isinstance(blocks, DeviceArray) else np.asarray(blocks).nbytes
     if size % per_row:
@@ -249,7 +255,7 @@ class GGUFTensor:
         return dequantize(self.data, self.qtype, self.shape, dtype, device)
 
     def matmul(self, x, **kw) -> DeviceArray:
-        return matmul(self.data, self.qtype, x, **kw)
+        return matmul(self.data, self.qtype, x, shape=self.shape, **kw)
 
 
 def read_gguf(path, name: str) -> GGUFTensor:

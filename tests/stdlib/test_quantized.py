@@ -449,6 +449,11 @@ def test_api_bad_input():
         qapi.dequantize(blocks, "q4_0", (2, 64))
     with pytest.raises(ValueError, match=r"q4_K rows are 256-element blocks"):
         qapi.matmul(np.zeros(144, np.uint8), "q4_K", np.zeros((1, 64), np.float32))
+    with pytest.raises(ValueError, match=r"weights of shape \(1, 64\) multiply activations of 64 columns, got "
+                                         r"shape \(2, 32\)"):
+        qapi.matmul(blocks, "q4_0", np.zeros((2, 32), np.float32), shape=(1, 64))
+    with pytest.raises(ValueError, match=r"q4_0 weights of shape \(2, 64\) take 72 bytes"):
+        qapi.matmul(blocks, "q4_0", np.zeros((2, 64), np.float32), shape=(2, 64))
     with pytest.raises(ValueError, match=r"whole number of rows, got 40 bytes"):
         qapi.matmul(np.zeros(40, np.uint8), "q4_0", np.zeros((1, 64), np.float32))
     with pytest.raises(TypeError, match=r"activations must be f32 .*got i32"):
