@@ -545,3 +545,23 @@ def test_other_groups_stay_in_bounds(checked):
     checked.get_or_load_func("indexed_moe_forward_q4k_q8_1", QUANTIZED)[(3, 1, 1), (32, 4)](
         w, vy, checked.to_device(np.array([0], np.uint32)), moe, 3, 512, 1, 1, 512, 1)
     check_q8_1_product(moe.to_host()[None], blocks, "q4_K", x[:1], qy[:1])
+
+
+# ------------------------------------------------------------------------------------------------- GPU code
+@pytest.mark.parametrize("arch", ["sm_90", "gfx90a", "gfx1100"])
+def test_gpu_code_uses_dot_instructions(arch):
+    """MMVQ's integer dots are the arch's dot instruction (docs/language.md's table), without spills."""
+    from pykern.compiler import compile_kernels, lower_module
+    from pykern.targets.codeobject import CodeObject
+    from pykern.targets.registry import make_target
+    kernels = [QUANTIZED.get("mul_mat_vec_q4_K_q8_1_cuda1"), QUANTIZED.get("mul_mat_q5_0")]
+    if arch.startswith("sm_"):
+        ptx = compile_kernels(kernels, make_target("cuda", arch), "dots")[0].decode()
+        assert ptx.count("dp4a.s32.s32") >= 16 and ".local" not in ptx
+        return
+    target = make_target("amdgpu", arch)
+    hsaco = compile_kernels(kernels, target, "dots")[0]
+    asm = target.assembly(lower_module(kernels, target, "dots")[0])
+    assert len([ln for ln in asm.splitlines() if "v_dot4" in ln]) >= 16
+    for k in CodeObject(hsaco).kernels.values():
+        assert (k.scratch, k.vgpr_spill_count, k.sgpr_spill_count) == (0, 0, 0)
