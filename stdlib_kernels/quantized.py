@@ -13,8 +13,10 @@ are bit-exact. Every kernel family is written once over that table:
 * MMVQ ``mul_mat_vec_{q}_q8_1_cuda{N}``, MMQ ``mul_mat_{q}``, ``indexed_moe_forward_*``: integer dot
   products of a weight group's quants with the q8_1 quants (``pk.dot4_i8``), then
   ``d8 * (scale * (Σ q·q8 + qoff · Σ q8) + min · Σ q8)``: the dot of the dequantized weights with the
-  dequantized activations (``chunk_dot``). Work is split over every thread of the block, whatever
-  the wave width, and rows past ``nrows`` are never read or written.
+  dequantized activations (``load_chunk`` + ``dot_words``: a weight chunk is loaded once for every
+  activation column it meets). Work is split over every thread of the block, whatever the wave
+  width, and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in
+  shared memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on the wrappers' tile.
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
 formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
@@ -281,32 +283,32 @@ def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], 
 
 
 @pk.func
-def group_sums(y: ConstPtr[i32], sums: Ptr[i32], *, Q):
-    """``Σ q8`` of each of a q8_1 block's groups (``y``: its 8 words of quants), where the format
-    needs it (an offset or a min)."""
+def group_sums(y: ConstPtr[i32], sums: Ptr[i32], *, Q, at):
+    """``Σ q8`` of each of a q8_1 block's groups (``y``: its 8 words of quants) into ``sums[at + g]``,
+    where the format needs it (an offset or a min)."""
     if Q.qoff != 0 or Q.has_min:
         for gi in pk.static_range(Q8_1_QK // Q.group):
             total = i32(0)
             for k in pk.static_range(Q.group // 4):
                 total = pk.dot4_i8(0x01010101, y[gi * (Q.group // 4) + k], total)
-            sums[gi] = total
+            sums[at + gi] = total
 
 
 @pk.func
-def dot_words(words: Ptr[u32], params: Ptr[f32], y: ConstPtr[i32], d8: f32, sums: Ptr[i32], *, Q) -> f32:
-    """A loaded weight chunk times a q8_1 block (quants ``y``, scale ``d8``, ``group_sums``): per
-    group, the integer dot ``Σ q·q8`` (exact), then ``d8 * Σ_g (scale_g * (Σ q·q8 + qoff Σ q8) +
-    min_g Σ q8)`` in f32."""
+def dot_words(words: Ptr[u32], params: Ptr[f32], y: ConstPtr[i32], d8: f32, sums: Ptr[i32], *, Q, y_at, sums_at) -> f32:
+    """A loaded weight chunk times a q8_1 block (quants ``y[y_at ..]``, scale ``d8``, ``group_sums``
+    at ``sums_at``): per group, the integer dot ``Σ q·q8`` (exact), then ``d8 * Σ_g (scale_g *
+    (Σ q·q8 + qoff Σ q8) + min_g Σ q8)`` in f32."""
     total = f32(0)
     for gi in pk.static_range(Q8_1_QK // Q.group):
         dots = i32(0)
         for k in pk.static_range(Q.group // 4):
-            dots = pk.dot4_i8(words[gi * (Q.group // 4) + k], y[gi * (Q.group // 4) + k], dots)
+            dots = pk.dot4_i8(words[gi * (Q.group // 4) + k], y[y_at + gi * (Q.group // 4) + k], dots)
         if Q.qoff != 0:
-            dots += Q.qoff * sums[gi]
+            dots += Q.qoff * sums[sums_at + gi]
         part = params[2 * gi] * f32(dots)
         if Q.has_min:
-            part += params[2 * gi + 1] * f32(sums[gi])
+            part += params[2 * gi + 1] * f32(sums[sums_at + gi])
         total += part
     return d8 * total
 
@@ -316,8 +318,8 @@ def dot_loaded(words: Ptr[u32], params: Ptr[f32], yb: ConstPtr[u8], *, Q) -> f32
     """A loaded weight chunk times the q8_1 block at ``yb`` (global memory)."""
     y = pk.bitcast(yb + 4, ConstPtr[i32])  # a q8_1 block's quants are 4-byte aligned
     sums = pk.local.array(2, i32)
-    group_sums(y, sums, Q=Q)
-    return dot_words(words, params, y, half_at(yb, 0), sums, Q=Q)
+    group_sums(y, sums, Q=Q, at=0)
+    return dot_words(words, params, y, half_at(yb, 0), sums, Q=Q, y_at=0, sums_at=0)
 
 
 @pk.func
@@ -543,14 +545,23 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
     words = pk.local.array(8, u32)
     params = pk.local.array(4, f32)
+    yw = pk.local.array(8 * N, i32)       # the chunk's q8_1 quants of each column,
+    d8 = pk.local.array(N, f32)           # their scales
+    sums = pk.local.array(2 * N, i32)     # and group sums: once for every row
+    last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
     for c in range(t, chunks, nt):
+        for j in pk.static_range(N):
+            yb = vy + usize(j) * column_bytes + usize(c) * Q8_1_BYTES
+            y = pk.bitcast(yb + 4, ConstPtr[i32])
+            for k in pk.static_range(8):
+                yw[8 * j + k] = y[k]
+            d8[j] = half_at(yb, 0)
+            group_sums(y, sums, Q=Q, at=2 * j)
         for r in pk.static_range(rows):
-            if i32(first + r) < nrows_x:
-                load_chunk(vx + usize(first + r) * row_bytes + usize(c // per_block) * Q.nbytes, c % per_block,
-                           words, params, Q=Q)
-                for j in pk.static_range(N):
-                    acc[r * N + j] += dot_loaded(words, params, vy + usize(j) * column_bytes + usize(c) * Q8_1_BYTES,
-                                                 Q=Q)
+            load_chunk(vx + usize(min(first + r, last)) * row_bytes + usize(c // per_block) * Q.nbytes,
+                       c % per_block, words, params, Q=Q)
+            for j in pk.static_range(N):
+                acc[r * N + j] += dot_words(words, params, yw, d8[j], sums, Q=Q, y_at=8 * j, sums_at=2 * j)
     block_totals(acc, sm, t, nt, count=rows * N)
     if t == 0:
         for r in pk.static_range(rows):
@@ -649,7 +660,7 @@ def mmq_staged(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, 
                     sq[8 * i + k] = y[k]
                 sd[i] = half_at(yb, 0)
                 if Q.qoff != 0 or Q.has_min:
-                    group_sums(y, sums, Q=Q)
+                    group_sums(y, sums, Q=Q, at=0)
                     for g in pk.static_range(Q8_1_QK // Q.group):
                         ss[2 * i + g] = sums[g]
         pk.syncthreads()
@@ -665,7 +676,7 @@ def mmq_staged(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, 
                         if Q.qoff != 0 or Q.has_min:
                             for gi in pk.static_range(Q8_1_QK // Q.group):
                                 sums[gi] = ss[2 * i + gi]
-                        acc[8 * g + j] += dot_words(words, params, yw, sd[i], sums, Q=Q)
+                        acc[8 * g + j] += dot_words(words, params, yw, sd[i], sums, Q=Q, y_at=0, sums_at=0)
         pk.syncthreads()
     if i32(row) < nrows_x:
         for j in pk.static_range(part):
