@@ -546,7 +546,7 @@ SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
 #: spans several waves it exchanges through 32 KiB of shared memory (u64 words) for keys of up to 32
 #: bits, 48 KiB for 64-bit keys (words and columns): what every target gives a block without opt-in
 MAX_RUN = 4096
-#: threads a block of ``sort_runs`` holding several short rows (one row per ``block_dim.x`` threads)
+#: threads a block of ``sort_rows_*`` holding several short rows (one row per ``block_dim.x`` threads)
 ROW_BLOCK = 256
 #: indices are u32 (candle's); a row longer than this cannot be described
 MAX_COLS = 1 << 31
@@ -570,13 +570,6 @@ def _check(x, dim: int, what: str):
     if x.ndim and x.shape[dim] >= MAX_COLS:
         raise ValueError(f"{what}: {x.shape[dim]} elements along dim {dim}; u32 indices allow at most {MAX_COLS - 1}")
     return x, dim
-
-
-def _swap(shape: tuple, dim: int) -> tuple:
-    """``shape`` with ``dim`` and the last dim swapped (its own inverse)."""
-    s = list(shape)
-    s[dim], s[-1] = s[-1], s[dim]
-    return tuple(s)
 
 
 def _rows_last(x, dim: int):
@@ -604,8 +597,9 @@ def _restore(a, dim: int, shape: tuple):
 def asort_launch(x, descending: bool = False):
     """candle-core's ``arg_sort_last_dim`` launch of ``asort_*``: contiguous ``x``, one block a row of
     ``min(ncols_pad, 1024)`` threads, ``ncols_pad * 4`` bytes of dynamic shared memory, ``ncols_pad``
-    the next power of two. candle's own limit applies on GPUs: 48 KiB of shared memory, rows of up to
-    8192 (the CPU runs any row)."""
+    the next power of two. On a GPU the row's indices must fit one block's shared memory (candle opts in
+    to no more than 48 KiB: rows of up to 8192; pykern's CUDA runtime opts in up to the GPU's limit);
+    the CPU runs any row."""
     x = as_device_array(x)
     if not x.is_contiguous or x.ndim == 0:
         raise ValueError(f"asort: candle's launch takes a contiguous array of at least one dim, got {x!r}")
@@ -720,12 +714,12 @@ def topk(x, k: int, dim: int = -1, largest: bool = True):
     order = sort_rows(rows, descending=largest)
     k = int(k)
     values = _take(rows, order, k)
-    indices = x.device.empty(values.shape, u32)
-    if k < rows.shape[-1] and indices.size:
-        x.device.get_or_load_func("take_columns_u32", SORT)[launch_stream(indices.size, order)](
-            indices.size, rows.shape[-1], k, order, indices)
-    elif indices.size:
-        indices = order
+    indices = order
+    if k < rows.shape[-1]:
+        indices = x.device.empty(values.shape, u32)
+        if indices.size:
+            x.device.get_or_load_func("take_columns_u32", SORT)[launch_stream(indices.size, order)](
+                indices.size, rows.shape[-1], k, order, indices)
     return _restore(values, dim, x.shape), _restore(indices, dim, x.shape)
 
 
