@@ -342,7 +342,8 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
     """Work items (P pixels, ``chunk`` channels) go to blocks in turn (block-uniform loop and barriers).
     Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
     window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
-    waves take the item's pixels in turn, each writing that pixel's ``chunk * K`` run of dst. ``info``
+    waves (threads past the last whole wave idle) take the item's pixels in turn, each writing that
+    pixel's ``chunk * K`` run of dst. ``info``
     is the 2-d source layout (im2col1d passes its 1-d one as height 1, unpadded)."""
     c_in = info[1]
     kk = h_k * w_k
@@ -352,7 +353,8 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
     t = usize(pk.thread_idx.x)
     nt = usize(pk.block_dim.x)
     groups = nt // P
-    wave = usize(pk.wave_size)
+    w = min(usize(pk.wave_size), nt)  # the write-out's groups: whole waves (the block, if smaller)
+    writers = nt // w
     p = t % P
     item = usize(pk.block_idx.x)
     while item < items:
@@ -377,10 +379,11 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
                         out[kh * w_k + kw] = pk.select(inside, v, T(0))
         pk.syncthreads()
         run = cn * kk
-        for q in range(t // wave, pn, nt // wave):
-            row = dst + (p0 + q) * c_in * kk + c0 * kk
-            for e in pk.parallel_range(usize(0), run, t % wave, wave):
-                row[e] = sh[q * seg + e]
+        if t < writers * w:
+            for q in range(t // w, pn, writers):
+                row = dst + (p0 + q) * c_in * kk + c0 * kk
+                for e in pk.parallel_range(usize(0), run, t % w, w):
+                    row[e] = sh[q * seg + e]
         pk.syncthreads()
         item += usize(pk.grid_dim.x)
 

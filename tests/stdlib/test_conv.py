@@ -274,7 +274,7 @@ def test_im2col_staging(wave_device, dtype):
         xd = view(dev, x, "permuted")
         out = dev.empty(want.shape, dtype)
         own = conv.im2col_launch(shape[0], shape[1], want.shape[1], want.shape[2], kh, kw, dtype)
-        for launch_shape in (own, (5, 256), (1, 1024), (2, 96)):
+        for launch_shape in (own, (5, 256), (1, 1024), (2, 96), (3, 32)):
             launch(dev, f"im2col_{dtype.tag}", out.size, out.size, want.shape[1], want.shape[2], kh, kw, 1, pad, 1,
                    info_of(dev, xd), xd, out, shape=launch_shape)
             assert_bits(out.to_host(), want, f"im2col {shape} {kh}x{kw} launch {launch_shape}")
@@ -285,7 +285,7 @@ def test_im2col_staging(wave_device, dtype):
         out = dev.empty(want.shape, dtype)
         threads = shape[0] * want.shape[1] * shape[1]
         own = conv.im2col_launch(shape[0], shape[1], 1, want.shape[1], 1, k, dtype)
-        for launch_shape in (own, (1, 1024), (2, 96)):
+        for launch_shape in (own, (1, 1024), (2, 96), (3, 32)):
             launch(dev, f"im2col1d_{dtype.tag}", threads, threads, want.shape[1], k, 1, pad, 1, info_of(dev, xd), xd,
                    out, shape=launch_shape)
             assert_bits(out.to_host(), want, f"im2col1d {shape} k={k} launch {launch_shape}")
