@@ -113,6 +113,9 @@ def map1(module, name: str, x, out=None, before=(), after=(), dtype=None, inplac
 
     ``out=x`` (contiguous) runs in place by passing a null ``inp``, where the kernel supports it."""
     x = as_device_array(x)
+    if name not in module:  # a dtype the family has no kernel for: say so, not a bare KeyError
+        same_op = sorted(k for k in module.names() if k.rsplit("_", 1)[0] == name.rsplit("_", 1)[0])
+        raise TypeError(f"no {module.name} kernel {name!r} for {x.dtype}; there are {', '.join(same_op) or 'none'}")
     out = output(x, out, dtype or x.dtype)
     if x.size == 0:
         return out
