@@ -30,6 +30,7 @@ from llvmlite import ir
 
 from . import cache, config
 from .fingerprint import fingerprint, versions
+from .ir import printer
 from .lower.llvm import lower_kernel
 from .targets.base import KernelSignature, Target, signature_from_json, signature_to_json
 from .version import __version__
@@ -126,7 +127,6 @@ def dump_stages(root, kernels, target: Target, name: str, module: ir.Module) -> 
     (``4-asm.s``; PTX for cuda)."""
     from pathlib import Path
 
-    from .ir import printer
     folder = Path(root) / "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{name}.{target.name}-{target.arch}")
     folder.mkdir(parents=True, exist_ok=True)
     typed = "\n".join(printer.function(k.typed(target)) for k in kernels)

@@ -26,6 +26,7 @@ coefficients) and ``_table`` (a chain of selects over constant words, for the bi
 from __future__ import annotations
 
 import pykern as pk
+from pykern.lang import builtins as B
 from pykern import f32, f64, i32, i64, u32, u64
 
 __all__ = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
@@ -1004,6 +1005,9 @@ def fmod(x: T, y: T) -> T:
         return T(_fmod(pk.f32(x), pk.f32(y)))  # exact: the remainder of two halves fits a half
     else:
         return _fmod(x, y)
+
+
+B.OPERATOR_FUNCS["float_mod"] = fmod  # `%` on floats in every kernel
 
 
 @pk.func

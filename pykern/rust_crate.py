@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .targets.amdgpu_archs import ARCHS
+from .version import __version__
 
 #: candle-kernels' module order (``ALL_IDS``); a module outside it (``index`` None) follows it
 _CARGO = """\
@@ -278,7 +279,6 @@ def write_crate(out_dir: Path, manifest: dict, target: str, archs: list[str], mo
     """Write ``Cargo.toml``, ``src/lib.rs`` and ``tests/code_objects.rs`` into ``out_dir`` (a
     ``pykern build`` output holding ``manifest``) and return the ``Cargo.toml`` path. ``modules``
     are candle's modules in ``ALL_IDS`` order (``stdlib_kernels.MODULES``)."""
-    from .version import __version__
     entries = {(e["arch"], e["module"]): e for e in manifest["modules"] if e["target"] == target}
     std_names = [m.name for m in modules]
     extra = sorted({m for _, m in entries} - set(std_names))

@@ -19,8 +19,16 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import cache, config, prebuilt
+from ..compiler import build_module, compile_kernels, lookup, lower_module
+from ..ir import printer
+from ..ir.types import ALL_DTYPES, DType
+from ..lang.kernel import KernelDef, KernelInstance, Module
+from ..rust_crate import write_crate
+from ..targets.codeobject import CodeObject
 from ..errors import PykernError
 from ..targets import registry
+from ..targets.linker import find_lld
 
 log = logging.getLogger("pykern.cli")
 
@@ -50,7 +58,6 @@ def user_modules(path: str, err: TextIO | None = None) -> list:
     defined there, and one module named after the file with every kernel that has no compile-time
     parameters and every instance (``saxpy_f32 = saxpy.instance(...)``) bound to a name there and
     not already in one of those modules. A generic kernel without an instance is skipped, with a note."""
-    from ..lang.kernel import KernelDef, KernelInstance, Module
     mod = load_user_file(path)
     found = [v for v in vars(mod).values() if isinstance(v, Module)]
     inside = {id(k) for m in found for k in m}
@@ -129,7 +136,6 @@ def resolve_user_kernel(path: str, func: str, sig: dict[str, Any] | None = None)
     """The kernel instance ``func`` of the file ``path``: a ``@pykern.kernel`` with no compile-time
     parameters, a generic one with ``sig`` binding them (``--sig T=f32``), or an instance
     (``k.instance(...)``) bound to a name in the file."""
-    from ..lang.kernel import KernelDef, KernelInstance
     mod = load_user_file(path)
     found = {k: v for k, v in vars(mod).items() if isinstance(v, (KernelDef, KernelInstance))}
     obj = getattr(mod, func, None)
@@ -158,13 +164,11 @@ def _split_archs(values: list[str] | None, target: str) -> list[str]:
 
 
 def make_target(target: str, arch: str | None):
-    from .. import config
     options = {"wave_size": config.wave_size()} if target == "cpu" else {}
     return registry.make_target(target, arch, **options)
 
 
 def _dtypes(module) -> list[str]:
-    from ..ir.types import DType
     tags = {v.tag for inst in module for v in inst.params.values() if isinstance(v, DType)}
     return sorted(tags)
 
@@ -191,7 +195,6 @@ def cmd_list(module: str | None = None, out: TextIO = sys.stdout) -> int:
 # ---- show ----------------------------------------------------------------------------------------
 def parse_sig(sig: str | None) -> dict[str, Any]:
     """``T=f32,W=4`` -> ``{"T": pk.f32, "W": 4}``: dtype names, ints, floats, True/False."""
-    from ..ir.types import ALL_DTYPES
     dtypes = {d.name: d for d in ALL_DTYPES} | {d.tag: d for d in ALL_DTYPES}
     params: dict[str, Any] = {}
     for item in filter(None, (sig or "").split(",")):
@@ -218,7 +221,6 @@ def parse_sig(sig: str | None) -> dict[str, Any]:
 def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arch: str | None = None,
              stage: str = "asm", out: TextIO = sys.stdout, sig: str | None = None) -> int:
     """One kernel's LLVM IR, optimised IR, assembly or (amdgpu) code-object metadata."""
-    from ..compiler import compile_kernels, lower_module
     if stage not in STAGES:
         raise UsageError(f"unknown stage {stage!r}; choose one of: {', '.join(STAGES)}")
     registry.archs(target)  # validates the target name
@@ -241,7 +243,6 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         inst, name = resolve_kernel(m, kernel), f"{m.name}.{kernel}"
     tgt = make_target(target, arch)
     if stage == "meta":
-        from ..targets.codeobject import CodeObject
         hsaco, _ = compile_kernels([inst], tgt, name)
         co = CodeObject(hsaco)
         out.write(co.describe() + "\n")
@@ -249,8 +250,7 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         out.write(json.dumps(_jsonable(k.raw), indent=1, sort_keys=True) + "\n")
         return 0
     if stage == "typed":
-        from ..ir.printer import function
-        out.write(function(inst.typed(tgt)) + "\n")
+        out.write(printer.function(inst.typed(tgt)) + "\n")
         return 0
     ir_module, _ = lower_module([inst], tgt, name)
     if stage == "ir":
@@ -280,8 +280,6 @@ _RES_COLUMNS = ("kernel", "arch", "wave", "vgpr", "agpr", "sgpr", "vspill", "ssp
 
 def resources(module, archs: list[str]) -> list[dict]:
     """Per kernel and arch: registers, spills, LDS, scratch, wave size, occupancy (waves/SIMD)."""
-    from ..compiler import build_module
-    from ..targets.codeobject import CodeObject
     rows = []
     for arch in archs:
         hsaco, _ = build_module(module, registry.make_target("amdgpu", arch))
@@ -323,7 +321,6 @@ def cmd_resources(module: str, archs: list[str] | None = None, as_json: bool = F
 # ---- build ---------------------------------------------------------------------------------------
 def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> dict:
     """Compile one module for one arch (in a worker process) and write its artifact."""
-    from ..compiler import build_module
     hits: list[str] = []
 
     class _Spy(logging.Handler):
@@ -351,7 +348,6 @@ def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> d
 
 def _write_artifact(module, target, out_dir: Path, data: bytes, sigs) -> dict:
     """Write ``data`` to its place under ``out_dir`` (atomically) and return its manifest entry."""
-    from .. import prebuilt
     path = prebuilt.artifact_path(out_dir, target, module.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -363,7 +359,6 @@ def _write_artifact(module, target, out_dir: Path, data: bytes, sigs) -> dict:
 def _from_cache(module, target, out_dir: Path) -> dict | None:
     """Build ``module`` for ``target`` from the disk cache's source-key entry, in this process (no
     lowering, no worker): the result ``_build_one`` would give, or None on a miss."""
-    from ..compiler import lookup
     start = time.perf_counter()
     try:
         found = lookup(module.kernels, target, module.name)
@@ -378,7 +373,6 @@ def _from_cache(module, target, out_dir: Path) -> dict | None:
 
 def emit_rust(out_dir: Path, manifest: dict, target: str, archs: list[str]) -> Path:
     """The Rust crate a candle backend depends on, written into ``out_dir`` (``pykern.rust_crate``)."""
-    from ..rust_crate import write_crate
     return write_crate(out_dir, manifest, target, archs, _stdlib().MODULES)
 
 
@@ -406,7 +400,6 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
               out_dir: str | None = None, emit_rust_file: bool = False, jobs: int | None = None,
               force: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Compile modules × archs to ``out_dir/<arch>/<module>.<ext>`` plus ``manifest.json``."""
-    from .. import prebuilt
     registry.archs(target)
     if target == "cpu":
         raise UsageError("build: the cpu target is not applicable (the CPU runtime JIT-compiles at load); "
@@ -563,7 +556,6 @@ def _human(n: int) -> str:
 
 
 def cmd_info(out: TextIO = sys.stdout, gpus: bool = True) -> int:
-    from .. import cache, config, prebuilt
     v = prebuilt.versions()
     out.write(f"pykern {v['pykern']}  llvmlite {v['llvmlite']}  LLVM {v['llvm']}  Python {sys.version.split()[0]}\n")
     out.write("targets:\n")
@@ -571,7 +563,6 @@ def cmd_info(out: TextIO = sys.stdout, gpus: bool = True) -> int:
         archs = registry.archs(t)
         out.write(f"  {t:<7} archs {', '.join(archs)} (default {registry.default_arch(t)})\n")
     try:
-        from ..targets.linker import find_lld
         lld = " ".join(find_lld())
     except Exception as exc:  # noqa: BLE001
         lld = f"NOT FOUND: {exc}"
@@ -602,7 +593,6 @@ def cmd_cache(action: str, out: TextIO = sys.stdout, max_size: str | None = None
     """``ls``: a table of the entries (what they hold, target and arch, size, time since last use),
     most recent first; ``stats``; ``clear``; ``prune``: down to the size cap (``--max`` or
     ``PYKERN_CACHE_MAX``), least recently used first."""
-    from .. import cache, config
     actions = ("ls", "stats", "clear", "prune")
     if action not in actions:
         raise UsageError(f"unknown cache action {action!r}; choose one of: {', '.join(actions)}")

@@ -8,6 +8,9 @@ import argparse
 import sys
 
 from .. import config
+from ..errors import CompileError
+from ..targets.registry import UnknownChoiceError
+from ..version import __version__
 from . import commands
 
 
@@ -26,7 +29,6 @@ def _global_flags(p: argparse.ArgumentParser, default) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..version import __version__
     p = _Parser(prog="pykern", description="pykern's command line: list, show, resources, build, info, cache.")
     p.add_argument("--version", action="version", version=f"pykern {__version__}")
     _global_flags(p, False)
@@ -101,8 +103,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     _setup_logging(args.verbose)
-    from ..errors import CompileError
-    from ..targets.registry import UnknownChoiceError
     try:
         return run(args)
     except (commands.UsageError, UnknownChoiceError) as exc:

@@ -63,6 +63,10 @@ class WaveSize:
 
 wave_size = WaveSize()
 
+#: device functions that give Python operators their meaning where no instruction does, supplied by
+#: the library written in the language (``pykern.math`` registers ``"float_mod"``: C's fmod for ``%``)
+OPERATOR_FUNCS: dict[str, object] = {}
+
 __all__ = _FLAT + ["thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local",
                    "wave_size",
-                   "Builtin", "Dim3", "Namespace", "WaveSize"]
+                   "Builtin", "Dim3", "Namespace", "WaveSize", "OPERATOR_FUNCS"]

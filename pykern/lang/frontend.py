@@ -373,9 +373,8 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"bitwise operators need integers, got {ty!r}")
         if ty.is_int and op == "div":
             raise self.error(node, "'/' is float division; use '//' for integers (it truncates toward zero)")
-        if ty.is_float and op == "mod":  # exact C fmod, the same bits on every target
-            from .. import math as pkmath
-            return self.call_typed(pkmath.fmod, [a, b], node)
+        if ty.is_float and op == "mod":  # exact C fmod, the same bits on every target (pykern.math's)
+            return self.call_typed(B.OPERATOR_FUNCS["float_mod"], [a, b], node)
         return N.BinOp(ty, op, a, b, loc=self.loc(node))
 
     def power(self, a, b, node):

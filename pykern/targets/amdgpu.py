@@ -27,6 +27,7 @@ from ..ir.nodes import Loc
 from .llvm_ext import atomic_rmw, cmpxchg, intrinsic
 from .amdgpu_archs import ArchInfo, arch_info
 from .base import I1, I8, I16, I32, I64, KernelFrame, KernelSignature, Target
+from .codeobject import CodeObject
 from .linker import link_shared
 
 _AXES = "xyz"
@@ -182,7 +183,6 @@ class AmdgpuTarget(Target):
         return hsaco
 
     def check_abi(self, hsaco: bytes, kernels: list[KernelSignature]) -> None:
-        from .codeobject import CodeObject
         co = CodeObject(hsaco)
         for sig in kernels:
             k = co.kernels.get(sig.name)

@@ -1,20 +1,18 @@
 """The code-generation targets by name: ``make_target("amdgpu", "gfx1100")``.
 
-Targets are imported lazily, so naming one never loads another's code (or its runtime). The valid
-archs come from each target's own table (``amdgpu_archs.ARCHS``, ``nvptx.ARCHS``); nothing here
-spells an arch list of its own.
+The valid archs come from each target's own table (``amdgpu_archs.ARCHS``, ``nvptx.ARCHS``); nothing
+here spells an arch list of its own.
 """
 from __future__ import annotations
 
 from ..errors import PykernError
+from . import amdgpu_archs, nvptx
+from .amdgpu import AmdgpuTarget
 from .base import Target
+from .cpu import CpuTarget
 
-#: target name -> (module, class) under ``pykern.targets``
-TARGETS: dict[str, tuple[str, str]] = {
-    "amdgpu": ("amdgpu", "AmdgpuTarget"),
-    "cuda": ("nvptx", "NvptxTarget"),
-    "cpu": ("cpu", "CpuTarget"),
-}
+#: target name -> its class
+TARGETS: dict[str, type[Target]] = {"amdgpu": AmdgpuTarget, "cuda": nvptx.NvptxTarget, "cpu": CpuTarget}
 DEFAULT_TARGET = "amdgpu"
 _DEFAULT_ARCH = {"amdgpu": "gfx90a", "cuda": "sm_90", "cpu": "host"}
 
@@ -37,11 +35,9 @@ def archs(target: str) -> tuple[str, ...]:
     """The archs ``target`` compiles for, in table order."""
     target = _check_target(target)
     if target == "amdgpu":
-        from .amdgpu_archs import ARCHS
-        return tuple(ARCHS)
+        return tuple(amdgpu_archs.ARCHS)
     if target == "cuda":
-        from .nvptx import ARCHS
-        return tuple(ARCHS)
+        return tuple(nvptx.ARCHS)
     return ("host",)
 
 
@@ -54,8 +50,7 @@ def check_arch(target: str, arch: str) -> str:
     their base arch), else ``UnknownChoiceError`` listing the supported ones."""
     valid = archs(target)
     if target == "amdgpu":
-        from .amdgpu_archs import base_arch
-        arch = base_arch(arch)
+        arch = amdgpu_archs.base_arch(arch)
     if arch not in valid:
         raise UnknownChoiceError(f"{target} arch", arch, valid)
     return arch
@@ -67,7 +62,4 @@ def make_target(name: str, arch: str | None = None, **options) -> Target:
     ``options`` go to the target's constructor (``code_object_version``/``wave64`` for amdgpu,
     ``wave_size``/``check_bounds`` for cpu)."""
     arch = check_arch(name, arch or default_arch(name))
-    import importlib
-    modname, clsname = TARGETS[name]
-    cls = getattr(importlib.import_module(f"{__package__}.{modname}"), clsname)
-    return cls(arch, **options)
+    return TARGETS[name](arch, **options)
