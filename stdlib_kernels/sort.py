@@ -23,7 +23,7 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, Ptr, f32, f64, f16, bf16, i32, i64, u8, u32, u64, usize
 
-from . import SORT, kernel_name
+from . import SORT, kernel_name, unary
 from ._common import as_device_array, launch_stream
 
 T = pk.TypeVar("T")
@@ -579,7 +579,6 @@ def _rows_last(x, dim: int):
     if dim != x.ndim - 1:
         x = x.transpose(dim, -1)
     if not x.is_contiguous:
-        from . import unary
         x = unary.copy(x)
     return x
 
@@ -589,7 +588,6 @@ def _restore(a, dim: int, shape: tuple):
     if not shape:
         return a.reshape(()) if a.size == 1 else a
     if dim != len(shape) - 1:
-        from . import unary
         a = unary.copy(a.transpose(dim, -1))
     return a
 
