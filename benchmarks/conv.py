@@ -15,7 +15,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 * conv2d through the wrapper (im2col + GEMM + permuting copy) on a ResNet layer ([32,256,56,56],
   3x3, 256 -> 256, padding 1) against ``F.conv2d`` with TF32 on (torch's default) and off.
 
-Times are CUDA-event medians of >= 10 runs after warm-up.
+Times are CUDA-event medians of >= 10 runs after warm-up. Each case then prints the largest
+difference between pykern's output and torch's (the GEMM: relative to a float64 product).
 """
 from __future__ import annotations
 
@@ -54,15 +55,20 @@ class Bench:
         print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s")
         print(f"{'case':52} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
 
-    def case(self, label: str, nbytes: int, ours, theirs=None) -> None:
-        """A bandwidth case: pykern's time, torch's (if any), % of copy bandwidth, torch/pykern time."""
+    def case(self, label: str, nbytes: int, ours, theirs=None, same=None) -> None:
+        """A bandwidth case: pykern's time, torch's (if any), % of copy bandwidth, torch/pykern time;
+        ``same()`` gives (pykern's output, torch's, in one layout) after the runs: their largest difference."""
         t_ours = timed(self.torch, ours, self.reps)
         t_theirs = timed(self.torch, theirs, self.reps) if theirs else float("nan")
         bw = nbytes / t_ours
         ratio = t_theirs / t_ours  # > 1: pykern faster
         self.rows.append((label, t_ours, t_theirs, ratio))
+        diff = ""
+        if same is not None:
+            mine, ref = same()
+            diff = f"  max|pk - torch| {(mine.float() - ref.float()).abs().max().item():.3g}"
         print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
-              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
+              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}{diff}", flush=True)
 
     def flops(self, label: str, flop: float, ours, theirs) -> None:
         """A compute case: TFLOP/s of each and torch/pykern time."""
@@ -115,7 +121,8 @@ def data_movement(b: Bench, quick: bool) -> None:
             b.case(f"im2col 3x3 p1 [{batch},256,56,56] {tag} [{shape}]", nbytes,
                    lambda g=grid, bl=block: fn[g, bl](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(),
                                                       cols.data_ptr()),
-                   lambda: F.unfold(x, 3, padding=1))
+                   lambda: F.unfold(x, 3, padding=1),
+                   lambda: (cols.view(batch, 56 * 56, 256 * 9).transpose(1, 2), F.unfold(x, 3, padding=1)))
         # im2col1d k=3, padding 1, on [32,256,8192]
         l = 8192
         x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
@@ -128,7 +135,9 @@ def data_movement(b: Bench, quick: bool) -> None:
         for shape, (grid, block) in launches1.items():
             b.case(f"im2col1d k3 p1 [{batch},256,{l}] {tag} [{shape}]", x1.nbytes + cols1.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
-                   lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)))
+                   lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)),
+                   lambda: (cols1.view(batch, l, 256 * 3).transpose(1, 2), F.unfold(x1.unsqueeze(2), (1, 3),
+                                                                                     padding=(0, 1))))
         # col2im1d: (b, l_in, c_out, k) -> (b, c_out, (l_in - 1) * stride + k), stride 2, k 4 (overlapping)
         l_in = 4096
         col = torch.randn(batch, l_in, 256, 4, device="cuda").to(tdt)
@@ -140,7 +149,8 @@ def data_movement(b: Bench, quick: bool) -> None:
             b.case(f"col2im1d k4 s2 [{batch},{l_in},256,4] {tag} [{shape}]", col.nbytes + im.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](im.numel(), l_out, l_in, 256, 4, 2, col.data_ptr(),
                                                       im.data_ptr()),
-                   lambda: F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)))
+                   lambda: F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)),
+                   lambda: (im, F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)).view(batch, 256, l_out)))
         # pools 2x2 stride 2 on [32,256,112,112]
         xp = torch.randn(batch, 256, 112, 112, device="cuda").to(tdt)
         op_ = torch.empty(batch, 256, 56, 56, device="cuda", dtype=tdt)
@@ -151,7 +161,7 @@ def data_movement(b: Bench, quick: bool) -> None:
                 b.case(f"{op} 2x2 [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
                        lambda fn=fn, g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
                                                                  op_.data_ptr()),
-                       lambda ref=ref: ref(xp, 2))
+                       lambda ref=ref: ref(xp, 2), lambda ref=ref: (op_, ref(xp, 2)))
         # upsampling 2x: [32,256,56,56] -> 112x112
         xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
@@ -160,14 +170,16 @@ def data_movement(b: Bench, quick: bool) -> None:
         for shape, (grid, block) in shapes(b, ou.numel(), xu, ou).items():
             b.case(f"upsample_nearest2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
-                   lambda: F.interpolate(xu, size=(112, 112), mode="nearest"))
+                   lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),
+                   lambda: (ou, F.interpolate(xu, size=(112, 112), mode="nearest")))
         fn = dev.get_or_load_func(f"upsample_bilinear2d_{tag}", CONV)
         own = (-(-ou.numel() // 256), 256)  # the wrapper's launch: one output a thread (conv_launch._direct_launch)
         for shape, (grid, block) in (("wrapper", own), ("candle", (-(-ou.numel() // 1024), 1024))):
             b.case(f"upsample_bilinear2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
                                                       ou.data_ptr()),
-                   lambda: F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False))
+                   lambda: F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False),
+                   lambda: (ou, F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False)))
 
 
 def gemm(b: Bench, quick: bool) -> None:
@@ -186,6 +198,9 @@ def gemm(b: Bench, quick: bool) -> None:
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         b.flops(f"gemm {n}^3 {tag} (torch: {'FP32, TF32 off' if tag == 'f32' else 'tensor cores'})", 2.0 * n ** 3,
                 ours, lambda: torch.matmul(a, w, out=c))
+        ours()
+        ref = torch.matmul(a.double(), w.double())
+        print(f"    max|gemm - f64| / max|f64| = {((c.double() - ref).abs().max() / ref.abs().max()).item():.3g}")
         if tag == "f32":
             torch.backends.cuda.matmul.allow_tf32 = True
             b.flops(f"gemm {n}^3 f32 (torch: TF32 on)", 2.0 * n ** 3, ours, lambda: torch.matmul(a, w, out=c))
