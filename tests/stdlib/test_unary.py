@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pykern import bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32
+from pykern.runtime.launch import storage
 from stdlib_kernels import UNARY, unary
 from _elementwise import FLOATS, abi_mismatches, assert_bits, assert_ulp, layouts, random, round_to, specials, ulp_distance
 
@@ -152,6 +153,7 @@ def test_raw_kernel_null_pointers_and_launch_shapes(device):
 def test_hypothesis_strided(shape, data):
     """Any shape and non-negative strides (zero = broadcast) with a start offset, through the strided path."""
     import pykern as pk
+from pykern.runtime.launch import storage
     device = pk.device("cpu")
     strides = [data.draw(st.integers(0, 40)) for _ in shape]
     offset = data.draw(st.integers(0, 9))
@@ -202,7 +204,7 @@ def test_ucopy_transposed_tiles(device, dtype):
         for grid, block in launches:
             sentinel = random(dtype, (c, r))
             out = device.to_device(sentinel)
-            fn[grid, block](c * r, 2, info, x, out)
+            fn[grid, block](c * r, 2, info, storage(x), out)  # candle's layout travels in info
             assert_bits(out.to_host(), host, f"{dtype} {(c, r)} stride {s} offset {off} launch {(grid, block)}")
         assert_bits(unary.copy(x).to_host(), host, f"{dtype} {(c, r)} stride {s} offset {off} wrapper")
 
