@@ -184,7 +184,9 @@ def block_merge(x: V, w: Ptr[W], sv: Ptr[S], sw: Ptr[R], t: u32, nt: u32, *, mer
     its result into shared memory (``sv``: MAX_WAVES primary values; ``sw``: a plane of MAX_WAVES
     for each extra), one barrier, then the waves' results merged as ``gather`` says (EVERY_WAVE,
     WHOLE_WAVES, FIRST_WAVE). ``free``: a second barrier frees the planes for the caller's next use.
-    Returns the primary value; the extras are in ``w``. All threads call it."""
+    Returns the primary value; the extras are in ``w``. All threads call it. A block of several
+    waves whose last wave is partial gets a wrong total in that wave when it has fewer lanes than
+    the block has waves (33 threads at a wave of 32): the launchers refuse such blocks."""
     lane = t % pk.wave_size
     wid = t // pk.wave_size
     present = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))

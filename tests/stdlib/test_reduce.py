@@ -604,6 +604,14 @@ def test_wrappers_validate_before_launching():
     for block_size in (0, 2048, 1.5, True):
         with pytest.raises(ValueError, match="block_size must be an int from 1 to 1024"):
             R.rms_norm(x, None, 1e-5, block_size)
+    # a partial last wave narrower than the block's wave count got a wrong total (rms_norm with 33 threads
+    # at a wave of 32 was 0.8 off): more than a wave must be whole waves
+    ws = dev.target.wave_size
+    with pytest.raises(ValueError, match=f"block_size of {ws + 1} threads has 2 waves of {ws} but a last wave of 1"):
+        R.layer_norm(x, None, None, 1e-5, ws + 1)
+    with pytest.raises(ValueError, match="softmax block's n of 577 threads has .* use whole waves"):
+        R.softmax_last_dim(x, (1, 577, 1))  # 18 or 9 whole waves and a last one of 1 lane
+    assert R.rms_norm(x, None, 1e-5, ws + 2).shape == x.shape  # a last wave of 2 holds both waves' partials
     with pytest.raises(TypeError, match="eps must be a float"):
         R.layer_norm(x, None, None, "1e-5")
     ints = dev.to_device(np.ones((4, 64), np.int32))
@@ -620,3 +628,57 @@ def test_wrappers_validate_before_launching():
     # what stays accepted: a 0-d softmax (one row of one element), candle's block given as a list
     assert R.softmax_last_dim(dev.to_device(np.array(3.0, np.float32))).to_host() == 1.0
     np.testing.assert_allclose(R.softmax_last_dim(x, [1, 32, 1]).to_host(), np.full((4, 64), 1 / 64), rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------- the skeleton
+from stdlib_kernels import _reduction as RD  # noqa: E402  (the skeleton other families reuse)
+
+
+@pk.kernel
+def skeleton_sums(x: pk.ConstPtr[pk.f32], out: pk.Ptr[pk.f32], *, GATHER):
+    """One block's sum through ``block_total``: every thread writes what ``GATHER`` leaves it."""
+    sm = pk.shared.array(RD.MAX_WAVES, pk.f32)
+    t = pk.thread_idx.x
+    out[t] = RD.block_total(x[t], sm + 0, t, pk.block_dim.x, merge=RD.SUM, gather=GATHER, free=False)
+
+
+ARG_MIN_F32 = RD.ARG_MIN.with_identity(float("inf"))
+
+
+@pk.kernel
+def skeleton_argmin(x: pk.ConstPtr[pk.f32], out: pk.Ptr[pk.u32]):
+    """One block's (value, index) minimum through ``block_merge`` with an extra (the index)."""
+    sv = pk.shared.array(RD.MAX_WAVES, pk.f32)
+    si = pk.shared.array(RD.MAX_WAVES, pk.u32)
+    t = pk.thread_idx.x
+    index = pk.local.array(1, pk.u32)
+    index[0] = t
+    RD.block_merge(x[t], index, sv + 0, si + 0, t, pk.block_dim.x, merge=ARG_MIN_F32, gather=RD.EVERY_WAVE,
+                   free=False)
+    if t == 0:
+        out[0] = index[0]
+
+
+SKELETON_SUMS = {g: skeleton_sums.instance(f"skeleton_sums_{i}", GATHER=g)
+                 for i, g in enumerate((RD.EVERY_WAVE, RD.WHOLE_WAVES, RD.FIRST_WAVE))}
+
+
+@pytest.mark.parametrize("block", [1, 5, 32, 33, 100, 256, 1000, 1024])
+def test_block_merge_skeleton(wave_device, block):
+    """The skeleton alone, at every block size (partial waves, blocks narrower than a wave): a sum
+    wherever each gather promises it (EVERY_WAVE: lane 0 of wave 0; WHOLE_WAVES: every thread;
+    FIRST_WAVE: thread 0), and a value-and-index minimum whose ties go to the lower index."""
+    x = RNG.integers(-50, 50, block).astype(np.float32)  # exact sums in f32
+    xd = wave_device.to_device(x)
+    for gather, kern in SKELETON_SUMS.items():
+        out = wave_device.to_device(np.zeros(block, np.float32))
+        kern.launch(1, block, xd, out, device=wave_device)
+        got = out.to_host()
+        assert got[0] == x.sum(), gather
+        ws = wave_device.target.wave_size
+        if gather == RD.WHOLE_WAVES and (block <= ws or block % ws == 0):  # the blocks the launchers allow
+            np.testing.assert_array_equal(got, np.full(block, x.sum()))
+    x[-1] = x[block // 2] = x.min() - 1  # a tie: the lower index wins
+    out = wave_device.to_device(np.zeros(1, np.uint32))
+    skeleton_argmin.launch(1, block, wave_device.to_device(x), out, device=wave_device)
+    assert out.to_host()[0] == (block // 2 if block > 1 else 0)
