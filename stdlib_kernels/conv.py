@@ -343,8 +343,8 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
     Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
     window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
     waves (threads past the last whole wave idle) take the item's pixels in turn, each writing that
-    pixel's ``chunk * K`` run of dst. ``info``
-    is the 2-d source layout (im2col1d passes its 1-d one as height 1, unpadded)."""
+    pixel's ``chunk * K`` run of dst. ``info`` is the 2-d source layout (im2col1d passes its 1-d one as
+    height 1, unpadded)."""
     c_in = info[1]
     kk = h_k * w_k
     seg = chunk * kk | 1

@@ -153,7 +153,6 @@ def test_raw_kernel_null_pointers_and_launch_shapes(device):
 def test_hypothesis_strided(shape, data):
     """Any shape and non-negative strides (zero = broadcast) with a start offset, through the strided path."""
     import pykern as pk
-from pykern.runtime.launch import storage
     device = pk.device("cpu")
     strides = [data.draw(st.integers(0, 40)) for _ in shape]
     offset = data.draw(st.integers(0, 9))
