@@ -15,6 +15,7 @@ import pytest
 
 import pykern as pk
 from stdlib_kernels import REDUCE
+from stdlib_kernels import _reduction as RD  # the skeleton other families reuse
 from stdlib_kernels import reduce as R
 from stdlib_kernels import reduce_launch as L
 
@@ -631,9 +632,6 @@ def test_wrappers_validate_before_launching():
 
 
 # ------------------------------------------------------------------------------------------------- the skeleton
-from stdlib_kernels import _reduction as RD  # noqa: E402  (the skeleton other families reuse)
-
-
 @pk.kernel
 def skeleton_sums(x: pk.ConstPtr[pk.f32], out: pk.Ptr[pk.f32], *, GATHER):
     """One block's sum through ``block_total``: every thread writes what ``GATHER`` leaves it."""
