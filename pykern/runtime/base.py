@@ -7,8 +7,11 @@ argument checking and packing of a launch — lives here once.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -116,7 +119,11 @@ class Device(ABC):
         with self._lock:
             loaded = self._slots.get(module.uid)
             if loaded is None:
-                artifact, sigs = self._find_prebuilt(module) or build_module(module, self.target)
+                found = self._find_prebuilt(module)
+                if found is None:
+                    with _announce(f"compiling module {module.name} ({len(module)} kernels) for {self.target}"):
+                        found = build_module(module, self.target)
+                artifact, sigs = found
                 loaded = (self.load_artifact(artifact, sigs), {s.name: s for s in sigs})
                 self._slots[module.uid] = loaded
                 self.load_count += 1
@@ -165,6 +172,24 @@ class Device(ABC):
                 fn = Function(self, instance, sig, self.get_function(handle, name))
                 self._funcs[key] = fn
         return fn
+
+
+@contextlib.contextmanager
+def _announce(what: str, stream=None):
+    """A line on a terminal while something slow runs (``what...`` then its time); nothing when
+    stderr is not a terminal. A whole-module compile can take tens of seconds; a user should see why."""
+    stream = stream or sys.stderr
+    live = bool(getattr(stream, "isatty", lambda: False)())
+    start = time.perf_counter()
+    if live:
+        stream.write(f"pykern: {what}...")
+        stream.flush()
+    try:
+        yield
+    finally:
+        if live:
+            stream.write(f" {time.perf_counter() - start:.1f}s\n")
+            stream.flush()
 
 
 def _as_dtype(dtype) -> DType:

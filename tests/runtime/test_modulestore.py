@@ -203,3 +203,20 @@ def test_dropping_a_device_with_two_modules_does_not_crash(tmp_path):
     '''))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "survived" in proc.stdout, (proc.returncode, proc.stderr[-1500:])
+
+
+def test_a_whole_module_compile_says_so_on_a_terminal_only():
+    import io
+
+    from pykern.runtime.base import _announce
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        with _announce("compiling module unary (149 kernels) for cuda", stream):
+            pass
+    assert pipe.getvalue() == ""
+    assert tty.getvalue().startswith("pykern: compiling module unary (149 kernels) for cuda...") and tty.getvalue().endswith("s\n")
