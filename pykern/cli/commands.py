@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -128,7 +129,15 @@ def load_user_file(path: str):
     spec = importlib.util.spec_from_file_location(name, p)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except SyntaxError as exc:  # the user's file, not pykern: its location and the reason, exit 2
+        sys.modules.pop(name, None)
+        where = f"{path}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
+        raise UsageError(f"{where}: {type(exc).__name__}: {exc.msg}") from None
+    except (ImportError, NameError, AttributeError, TypeError, ValueError) as exc:
+        sys.modules.pop(name, None)
+        raise UsageError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
     return mod
 
 
@@ -396,6 +405,19 @@ class Progress:
             self.stream.flush()
 
 
+def _writable_dir(outp: Path) -> None:
+    """Create ``outp`` and prove it takes files, before any compiling: a file in the way or a
+    read-only directory is the user's to fix (exit 2 with the reason), not an internal error."""
+    if outp.exists() and not outp.is_dir():
+        raise UsageError(f"--out {outp} is a file; give a directory")
+    try:
+        outp.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=outp, prefix=".pykern-write-test-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write to --out {outp}: {exc.strerror or exc}") from None
+
+
 def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str] | None = None,
               out_dir: str | None = None, emit_rust_file: bool = False, jobs: int | None = None,
               force: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -423,7 +445,7 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
             mods.append(m)
     mods = list({m.name: m for m in mods}.values())
     outp = Path(out_dir)
-    outp.mkdir(parents=True, exist_ok=True)
+    _writable_dir(outp)
     start = time.perf_counter()
 
     empty = [m.name for m in mods if not len(m)]

@@ -439,3 +439,27 @@ def test_console_script_and_help(cache_dir):
     assert r.returncode == 0 and "build" in r.stdout and "resources" in r.stdout
     r = subprocess.run([exe], capture_output=True, text=True)
     assert r.returncode == 2
+
+
+# ---- issue 25: the user's mistakes exit 2 with the reason, never "internal error" -------------------
+def test_build_out_into_a_file_or_an_unwritable_dir(cache_dir, tmp_path):
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    assert_user_error(pykern("build", "--target", "cuda", "--out", str(a_file), "fill", cache=cache_dir, check=None),
+                      "--out", "is a file; give a directory")
+    assert_user_error(pykern("build", "--target", "cuda", "--out", str(a_file / "sub"), "fill", cache=cache_dir,
+                             check=None), "cannot write to --out")
+    if Path("/proc/1").is_dir():  # read-only even for root (chmod is not, so no tmp dir will do)
+        assert_user_error(pykern("build", "--target", "cuda", "--out", "/proc/1", "fill", cache=cache_dir,
+                                 check=None), "cannot write to --out /proc/1")
+
+
+def test_show_a_file_with_a_syntax_error(cache_dir, tmp_path):
+    bad = tmp_path / "bad_syntax.py"
+    bad.write_text("import pykern as pk\n\n\n@pk.kernel\ndef k(p: pk.Ptr[pk.f32])\n    p[0] = 1.0\n")
+    assert_user_error(pykern("show", f"{bad}:k", "--target", "cpu", cache=cache_dir, check=None),
+                      f"{bad}:5:", "SyntaxError: expected ':'")
+    imports = tmp_path / "bad_import.py"
+    imports.write_text("import no_such_module_for_pykern\n")
+    assert_user_error(pykern("show", f"{imports}:k", "--target", "cpu", cache=cache_dir, check=None),
+                      "importing", "ModuleNotFoundError")
