@@ -101,7 +101,11 @@ class Device(ABC):
         interface): no copy, the producer kept alive; the stdlib's wrappers take such arrays as they
         are. bf16 and float8_e4m3fn come through DLPack."""
         ptr, dtype, shape, strides = dlpack.import_array(self, obj)
-        return DeviceArray(self, ptr, shape, dtype, owner=obj, strides=strides)
+        arr = DeviceArray(self, ptr, shape, dtype, owner=obj, strides=strides)
+        if not arr.is_contiguous:  # a strided view of a flat base, so a launch checks its layout (launch.py's
+            span = 1 + sum((n - 1) * abs(st) for n, st in zip(shape, arr.strides))  # fast path trusts un-viewed arrays)
+            arr = DeviceArray(self, ptr, (max(span, 1),), dtype, owner=obj).as_strided(shape, arr.strides)
+        return arr
 
     def to_device(self, host) -> DeviceArray:
         host = np.asarray(host)

@@ -289,3 +289,43 @@ def test_none_for_a_written_pointer_the_kernel_tests_is_allowed():
     assert out[0] == 3.0
     with pytest.raises(pk.LaunchError, match="argument 'out' .* never tests against None"):
         k_optional_out[1, 1](np.full(1, 3.0, np.float32), None, out)
+
+
+def test_negative_shapes_and_complex_dtypes_raise():
+    dev = pk.device("cpu")
+    with pytest.raises(ValueError, match=r"shape is non-negative ints, got \(-5,\)"):
+        dev.empty((-5,), np.float32)
+    with pytest.raises(ValueError, match="non-negative ints"):
+        dev.zeros((2, 2.5), np.float32)
+    with pytest.raises(TypeError, match=r"no dtype for NumPy's .*complex64.*it supports .*float32"):
+        dev.empty((3,), np.complex64)
+    with pytest.raises(TypeError, match="no dtype for NumPy's"):
+        dev.to_device(np.zeros(3, np.complex128))
+    assert dev.empty((0,), np.float32).size == 0
+
+
+def test_a_strided_array_from_dlpack_is_refused_on_the_fast_path_too():
+    """pk.from_dlpack of a transposed array is a view: a launch checks its layout (issue 25)."""
+    dev = pk.device("cpu")
+    t = pk.from_dlpack(np.arange(12, dtype=np.float32).reshape(3, 4).T)
+    assert not t.is_contiguous and t.to_host().tolist() == np.arange(12).reshape(3, 4).T.tolist()
+    out = dev.zeros(12, np.float32)
+    for _ in range(2):  # the second launch of a (grid, block) pair takes the hot path where there is one
+        with pytest.raises(pk.LaunchError, match="non-contiguous"):
+            k_copy[1, 16](12, t, out)
+    ok = pk.from_dlpack(np.arange(12, dtype=np.float32))
+    k_copy[1, 16](12, ok, out)
+    assert out.to_host().tolist() == list(range(12))
+
+
+def test_unknown_keyword_arguments_raise():
+    from stdlib_kernels import binary, unary
+    a = pk.device("cpu").to_device(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="rounding"):
+        binary.add(a, a, rounding="nearest")
+    with pytest.raises(TypeError, match="order"):
+        unary.exp(a, order="C")
+    with pytest.raises(TypeError, match="rounding"):
+        pk.kernel(rounding="x")
+    with pytest.raises(pk.LaunchError, match="has no parameter 'order'"):
+        k_copy[1, 4](3, a, a, order="C")
