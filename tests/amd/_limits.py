@@ -1,8 +1,13 @@
-"""The emulator's known limits: launches it cannot run, by the instruction that stops it.
+"""The emulator's known limits, each naming the instruction behind it.
 
-A launch the emulator refuses or dies in is an expected failure only when its error matches a row
-here, which names the instruction; anything else fails the test. The same table is listed in
-``docs/targets/amdgpu.md`` (test_docs_list_every_limit keeps them in step).
+* ``LIMITS``: launches the emulator refuses or dies in; such a launch is an expected failure only
+  when its error matches a row.
+* ``MISMATCHES``: instructions the emulator computes differently from the hardware, found by a
+  disagreement with the CPU target and traced to the emulator's own pseudocode; a disagreement is an
+  expected failure only in the kernels a row names, on the archs it names.
+
+Anything else fails the test. Both tables are listed in ``docs/targets/amdgpu.md``
+(test_docs_list_every_limit keeps them in step).
 """
 from __future__ import annotations
 
@@ -26,6 +31,42 @@ LIMITS: tuple[Limit, ...] = (
     Limit(("gfx90a",), r"V_MAD_F32|v_mad_f32", "v_mad_f32",
           "gfx90a runs on the emulator's CDNA4 (gfx950) tables, which no longer have CDNA2's v_mad_f32"),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    archs: tuple[str, ...]
+    #: a regular expression matched against the whole kernel name
+    kernels: str
+    instruction: str
+    why: str
+
+    def matches(self, arch: str, kernel: str) -> bool:
+        return arch in self.archs and re.fullmatch(self.kernels, kernel) is not None
+
+
+ALL = ("gfx1100", "gfx1201", "gfx942", "gfx90a")
+MISMATCHES: tuple[Mismatch, ...] = (
+    Mismatch(ALL, r"bdiv_(f32|f64|bf16)|urecip_(f32|f64|bf16)|usilu_(f32|f64)|math_lib_f(32|64)",
+             "v_div_scale_f32",
+             "the emulator's V_DIV_SCALE_F32/F64 pseudocode is rewritten for flushed denormals (emu.py "
+             "_fix_div_scale: a denormal divisor gives NaN, a quotient that would be denormal is not "
+             "scaled), while pykern's kernel descriptors keep denormals (FLOAT_DENORM_MODE 3) and LLVM's "
+             "division expects the hardware's scaling: x/y with a denormal operand or quotient comes out "
+             "inf, 0 or 2^-64 off (denormal/denormal = 1 on the CPU, inf on the emulator)"),
+    Mismatch(ALL, r"unormcdf_(f32|f64)|math_lib_f(32|64)", "v_fma_f32",
+             "the emulator's pseudocode function fma(a, b, c) is a * b + c (pcode.py): V_FMA_F32/F64 and "
+             "V_FMAC_* round twice, so the math library's error-free products (pk.fma(a, b, -a*b)) come out "
+             "0 and normcdf's double-word argument loses its low word (up to 14 f32 / 220 f64 ulps)"),
+    Mismatch(("gfx1100", "gfx1201"), r"atomics|sum_f64", "global_atomic_cmpswap_b64",
+             "f64 atomic add on RDNA is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64; on "
+             "the emulator the loop leaves the value unchanged (0 after every add), while the 32-bit "
+             "cmpswap, u64 add/max and f32 add of the same kernel agree with the CPU"),
+)
+
+
+def known_mismatch(arch: str, kernel: str) -> Mismatch | None:
+    return next((m for m in MISMATCHES if m.matches(arch, kernel)), None)
 
 
 def known_limit(arch: str, detail: str) -> Limit | None:

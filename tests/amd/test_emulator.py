@@ -34,7 +34,7 @@ import pytest
 
 from tests.amd._compare import launch_problems
 from tests.amd._emulator import ARCHS
-from tests.amd._limits import known_limit
+from tests.amd._limits import known_limit, known_mismatch
 from tests.amd._registry import CASES
 from tests.amd import _language_cases, _stdlib_cases  # noqa: F401 - they fill CASES
 
@@ -53,7 +53,10 @@ def test_case(emulator, name, arch):
     for launch, outcome in zip(result.launches, result.outcomes):
         if outcome.status == "ok":
             problems = launch_problems(launch, outcome.buffers, case.tolerance(launch.kernel))
-            if problems:
+            mismatch = known_mismatch(arch, launch.kernel) if problems else None
+            if mismatch is not None:
+                limited.append(f"{launch.kernel}: {mismatch.instruction} ({problems[0][:160]})")
+            elif problems:
                 failures.append(f"{launch.describe()} on {arch}:\n  " + "\n  ".join(problems))
             continue
         limit = known_limit(arch, outcome.detail)
@@ -75,3 +78,12 @@ def test_every_kernel_is_launched(emulator, module, wave_size):
     launched = {launch.kernel for launch in launches if launch.instance.module is module}
     missing = [name for name in module.names() if name not in launched]
     assert not missing, f"no case launches {len(missing)} {module.name} kernels: {missing[:20]}"
+
+
+def test_docs_list_every_limit():
+    """Each known emulator limit is listed, by its instruction, in docs/targets/amdgpu.md."""
+    from tests.amd._emulator import REPO
+    from tests.amd._limits import LIMITS, MISMATCHES
+    page = (REPO / "docs" / "targets" / "amdgpu.md").read_text()
+    missing = [lim.instruction for lim in LIMITS + MISMATCHES if f"`{lim.instruction}`" not in page]
+    assert not missing, f"docs/targets/amdgpu.md does not list the emulator limits {missing}"
