@@ -329,3 +329,55 @@ def test_unknown_keyword_arguments_raise():
         pk.kernel(rounding="x")
     with pytest.raises(pk.LaunchError, match="has no parameter 'order'"):
         k_copy[1, 4](3, a, a, order="C")
+
+
+def test_dlpack_arguments_launch_on_their_frameworks_current_stream(monkeypatch):
+    """Without a GPU: a CUDA-kind device with a bound launcher (the hot path) and a torch-like producer.
+    With no stream the launch runs on torch's current stream, and that stream is what ``__dlpack__``
+    is given (1 for CUDA's legacy default stream, as DLPack asks); an explicit stream wins."""
+    import types
+
+    from pykern.runtime.base import DeviceArray
+    from pykern.runtime.launch import Function
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_launch import _BoundLauncherDevice, k_args
+
+    class CudaLike(_BoundLauncherDevice):
+        kind, index = "cuda", 0
+
+    current = {"stream": 1234}
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        current_stream=lambda device: types.SimpleNamespace(cuda_stream=current["stream"])))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+
+    cpu = pk.device("cpu")
+    inst = k_args._only_instance()
+    sig = cpu.get_or_load_func(inst.name, inst.module).sig
+    dev = CudaLike(cpu.target, sig.kernarg_size)
+    fn = Function(dev, inst, sig, dev.handle)
+
+    class Tensor:
+        def __init__(self, array):
+            self.array, self.device, self.asked = array, "cuda:0", []
+
+        def __dlpack__(self, stream=None):
+            self.asked.append(stream)
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return (2, 0)
+    Tensor.__module__ = "torch"
+
+    x = Tensor(DeviceArray(dev, 4096, (8,), f32))
+    y = DeviceArray(dev, 8192, (8,), pk.i32)
+    args = (8, 2.0, True, -3, 1.5, x, y)
+    fn.launch(3, 64, *args)   # the checked path
+    fn.launch(3, 64, *args)   # the hot path
+    assert [r[3] for r in dev.launches] == [1234, 1234] and x.asked == [1234, 1234]
+    fn.launch(3, 64, *args, stream=7)
+    assert dev.launches[-1][3] == 7 and x.asked[-1] == 7
+    current["stream"] = 0     # torch's default stream: CUDA's legacy stream, DLPack's 1
+    fn.launch(3, 64, *args)
+    assert dev.launches[-1][3] == 0 and x.asked[-1] == 1
+    fn.launch(3, 64, 8, 2.0, True, -3, 1.5, DeviceArray(dev, 4096, (8,), f32), y)  # no producer: default stream
+    assert dev.launches[-1][3] is None
