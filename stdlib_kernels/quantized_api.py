@@ -27,6 +27,7 @@ from pykern.runtime.base import DeviceArray
 
 from . import QUANTIZED
 from ._common import as_device_array
+from .cast import to as cast_to
 from .quantized import (DEQUANTIZE_LAUNCH, FLOAT_ROWS, MATMUL_TYPES, MMQ_WRAPPER_TILE, MMVQ_WIDTHS, MOE_NAMES,
                         Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
 
@@ -145,8 +146,7 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
                          f"{', '.join(t.name for t in MATMUL_TYPES)}")
     x = as_device_array(x)
     if x.dtype in (pk.f16, pk.bf16):
-        from .cast import to
-        return to(matmul(blocks, q, to(x, pk.f32), shape=shape, dmmv=dmmv), x.dtype)
+        return cast_to(matmul(blocks, q, cast_to(x, pk.f32), shape=shape, dmmv=dmmv), x.dtype)
     k = x.shape[-1] if x.ndim else 0
     if shape is not None:
         n, k_w = (int(v) for v in shape)
