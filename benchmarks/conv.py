@@ -4,8 +4,9 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
-  im2col1d one block of 256 per staged work item, ``im2col_launch``; the others ``launch_stream``, a
-  16-byte tile of output a thread in blocks of 256) and under candle's (one thread per output,
+  im2col1d one block of 256 per staged work item, ``im2col_launch``; the pools and upsamplings
+  ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor; col2im1d
+  ``launch_stream``, a 16-byte tile of output a thread in blocks of 256) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
   read once and its output written once; the device's copy bandwidth, measured in the same run, is
@@ -101,6 +102,15 @@ def shapes(b: Bench, numel: int, *tensors, per_thread_outputs: int = 1):
     return {"wrapper": launch_stream(numel, *arrays), "candle": candle}
 
 
+def row_shapes(b: Bench, out, tiles: bool = True):
+    """The pools' (``tiles`` False) and upsamplings' launches: the wrappers' (``rows_launch``) and
+    candle's (1D/1024)."""
+    from stdlib_kernels.conv import rows_launch
+    rows, cols = out.shape[0] * out.shape[1] * out.shape[2], out.shape[3]
+    return {"wrapper": rows_launch(rows, cols, as_array(b.dev, out).dtype, b.dev, tiles),
+            "candle": (max(1, -(-out.numel() // 1024)), 1024)}
+
+
 def data_movement(b: Bench, quick: bool) -> None:
     import torch.nn.functional as F
 
@@ -157,7 +167,7 @@ def data_movement(b: Bench, quick: bool) -> None:
         infp = info(torch, xp)
         for op, ref in (("max_pool2d", F.max_pool2d), ("avg_pool2d", F.avg_pool2d)):
             fn = dev.get_or_load_func(f"{op}_{tag}", CONV)
-            for shape, (grid, block) in shapes(b, op_.numel(), xp, op_).items():
+            for shape, (grid, block) in row_shapes(b, op_, tiles=False).items():
                 b.case(f"{op} 2x2 [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
                        lambda fn=fn, g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
                                                                  op_.data_ptr()),
@@ -167,14 +177,13 @@ def data_movement(b: Bench, quick: bool) -> None:
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
         infu = info(torch, xu)
         fn = dev.get_or_load_func(f"upsample_nearest2d_{tag}", CONV)
-        for shape, (grid, block) in shapes(b, ou.numel(), xu, ou).items():
+        for shape, (grid, block) in row_shapes(b, ou).items():
             b.case(f"upsample_nearest2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
                    lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),
                    lambda: (ou, F.interpolate(xu, size=(112, 112), mode="nearest")))
         fn = dev.get_or_load_func(f"upsample_bilinear2d_{tag}", CONV)
-        own = (-(-ou.numel() // 256), 256)  # the wrapper's launch: one output a thread (conv_launch._direct_launch)
-        for shape, (grid, block) in (("wrapper", own), ("candle", (-(-ou.numel() // 1024), 1024))):
+        for shape, (grid, block) in row_shapes(b, ou).items():
             b.case(f"upsample_bilinear2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
                                                       ou.data_ptr()),

@@ -29,14 +29,16 @@ Every kernel covers its output whatever the grid (grid-stride loops, or block-un
 work items), so candle's launch (one thread per output element, blocks of 1024) and any smaller grid
 are both correct. The data-movement kernels index in u32 where every size fits (``div_by``: division
 by multiplication), and im2col under blocks of 32 threads or more gathers through shared memory
-(``im2col_staged``). The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
+(``im2col_staged``, a 3x3 window's taps unrolled). The pools (2x2 and 3x3 windows) and the upsamplings
+go by output rows (``pool_rows``, ``nearest_rows``, ``bilinear_rows``): a row's index arithmetic once a
+row, per-column source offsets from tables in shared memory; ``rows_launch`` is the wrappers' grid. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
 way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
 (``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
 """
 from __future__ import annotations
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u32, u64, usize
+from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u16, u32, u64, usize
 
 from . import CONV, kernel_name
 from ._common import compute_type
@@ -287,8 +289,12 @@ def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, paddi
         as_2d[5] = info[4]
         as_2d[6] = usize(0)
         as_2d[7] = info[5]
-        im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
-                      src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS)
+        if l_k == 3:
+            im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
+                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=1, KW=3)
+        else:
+            im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
+                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=0, KW=0)
         return
     numel = dst_numel * l_k
     reach = max(l_out * stride + l_k * dilation, padding + info[2])
@@ -338,7 +344,7 @@ STAGE_BYTES = 32768
 @pk.func
 def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
                   pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
-                  dst: Ptr[T], chunk: usize, pixels: usize, sh: Ptr[T], *, P):
+                  dst: Ptr[T], chunk: usize, pixels: usize, sh: Ptr[T], *, P, KH, KW):
     """Work items (P pixels, ``chunk`` channels) go to blocks in turn (block-uniform loop and barriers).
     Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
     window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
@@ -370,13 +376,22 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
             for c in range(c0 + t // P, c0 + cn, groups):
                 base = src + b * info[4] + c * info[5]
                 out = sh + p * seg + (c - c0) * kk
-                for kh in range(h_k):
-                    ih = padded_source(oh * stride_h + kh * dil_h, pad_h, info[2])
-                    for kw in range(w_k):
-                        iw = padded_source(ow * stride_w + kw * dil_w, pad_w, info[3])
-                        inside = ih < info[2] and iw < info[3]
-                        v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
-                        out[kh * w_k + kw] = pk.select(inside, v, T(0))
+                if KH > 0:  # a window of KH x KW (compile-time): its loads in flight together
+                    for kh in pk.static_range(KH):
+                        ih = padded_source(oh * stride_h + usize(kh) * dil_h, pad_h, info[2])
+                        for kw in pk.static_range(KW):
+                            iw = padded_source(ow * stride_w + usize(kw) * dil_w, pad_w, info[3])
+                            inside = ih < info[2] and iw < info[3]
+                            v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
+                            out[kh * KW + kw] = pk.select(inside, v, T(0))
+                else:
+                    for kh in range(h_k):
+                        ih = padded_source(oh * stride_h + kh * dil_h, pad_h, info[2])
+                        for kw in range(w_k):
+                            iw = padded_source(ow * stride_w + kw * dil_w, pad_w, info[3])
+                            inside = ih < info[2] and iw < info[3]
+                            v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
+                            out[kh * w_k + kw] = pk.select(inside, v, T(0))
         pk.syncthreads()
         run = cn * kk
         if t < writers * w:
@@ -397,8 +412,12 @@ def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usi
     kk = h_k * w_k
     chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(kk, usize(1)))
     if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
-        im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                      chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS)
+        if h_k == 3 and w_k == 3:
+            im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3)
+        else:
+            im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=0, KW=0)
         return
     reach = max(max(h_out, w_out) * stride + max(h_k, w_k) * dilation, padding + max(info[2], info[3]))
     if dst_numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(8)):
@@ -471,6 +490,237 @@ def pool2d_loop(numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride:
             dst[i] = T(average(acc, w_k * h_k))
 
 
+#: the rows path of the pools and the upsamplings: a group of threads (a power of two, ``row_group``)
+#: takes an output row (b, c, o2) at a time, each thread tiles of adjacent outputs along dim 3 (vector
+#: stores); what each output position along a dim reads comes from tables in shared memory, filled
+#: once a block (nearest: both dims; bilinear: dim 3), so no output pays for divisions or f64 index math
+ROW_TABLE = 2048
+#: rows a pool's thread takes at once, and upsample_nearest2d's (1 or 2)
+POOL_ROWS = 1
+NEAREST_ROWS = 1
+BILINEAR_TABLE = 1024
+
+
+@pk.func
+def row_group(cols: usize, width: usize) -> usize:
+    """Threads a row: the smallest power of two with a tile of ``width`` outputs each for ``cols``, at
+    most the block."""
+    nt = usize(pk.block_dim.x)
+    tiles = (cols + width - 1) // width
+    g = usize(1)
+    while g < tiles and g * 2 <= nt:
+        g *= 2
+    return g
+
+
+@pk.func
+def pool_rows(w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, out2: usize, out3: usize,
+              info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, A, MAX, K2, K3, PAIR, W, H):
+    """pool2d_loop for a window of K2 x K3 (compile-time) by rows: the same fold, in the same order.
+    Lanes take adjacent outputs, one at a time (tiles of adjacent outputs a lane would spread a warp's
+    loads over several times the lines), and POOL_ROWS rows at once: their windows' loads in flight together."""
+    g = row_group(out3, usize(1))
+    groups = usize(pk.block_dim.x) // g
+    rows = info[0] * info[1] * out2
+    first = usize(pk.block_idx.x) * groups
+    t = usize(pk.thread_idx.x)
+    grp = t // g
+    if first >= rows or grp >= groups:
+        return
+    lane = t % g
+    s6 = info[6]
+    s7 = info[7]
+    hs = h_stride * s7
+    ws = w_stride * s6
+    o2n = u32(out2)
+    cn = u32(info[1])
+    m_2 = divisor_magic(out2)
+    m_c = divisor_magic(info[1])
+    step = usize(pk.grid_dim.x) * groups
+    if PAIR:  # contiguous rows, every window starting on a pair: read as words
+        if (s7 == 1 and hs % 2 == 0 and ws % 2 == 0 and s6 % 2 == 0 and info[4] % 2 == 0 and info[5] % 2 == 0
+                and pk.is_aligned(src, 2 * T.nbytes)):
+            pool_rows_loop(first + grp, rows, step, lane, g, o2n, cn, m_2, m_c, ws, hs, s6, s7, out3, info, src, dst,
+                           A=A, MAX=MAX, K2=K2, K3=K3, W=W, H=H, PAIRS=True)
+            return
+    pool_rows_loop(first + grp, rows, step, lane, g, o2n, cn, m_2, m_c, ws, hs, s6, s7, out3, info, src, dst, A=A,
+                   MAX=MAX, K2=K2, K3=K3, W=W, H=H, PAIRS=False)
+
+
+@pk.func
+def pool_rows_loop(first: usize, rows: usize, step: usize, lane: usize, g: usize, o2n: u32, cn: u32, m_2: u64,
+                   m_c: u64, ws: usize, hs: usize, s6: usize, s7: usize, out3: usize, info: ConstPtr[usize],
+                   src: ConstPtr[T], dst: Ptr[T], *, A, MAX, K2, K3, W, H, PAIRS):
+    """pool_rows' loop; with PAIRS, each window row's two elements are read as one word of type W."""
+    base = pk.local.array(POOL_ROWS, usize)
+    out = pk.local.array(POOL_ROWS, usize)
+    v = pk.local.array(POOL_ROWS, T)
+    for row0 in range(first, rows, step * POOL_ROWS):
+        for u in pk.static_range(POOL_ROWS):
+            row = min(row0 + step * u, rows - 1)  # past the last row: read the last row, store nothing
+            q = div_by(u32(row), o2n, m_2)
+            o2 = u32(row) - q * o2n
+            b = div_by(q, cn, m_c)
+            base[u] = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(o2) * ws
+            out[u] = row * out3
+        for e in range(lane, out3, g):
+            for u in pk.static_range(POOL_ROWS):
+                if PAIRS:
+                    v[u] = pool_window_pairs(src + (base[u] + e * hs), s6, A=A, MAX=MAX, K2=K2, W=W, H=H)
+                else:
+                    v[u] = pool_window(src + (base[u] + e * hs), s6, s7, A=A, MAX=MAX, K2=K2, K3=K3)
+            for u in pk.static_range(POOL_ROWS):
+                if u == 0 or row0 + step * u < rows:
+                    dst[out[u] + e] = v[u]
+
+
+@pk.func
+def pool_window_pairs(s: ConstPtr[T], s6: usize, *, A, MAX, K2, W, H) -> T:
+    """pool_window for K3 == 2 with adjacent elements along dim 3 read as one word (``s`` aligned to two)."""
+    largest = s[0]
+    acc = A(0)
+    for a in pk.static_range(K2):
+        w = pk.bitcast(s + usize(a) * s6, ConstPtr[W])[0]
+        lo = pk.bitcast(H(w), T)
+        hi = pk.bitcast(H(w >> W(8 * T.nbytes)), T)
+        if MAX:
+            largest = pk.select(largest < lo, lo, largest)
+            largest = pk.select(largest < hi, hi, largest)
+        else:
+            acc += A(lo)
+            acc += A(hi)
+    if MAX:
+        return largest
+    else:
+        return T(average(acc, usize(K2 * 2)))
+
+
+@pk.func
+def pool_window(s: ConstPtr[T], s6: usize, s7: usize, *, A, MAX, K2, K3) -> T:
+    """One K2 x K3 window at ``s``: candle CPU's max fold or the mean (pool2d_loop's, in its order)."""
+    if MAX:
+        largest = s[0]
+        for a in pk.static_range(K2):
+            for k in pk.static_range(K3):
+                v = s[usize(a) * s6 + usize(k) * s7]
+                largest = pk.select(largest < v, v, largest)
+        return largest
+    else:
+        acc = A(0)
+        for a in pk.static_range(K2):
+            for k in pk.static_range(K3):
+                acc += A(s[usize(a) * s6 + usize(k) * s7])
+        return T(average(acc, usize(K2 * K3)))
+
+
+@pk.func
+def nearest_rows(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
+                 dst: Ptr[T], tab2: Ptr[u32], tab3: Ptr[u32]):
+    """nearest_loop by rows (u32 indices): the source offsets along dims 2 and 3 from tables."""
+    g = row_group(h_out, usize(16 // T.nbytes))
+    nt = usize(pk.block_dim.x)
+    groups = nt // g
+    rows = info[0] * info[1] * w_out
+    first = usize(pk.block_idx.x) * groups
+    if first >= rows:  # the whole block idle (before its barrier)
+        return
+    t = usize(pk.thread_idx.x)
+    for j in range(t, w_out, nt):
+        tab2[j] = min(u32(f64(u32(j)) * w_scale), u32(info[2]) - 1) * u32(info[6])
+    for j in range(t, h_out, nt):
+        tab3[j] = min(u32(f64(u32(j)) * h_scale), u32(info[3]) - 1) * u32(info[7])
+    pk.syncthreads()
+    grp = t // g
+    if grp >= groups:
+        return
+    lane = t % g
+    wo = u32(w_out)
+    cn = u32(info[1])
+    m_w = divisor_magic(w_out)
+    m_c = divisor_magic(info[1])
+    step = usize(pk.grid_dim.x) * groups
+    for row in range(first + grp, rows, step * NEAREST_ROWS):
+        q = div_by(u32(row), wo, m_w)
+        o2 = u32(row) - q * wo
+        b = div_by(q, cn, m_c)
+        base = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(tab2[o2])
+        out = dst + row * h_out
+        if NEAREST_ROWS == 1:
+            for e in pk.parallel_range(usize(0), h_out, lane, g):
+                out[e] = src[base + usize(tab3[e])]
+        else:  # two rows at once: their loads in flight together (past the last row: the last row again)
+            row_b = min(row + step, rows - 1)
+            q = div_by(u32(row_b), wo, m_w)
+            o2 = u32(row_b) - q * wo
+            b = div_by(q, cn, m_c)
+            base_b = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(tab2[o2])
+            out_b = dst + row_b * h_out
+            for e in pk.parallel_range(usize(0), h_out, lane, g):
+                c = usize(tab3[e])
+                va = src[base + c]
+                vb = src[base_b + c]
+                out[e] = va
+                out_b[e] = vb
+
+
+@pk.func
+def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64]):
+    """bilinear_loop by rows (u32 indices): each column's two source offsets and weight from tables,
+    each row's once a row; the same f64 arithmetic in the same order."""
+    g = row_group(w_out, usize(16 // T.nbytes))
+    nt = usize(pk.block_dim.x)
+    groups = nt // g
+    rows = info[0] * info[1] * h_out
+    first = usize(pk.block_idx.x) * groups
+    if first >= rows:  # the whole block idle (before its barrier)
+        return
+    t = usize(pk.thread_idx.x)
+    h_in = u32(info[2])
+    w_in = u32(info[3])
+    for j in range(t, w_out, nt):
+        wr = bilinear_source(u32(j), scale_w, align_corners)
+        w0 = min(u32(wr), w_in - 1)
+        t0[j] = w0 * u32(info[7])
+        t1[j] = min(w0 + 1, w_in - 1) * u32(info[7])
+        tl[j] = min(max(wr - f64(w0), 0.0), 1.0)
+    pk.syncthreads()
+    grp = t // g
+    if grp >= groups:
+        return
+    lane = t % g
+    ho = u32(h_out)
+    cn = u32(info[1])
+    m_h = divisor_magic(h_out)
+    m_c = divisor_magic(info[1])
+    for row in range(first + grp, rows, usize(pk.grid_dim.x) * groups):
+        q = div_by(u32(row), ho, m_h)
+        oh = u32(row) - q * ho
+        b = div_by(q, cn, m_c)
+        base = usize(b) * info[4] + usize(q - b * cn) * info[5]
+        hr = bilinear_source(oh, scale_h, align_corners)
+        h0 = min(u32(hr), h_in - 1)
+        h1 = min(h0 + 1, h_in - 1)
+        lh = min(max(hr - f64(h0), 0.0), 1.0)
+        r0 = base + usize(h0) * info[6]
+        r1 = base + usize(h1) * info[6]
+        out = dst + row * w_out
+        for e in pk.parallel_range(usize(0), w_out, lane, g):
+            out[e] = bilinear_point(src, r0, r1, usize(t0[e]), usize(t1[e]), tl[e], lh)
+
+
+@pk.func
+def bilinear_point(src: ConstPtr[T], r0: usize, r1: usize, a0: usize, a1: usize, lw: f64, lh: f64) -> T:
+    """bilinear_loop's interpolation of one output (rows r0, r1; columns a0, a1), in f64."""
+    v00 = f64(src[r0 + a0])
+    v01 = f64(src[r0 + a1])
+    v10 = f64(src[r1 + a0])
+    v11 = f64(src[r1 + a1])
+    top = (1.0 - lw) * v00 + lw * v01
+    bottom = (1.0 - lw) * v10 + lw * v11
+    return T((1.0 - lh) * top + lh * bottom)
+
+
 @pk.kernel
 def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
               src: ConstPtr[T], dst: Ptr[T], *, T, A, MAX, NARROW):
@@ -479,6 +729,21 @@ def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_strid
     out3 = pool_extent(info[3], h_k, h_stride)
     numel = info[0] * info[1] * out2 * out3
     if numel <= NARROW and small_layout(info, usize(8)) and max(w_stride, h_stride) <= INDEX_31:
+        if w_k == 2 and h_k == 2:
+            if T.nbytes == 2:
+                pool_rows(w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, A=A, MAX=MAX, K2=2, K3=2,
+                          PAIR=True, W=u32, H=u16)
+            elif T.nbytes == 4:
+                pool_rows(w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, A=A, MAX=MAX, K2=2, K3=2,
+                          PAIR=True, W=u64, H=u32)
+            else:
+                pool_rows(w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, A=A, MAX=MAX, K2=2, K3=2,
+                          PAIR=False, W=u32, H=u16)
+            return
+        if w_k == 3 and h_k == 3:
+            pool_rows(w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, A=A, MAX=MAX, K2=3, K3=3, PAIR=False,
+                      W=u32, H=u16)
+            return
         pool2d_loop(numel, w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, divisor_magic(out3),
                     divisor_magic(out2), divisor_magic(info[1]), A=A, MAX=MAX, I=u32)
     else:
@@ -510,6 +775,12 @@ def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64
     """candle's "w" is dim 2: source ``min(floor(o * scale), in - 1)`` along dims 2 and 3."""
     numel = info[0] * info[1] * w_out * h_out
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
+        return
+    tab2 = pk.shared.array(ROW_TABLE, u32)
+    tab3 = pk.shared.array(ROW_TABLE, u32)
+    if (numel <= NARROW and small_layout(info, usize(8)) and max(w_out, h_out) <= ROW_TABLE
+            and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
+        nearest_rows(w_out, h_out, w_scale, h_scale, info, src, dst, tab2, tab3)
         return
     if numel <= NARROW and small_layout(info, usize(8)):
         nearest_loop(numel, w_out, h_out, w_scale, h_scale, info, src, dst, divisor_magic(h_out), divisor_magic(w_out),
@@ -565,6 +836,13 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     scale_h = bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor)
     scale_w = bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor)
     numel = info[0] * info[1] * h_out * w_out
+    t0 = pk.shared.array(BILINEAR_TABLE, u32)
+    t1 = pk.shared.array(BILINEAR_TABLE, u32)
+    tl = pk.shared.array(BILINEAR_TABLE, f64)
+    if (numel <= NARROW and small_layout(info, usize(8)) and w_out <= BILINEAR_TABLE
+            and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
+        bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl)
+        return
     if numel <= NARROW and small_layout(info, usize(8)):
         bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, divisor_magic(w_out),
                       divisor_magic(h_out), divisor_magic(info[1]), I=u32)
@@ -620,3 +898,22 @@ def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int,
         return max(1, -(-b * h_out * w_out * c_in * kk // (STAGE_BLOCK * 4))), STAGE_BLOCK
     items = -(-(b * h_out * w_out) // STAGE_PIXELS) * -(-c_in // chunk)
     return max(1, items), STAGE_BLOCK
+
+
+#: the wrappers' block for the pools and upsamplings, and their most blocks a multiprocessor: each
+#: thread then takes several rows, so its setup (the divisors' magic numbers, a block's tables) is paid once
+ROW_BLOCK = 256
+ROW_BLOCKS_PER_SM = 16
+
+
+def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True) -> tuple[int, int]:
+    """The wrappers' grid for the pools and upsamplings over ``rows`` output rows of ``cols``: enough
+    blocks of ROW_BLOCK for every row group (as ``row_group`` splits the block), at most
+    ROW_BLOCKS_PER_SM a multiprocessor (132 where the device does not say). ``tiles``: the upsamplings'
+    16-byte tiles a thread (the pools take one output a step)."""
+    width = 16 // dtype.nbytes if tiles else 1
+    tiles, g = -(-cols // width), 1
+    while g < tiles and g * 2 <= ROW_BLOCK:
+        g *= 2
+    sms = getattr(device, "multiprocessors", None) or 132
+    return max(1, min(-(-rows // (ROW_BLOCK // g)), sms * ROW_BLOCKS_PER_SM)), ROW_BLOCK

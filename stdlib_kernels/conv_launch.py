@@ -22,8 +22,8 @@ from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
-from ._common import as_device_array, launch_stream
-from .conv import DTYPES, im2col_launch
+from ._common import as_device_array
+from .conv import DTYPES, im2col_launch, rows_launch
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -231,7 +231,8 @@ def _pool(op: str, x, kernel_size, stride):
     out = x.device.empty((b, c, (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1), x.dtype)
     if out.size:  # candle's Pool2D{w_k: k.0, h_k: k.1, ...}: the kernels' "w" is dim 2
         fn = x.device.get_or_load_func(kernel_name(op, x.dtype), CONV)
-        fn[launch_stream(out.size, x, out)](x.size, k[0], k[1], s[0], s[1], _info(x), storage(x), out)
+        grid = rows_launch(b * c * out.shape[2], out.shape[3], x.dtype, x.device, tiles=False)
+        fn[grid](x.size, k[0], k[1], s[0], s[1], _info(x), storage(x), out)
     return out
 
 
@@ -256,7 +257,7 @@ def upsample_nearest2d(x, size):
         if h * w == 0:
             raise ValueError(f"upsample_nearest2d: cannot upsample an empty {h}x{w} image to {oh}x{ow}")
         fn = x.device.get_or_load_func(kernel_name("upsample_nearest2d", x.dtype), CONV)
-        fn[launch_stream(out.size, x, out)](oh, ow, h / oh, w / ow, _info(x), storage(x), out)
+        fn[rows_launch(b * c * oh, ow, x.dtype, x.device)](oh, ow, h / oh, w / ow, _info(x), storage(x), out)
     return out
 
 
@@ -281,7 +282,7 @@ def upsample_bilinear2d(x, size=None, scale_factor=None, align_corners: bool = F
             raise ValueError(f"upsample_bilinear2d: cannot upsample an empty {h}x{w} image to {oh}x{ow}")
         fn = x.device.get_or_load_func(kernel_name("upsample_bilinear2d", x.dtype), CONV)
         sh, sw = scales
-        fn[_direct_launch(out.size)](ow, oh, bool(align_corners), sh is not None, sh or 0.0, sw is not None, sw or 0.0,
+        fn[rows_launch(b * c * oh, ow, x.dtype, x.device)](ow, oh, bool(align_corners), sh is not None, sh or 0.0, sw is not None, sw or 0.0,
                                      _info(x), storage(x), out)
     return out
 

@@ -268,7 +268,8 @@ def test_im2col_staging(wave_device, dtype):
     """The staged path with several channel chunks (a 7x8 window), pixels not a multiple of the stage,
     and a window too large to stage a channel of (the one-output-a-step loop)."""
     dev = wave_device
-    for shape, (kh, kw), pad in (((2, 6, 9, 10), (7, 8), 3), ((1, 3, 17, 18), (16, 17), 1)):
+    for shape, (kh, kw), pad in (((2, 6, 9, 10), (7, 8), 3), ((1, 3, 17, 18), (16, 17), 1),
+                                 ((2, 5, 11, 13), (3, 3), 1), ((1, 40, 6, 7), (3, 3), 2)):  # 3x3: unrolled taps
         x = values(dtype, shape)
         want = im2col_ref(x, (kh, kw), 1, pad, 1)
         xd = view(dev, x, "permuted")
@@ -323,6 +324,10 @@ POOL_CASES = [  # (shape, (k2, k3), (s2, s3)): windows meeting the edges, stride
     ((1, 2, 6, 5), (3, 2), (1, 1)),
     ((2, 1, 9, 8), (2, 2), (4, 3)),
     ((1, 2, 5, 4), (1, 1), (2, 1)),
+    ((2, 3, 10, 20), (2, 2), (2, 2)),  # the rows path's 2x2 and 3x3 windows (several tiles a row)
+    ((1, 2, 9, 23), (3, 3), (2, 1)),
+    ((2, 2, 8, 12), (2, 2), (2, 2)),  # contiguous: the 2x2 windows read as words
+    ((1, 1, 7, 7), (3, 3), (1, 3)),
     ((1, 2, 3, 4), (4, 2), (1, 1)),  # window taller than the input: empty
 ]
 
@@ -382,7 +387,7 @@ def run_pools(dev, dtype, op, module=CONV):
 
 # ---- upsampling -------------------------------------------------------------------------------------
 UPSAMPLE_CASES = [((2, 3, 4, 5), (8, 10)), ((1, 2, 5, 3), (7, 4)), ((1, 1, 6, 6), (3, 4)), ((2, 1, 1, 3), (1, 7)),
-                  ((1, 2, 3, 3), (3, 3))]
+                  ((1, 2, 3, 3), (3, 3)), ((2, 2, 5, 9), (11, 37))]
 
 
 def nearest_ref(x, out2, out3):
