@@ -64,10 +64,11 @@ class EmulatorSession:
         return self._hsaco[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Capture, build and start every family's worker (each starts as soon as its builds are done)."""
+    def start(self, archs: set[str] | None = None) -> None:
+        """Capture, build and start the worker of each family with an arch in ``archs`` (all by default;
+        the tests pass the archs of the selected tests), each as soon as its builds are done."""
         for family in FAMILIES:
-            if family.name in self.batches:
+            if family.name in self.batches or (archs is not None and not archs & set(family.archs)):
                 continue
             launches, _ = self.launches(family.wave_size)
             start = time.perf_counter()
@@ -84,7 +85,7 @@ class EmulatorSession:
 
     def family_outcomes(self, family: Family) -> dict[tuple[str, int], Outcome]:
         if family.name not in self.outcomes:
-            self.start()
+            self.start(set(family.archs))
             batch, where = self.batches[family.name]
             results = batch.wait()
             self.outcomes[family.name] = {where[i]: results[i] for i in range(len(where))}

@@ -12,7 +12,7 @@ from tests.amd._session import EmulatorSession
 
 
 @pytest.fixture(scope="session")
-def emulator(tmp_path_factory):
+def emulator(tmp_path_factory, request):
     """The session's emulator runs; skips every test of the layer, with the reason, where the
     emulator or what it needs is absent."""
     reason = unavailable_reason()
@@ -24,6 +24,9 @@ def emulator(tmp_path_factory):
         cache = os.environ.get("PYKERN_AMD_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "pykern-cache")
         patch.setenv("PYKERN_CACHE_DIR", cache)
         session = EmulatorSession(tmp_path_factory.mktemp("amd_emu"))
-        session.start()
+        # only the families of the selected tests run (``-k gfx1100`` runs RDNA3 alone)
+        selected = {item.callspec.params["arch"] for item in request.session.items
+                    if hasattr(item, "callspec") and "arch" in item.callspec.params}
+        session.start(selected)
         yield session
     print("\n[amd emulator] " + json.dumps({k: round(v, 1) for k, v in session.timings.items()}, indent=1))
