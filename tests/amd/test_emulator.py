@@ -59,7 +59,7 @@ def test_case(emulator, name, arch):
             elif problems:
                 failures.append(f"{launch.describe()} on {arch}:\n  " + "\n  ".join(problems))
             continue
-        limit = known_limit(arch, outcome.detail)
+        limit = known_limit(arch, launch.kernel, outcome.detail)
         if limit is not None:
             limited.append(f"{launch.kernel}: {limit.instruction} ({limit.why})")
         else:
