@@ -28,6 +28,7 @@ from pykern import ConstPtr, Ptr, usize
 
 from . import INDEXING, kernel_name
 from ._common import as_device_array, is_contiguous, launch_1d, launch_stream, strided_index
+from .conv import div_by, divisor_magic
 from .unary import copy as contiguous_copy
 
 I = pk.TypeVar("I")
@@ -40,6 +41,11 @@ VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u8, pk.u32, pk.i64)
 F8_INDICES = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
 #: a grid-stride index below this fits 32 bits: its divisions are 32-bit (several times cheaper on GPUs)
 U32_LIMIT = 0xFFFFFFFF
+#: gather along the last dim divides by multiplication (``conv.div_by``) where each thread has this many
+#: elements or more: its magic number costs about as much as a few divisions (candle's one element a
+#: thread keeps the divisions); the wrappers launch GATHER_TILES tiles a thread
+GATHER_MAGIC_MIN = 8
+GATHER_TILES = 4
 
 
 @pk.func
@@ -88,10 +94,24 @@ def gather_element(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], sr
     out[i] = inp[(usize(pre) * src_dim + k) * right + usize(W(i) % W(right))] if k < src_dim else T(0)
 
 
+@pk.func
+def gather_last(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: pk.u32,
+                magic: pk.u64):
+    """gather_element along the last dim (``right`` 1) in u32: the row by a multiplication (``div_by``)."""
+    k = position(ids[i], src_dim)
+    out[i] = inp[usize(div_by(pk.u32(i), ids_dim, magic)) * src_dim + k] if k < src_dim else T(0)
+
+
 @pk.kernel
 def gather(numel: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, src_dim_size: usize,
            ids_dim_size: usize, right_size: usize, *, I, T):
-    if numel <= U32_LIMIT:
+    threads = usize(pk.block_dim.x) * usize(pk.grid_dim.x)
+    if numel <= U32_LIMIT and right_size == 1 and ids_dim_size > 0 and numel >= threads * GATHER_MAGIC_MIN:
+        # along the last dim, 8 elements a thread or more (the wrappers' launch): the magic number pays
+        m = divisor_magic(ids_dim_size)
+        for i in pk.grid_stride(numel):
+            gather_last(i, ids, inp, out, src_dim_size, pk.u32(ids_dim_size), m)
+    elif numel <= U32_LIMIT:
         for i in pk.grid_stride(numel):
             gather_element(i, ids, inp, out, src_dim_size, ids_dim_size, right_size, W=pk.u32)
     else:
@@ -378,7 +398,7 @@ def gather(x, dim: int, ids, *, check_ids: bool = True):
     out = x.device.empty(ids.shape, x.dtype)
     if out.size:
         left, right = _sizes(x.shape, dim)
-        grid, block = launch_stream(out.size, ids, x, out)
+        grid, block = launch_stream(out.size, ids, x, out, tiles=GATHER_TILES)
         x.device.get_or_load_func(name, INDEXING)[grid, block](
             out.size, ids, x, out, left, x.shape[dim], ids.shape[dim], right)
     return out

@@ -436,3 +436,21 @@ def test_errors(device):
     indexing.scatter_add(x, 0, device.to_device(np.array([[0, 0, 0, 0], [1, 3, 0, 0]], np.uint32)), src,
                          check_ids=False)
     assert x.to_host().tolist() == [[1, 1, 2, 2], [1, 0, 0, 0], [0, 0, 0, 0]]  # the 3 skipped
+
+
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u32), (pk.u8, u8)], ids=str)
+def test_gather_last_dim_by_multiplication(wave_device, dt, idt):
+    """gather along the last dim with 8 or more elements a thread takes the division by multiplication
+    (``GATHER_MAGIC_MIN``): small grids over rows of several lengths, sentinels included."""
+    dev = wave_device
+    for rows, cols, width in ((7, 50, 40), (3, 9, 130), (1, 5, 300)):
+        x = values(dt, (rows, cols))
+        ids = RNG.integers(0, cols, (rows, width)).astype(idt.np)
+        ids.reshape(-1)[::7] = sentinel(idt)
+        out = dev.empty((rows, width), dt)
+        for grid, block in ((1, 32), (2, 16)):
+            assert rows * width >= grid * block * indexing.GATHER_MAGIC_MIN
+            dev.get_or_load_func(kernel_name("gather", idt, dt), INDEXING)[grid, block](
+                out.size, dev.to_device(ids), dev.to_device(x), out, rows, cols, width, 1)
+            assert_bits(out.to_host(), ref_gather(x[:, :, None], ids[:, :, None], idt)[:, :, 0],
+                        f"{rows}x{cols} ids {width} launch {grid}x{block}")
