@@ -9,6 +9,19 @@ from pykern.runtime.devices import _available
 GPU_KINDS = [k for k in ("cuda", "hip") if _available(k)]
 
 
+def _lld_missing() -> str | None:
+    from pykern.targets.linker import LinkerError, find_lld
+    try:
+        find_lld()
+    except LinkerError as exc:
+        return f"no ld.lld to link AMDGPU code objects here ({exc.args[0][:60]}...; CI installs the amdgpu extra)"
+    return None
+
+
+#: for tests that link AMDGPU code objects: skip, with the reason, where no ld.lld is installed
+needs_lld = pytest.mark.skipif(_lld_missing() is not None, reason=_lld_missing() or "")
+
+
 @pytest.fixture(params=["cpu"] + GPU_KINDS)
 def device(request):
     """Each available device kind; the CPU emulates wave64."""
