@@ -146,34 +146,45 @@ def small_layout(info: ConstPtr[usize], count: usize) -> bool:
 
 
 # ---- kernels ----------------------------------------------------------------------------------------
-@pk.kernel
-def conv1d_op(src_numel: usize, l_out: usize, stride: usize, padding: usize, dilation: usize, info: ConstPtr[usize],
-              src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+@pk.func
+def forward_tap(out_pos: usize, tap: usize, padding: usize, stride: usize, extent: usize) -> usize:
+    """The input position a convolution's tap (``tap`` = k * dilation) reads for ``out_pos``, else
+    ``extent``: ``transposed_source``'s signature, so one direct-convolution body serves both."""
+    return padded_source(stride * out_pos + tap, padding, extent)
+
+
+# The direct convolutions: one output a thread a step, summing its taps in the accumulation type A.
+# A convolution and its transpose differ only in which input a tap reads (SOURCE) and where the
+# weight's (c_out, c_in) strides sit in ``info`` (WCO, WCI: the transposes' weights are (c_in, c_out, ...)).
+@pk.func
+def direct_conv1d(l_out: usize, stride: usize, padding: usize, dilation: usize, info: ConstPtr[usize],
+                  src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A, SOURCE, C_OUT, WCO, WCI):
     c_in = info[1]
     l_in = info[2]
-    c_out = info[6]
+    c_out = info[C_OUT]
     k_size = info[8]
     for i in pk.grid_stride(info[0] * c_out * l_out):
         ol = i % l_out
         co = (i // l_out) % c_out
         s = src + (i // (l_out * c_out)) * info[3]
-        w = kernel + co * info[9]
+        w = kernel + co * info[WCO]
         acc = A(0)
         for k in range(k_size):
-            sl = padded_source(stride * ol + k * dilation, padding, l_in)
+            sl = SOURCE(ol, k * dilation, padding, stride, l_in)
             if sl < l_in:
                 for ci in range(c_in):
-                    acc += A(s[ci * info[4] + sl * info[5]]) * A(w[ci * info[10] + k * info[11]])
+                    acc += A(s[ci * info[4] + sl * info[5]]) * A(w[ci * info[WCI] + k * info[11]])
         dst[i] = T(acc)
 
 
-@pk.kernel
-def conv2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, padding: usize, dilation: usize,
-              info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+@pk.func
+def direct_conv2d(w_out: usize, h_out: usize, stride: usize, padding: usize, dilation: usize,
+                  info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T],
+                  *, T, A, SOURCE, C_OUT, WCO, WCI):
     c_in = info[1]
     h_in = info[2]
     w_in = info[3]
-    c_out = info[8]
+    c_out = info[C_OUT]
     h_k = info[10]
     w_k = info[11]
     for i in pk.grid_stride(info[0] * c_out * h_out * w_out):
@@ -181,71 +192,49 @@ def conv2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, paddi
         oh = (i // w_out) % h_out
         co = (i // (w_out * h_out)) % c_out
         s = src + (i // (w_out * h_out * c_out)) * info[4]
-        w = kernel + co * info[12]
+        w = kernel + co * info[WCO]
         acc = A(0)
         for kh in range(h_k):
-            sh = padded_source(stride * oh + kh * dilation, padding, h_in)
+            sh = SOURCE(oh, kh * dilation, padding, stride, h_in)
             if sh < h_in:
                 for kw in range(w_k):
-                    sw = padded_source(stride * ow + kw * dilation, padding, w_in)
+                    sw = SOURCE(ow, kw * dilation, padding, stride, w_in)
                     if sw < w_in:
                         sp = s + sh * info[6] + sw * info[7]
                         wp = w + kh * info[14] + kw * info[15]
                         for ci in range(c_in):
-                            acc += A(sp[ci * info[5]]) * A(wp[ci * info[13]])
+                            acc += A(sp[ci * info[5]]) * A(wp[ci * info[WCI]])
         dst[i] = T(acc)
+
+
+@pk.kernel
+def conv1d_op(src_numel: usize, l_out: usize, stride: usize, padding: usize, dilation: usize, info: ConstPtr[usize],
+              src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+    direct_conv1d(l_out, stride, padding, dilation, info, src, kernel, dst, T=T, A=A, SOURCE=forward_tap,
+                  C_OUT=6, WCO=9, WCI=10)
+
+
+@pk.kernel
+def conv2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, padding: usize, dilation: usize,
+              info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
+    direct_conv2d(w_out, h_out, stride, padding, dilation, info, src, kernel, dst, T=T, A=A, SOURCE=forward_tap,
+                  C_OUT=8, WCO=12, WCI=13)
 
 
 @pk.kernel
 def conv_transpose1d_op(src_numel: usize, l_out: usize, stride: usize, padding: usize, out_padding: usize,
                         dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], kernel: ConstPtr[T], dst: Ptr[T],
                         *, T, A):
-    c_in = info[1]
-    l_in = info[2]
-    c_out = info[7]
-    k_size = info[8]
-    for i in pk.grid_stride(info[0] * c_out * l_out):
-        ol = i % l_out
-        co = (i // l_out) % c_out
-        s = src + (i // (l_out * c_out)) * info[3]
-        w = kernel + co * info[10]
-        acc = A(0)
-        for k in range(k_size):
-            il = transposed_source(ol, k * dilation, padding, stride, l_in)
-            if il < l_in:
-                for ci in range(c_in):
-                    acc += A(s[ci * info[4] + il * info[5]]) * A(w[ci * info[9] + k * info[11]])
-        dst[i] = T(acc)
+    direct_conv1d(l_out, stride, padding, dilation, info, src, kernel, dst, T=T, A=A, SOURCE=transposed_source,
+                  C_OUT=7, WCO=10, WCI=9)
 
 
 @pk.kernel
 def conv_transpose2d_op(src_numel: usize, w_out: usize, h_out: usize, stride: usize, padding: usize,
                         out_padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T],
                         kernel: ConstPtr[T], dst: Ptr[T], *, T, A):
-    c_in = info[1]
-    h_in = info[2]
-    w_in = info[3]
-    c_out = info[9]
-    h_k = info[10]
-    w_k = info[11]
-    for i in pk.grid_stride(info[0] * c_out * h_out * w_out):
-        ow = i % w_out
-        oh = (i // w_out) % h_out
-        co = (i // (w_out * h_out)) % c_out
-        s = src + (i // (w_out * h_out * c_out)) * info[4]
-        w = kernel + co * info[13]
-        acc = A(0)
-        for kh in range(h_k):
-            ih = transposed_source(oh, kh * dilation, padding, stride, h_in)
-            if ih < h_in:
-                for kw in range(w_k):
-                    iw = transposed_source(ow, kw * dilation, padding, stride, w_in)
-                    if iw < w_in:
-                        sp = s + ih * info[6] + iw * info[7]
-                        wp = w + kh * info[14] + kw * info[15]
-                        for ci in range(c_in):
-                            acc += A(sp[ci * info[5]]) * A(wp[ci * info[12]])
-        dst[i] = T(acc)
+    direct_conv2d(w_out, h_out, stride, padding, dilation, info, src, kernel, dst, T=T, A=A,
+                  SOURCE=transposed_source, C_OUT=9, WCO=13, WCI=12)
 
 
 # The data-movement kernels below run one loop written over a compile-time index type I: u32 where
