@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
+from pykern import math as pkm
 
 from . import UNARY, kernel_name
 from ._common import as_device_array, is_contiguous, strided_index
 from ._common import compute_type, map1
-
-try:
-    from pykern import math as pkm
-except ImportError:  # the math library has not landed: ops needing it are left out
-    pkm = None
 
 T, W = pk.TypeVar("T"), pk.TypeVar("W")
 SQRT_2_OVER_PI = 0.7978845608028654   # candle: M_2_SQRTPI * M_SQRT1_2
@@ -232,8 +228,8 @@ PRIMITIVE = {"neg": neg, "recip": recip, "sqr": sqr, "sqrt": sqrt, "abs": abs_, 
              "round": round_, "relu": relu, "sign": sign}
 MATH = {"exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "normcdf": normcdf, "gelu": gelu,
         "gelu_erf": gelu_erf, "silu": silu, "sigmoid": sigmoid}
-OPS = PRIMITIVE | (MATH if pkm is not None else {})
-PARAM_OPS = {"elu": elu, "powf": powf} if pkm is not None else {}
+OPS = PRIMITIVE | MATH
+PARAM_OPS = {"elu": elu, "powf": powf}
 FLOATS = (f32, f64, f16, bf16, f8e4m3)
 COPY_DTYPES = (f32, f64, u8, u32, i64, f16, bf16, f8e4m3, i16, i32)  # i16/i32: requested by candle, absent there
 LOADS = {t: 16 // t.nbytes for t in COPY_DTYPES}  # transpose_tiles: 16 bytes of loads in flight per thread
