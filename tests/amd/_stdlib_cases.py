@@ -292,7 +292,7 @@ def _softmax(dev):
 def _norms(dev):
     gen = rng("reduce/norms")
     for dtype in REDUCE_DTYPES:
-        for rows, cols in ((4, 7), (4, 100), (2, 600), (2, 1500), (1, 3000), (1, 5000), (1, 20000)):
+        for rows, cols in ((4, 7), (4, 100), (2, 400), (2, 600), (2, 1500), (1, 3000), (1, 5000), (1, 20000)):
             x = _rows(dev, dtype, rows, cols, gen)
             alpha = _rows(dev, dtype, 1, cols, gen, 0.5, 1.5).reshape(cols)
             beta = _rows(dev, dtype, 1, cols, gen).reshape(cols)
