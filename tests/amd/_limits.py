@@ -77,17 +77,17 @@ MISMATCHES: tuple[Mismatch, ...] = (
              "f64 atomic add on RDNA is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64; on "
              "the emulator the loop leaves the value unchanged (0 after every add), while the 32-bit "
              "cmpswap, u64 add/max and f32 add of the same kernel agree with the CPU"),
-    Mismatch(("gfx1201",), r"sum_f16|half_atomics", "global_atomic_cmpswap_b32",
+    Mismatch(("gfx1201",), r"sum_f16|sum_bf16|half_atomics", "global_atomic_cmpswap_b32",
              "16-bit float atomic adds on RDNA4 are LLVM's compare-and-swap loops around "
              "global_atomic_cmpswap_b32 (with v_add_f16 on the half shifted out of the word); on the emulator "
              "the add repeats until the value stops changing (1.0 added to an f16 ends at 2048, to a bf16 at "
-             "256), as if the returned pre-op value never matched the expected one. sum_bf16 (the same loop) "
-             "and RDNA3 agree; not yet pinned down in isolation"),
+             "256), as if the returned pre-op value never matched the expected one (CDNA's row below shows "
+             "the same loop failing because cmpswap returns the new value); RDNA3 agrees"),
 )
 
 
 MISMATCHES += (
-    Mismatch(("gfx942", "gfx90a"), r"atomics|sum_f16|half_atomics", "global_atomic_cmpswap",
+    Mismatch(("gfx942", "gfx90a"), r"atomics|sum_f16|sum_bf16|half_atomics", "global_atomic_cmpswap",
              "on the emulator's CDNA4 tables global_atomic_cmpswap returns the value it tried to store instead "
              "of the memory's old value (pk.atomic.cas returns 7, 8, 9 to three blocks where the CPU gives "
              "0, 7, 7; the memory itself is right), so LLVM's compare-and-swap loops for 16-bit float atomic "
