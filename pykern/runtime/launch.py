@@ -11,12 +11,17 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import LaunchError
 from ..ir import nodes as N
 from ..ir import types as T
 from .array import DeviceArray
+
+#: what a float parameter takes: Python and NumPy numbers and ml_dtypes' scalars (``pk.bf16(0.75)``,
+#: ``pk.f8e4m3(2)``: NumPy scalars of their own kind, not ``np.floating``)
+_REAL_SCALARS = (int, float, np.integer, np.floating, *{type(ml_dtypes.bfloat16(0)), type(ml_dtypes.float8_e4m3fn(0))})
 from .dlpack import accepts, borrow, producer_stream
 
 _FMT = {(True, 1): "B", (True, 2): "H", (True, 4): "I", (True, 8): "Q",
@@ -383,14 +388,14 @@ def _scalar_converter(kernel: str, name: str, ty: T.DType) -> Callable[[Any], An
         def conv(v):
             if v.__class__ is float:
                 return v
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, _REAL_SCALARS):
                 raise bad(v)
             return float(v)
     else:  # f16 / bf16 / f8: round on the host exactly as a cast would (ml_dtypes), pass the bits
         view = f"u{ty.nbytes}"
 
         def conv(v):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, _REAL_SCALARS):
                 raise bad(v)
             f = float(v)
             if ty is T.f8e4m3 and f == f:  # saturate like an in-kernel cast (ml_dtypes would give NaN)

@@ -81,3 +81,17 @@ def test_launch_by_keyword():
         saxpy[1, 32](10, 2.0, x, y, a=3.0)
     with pytest.raises(pk.LaunchError, match="missing argument.*'y'"):
         saxpy[1, 32](10, 2.0, x=x)
+
+
+@pk.kernel
+def fill_bf16(n: usize, out: Ptr[pk.bf16], v: pk.bf16):
+    for i in pk.grid_stride(n):
+        out[i] = v
+
+
+def test_storage_float_scalars_made_with_the_dtype_are_accepted():
+    out = pk.device("cpu").empty(4, pk.bf16)
+    fill_bf16[1, 32](4, out, pk.bf16(0.75))   # an ml_dtypes scalar, as pk.bf16(...) makes on the host
+    assert (out.to_host().astype(np.float32) == 0.75).all()
+    with pytest.raises(pk.LaunchError, match="expects bf16"):
+        fill_bf16[1, 32](4, out, "0.75")
