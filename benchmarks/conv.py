@@ -22,28 +22,12 @@ difference between pykern's output and torch's (the GEMM: relative to a float64 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import numpy as np
 
 import pykern as pk
-
-
-def timed(torch, fn, reps: int = 20) -> float:
-    """Median seconds of ``fn`` over ``reps`` runs (CUDA events on the current stream)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(out)
+from gpu import timed  # benchmarks/gpu.py: CUDA-event medians, shared by the benchmarks
 
 
 class Bench:
