@@ -18,8 +18,13 @@ def _lld_missing() -> str | None:
     return None
 
 
-#: for tests that link AMDGPU code objects: skip, with the reason, where no ld.lld is installed
-needs_lld = pytest.mark.skipif(_lld_missing() is not None, reason=_lld_missing() or "")
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.needs_lld`` (tests that link AMDGPU code objects): skip, with the reason, where
+    no ld.lld is installed."""
+    marked = [item for item in items if item.get_closest_marker("needs_lld")]
+    reason = _lld_missing() if marked else None
+    for item in marked if reason else ():
+        item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(params=["cpu"] + GPU_KINDS)

@@ -10,7 +10,6 @@ import re
 
 import numpy as np
 import pytest
-from conftest import needs_lld
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, f32, i32, u32, usize
@@ -50,8 +49,8 @@ def test_registers_hold_a_strided_row(device):
     np.testing.assert_array_equal(y.to_host(), ref)
 
 
-@pytest.mark.parametrize("target, arch", [("cuda", "sm_90"), pytest.param("amdgpu", "gfx942", marks=needs_lld),
-                                          pytest.param("amdgpu", "gfx1100", marks=needs_lld)])
+@pytest.mark.parametrize("target, arch", [("cuda", "sm_90"), pytest.param("amdgpu", "gfx942", marks=pytest.mark.needs_lld),
+                                          pytest.param("amdgpu", "gfx1100", marks=pytest.mark.needs_lld)])
 def test_constant_indices_leave_no_stack(target, arch):
     code, _ = compile_kernels([normalise_strided._only_instance()], make_target(target, arch), "local")
     text = code.decode(errors="replace")

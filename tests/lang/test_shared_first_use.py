@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_lld
 
 import pykern as pk
 from pykern import Ptr, f32, u32
@@ -59,8 +58,8 @@ def test_first_use_in_an_unrolled_branch(device):
     np.testing.assert_array_equal(out.to_host(), (t - t % 2) * 3 + (t | 1) + 100)
 
 
-@pytest.mark.parametrize("target", [NvptxTarget("sm_90"), pytest.param(AmdgpuTarget("gfx90a"), marks=needs_lld),
-                                    pytest.param(AmdgpuTarget("gfx1100"), marks=needs_lld)], ids=lambda t: t.arch)
+@pytest.mark.parametrize("target", [NvptxTarget("sm_90"), pytest.param(AmdgpuTarget("gfx90a"), marks=pytest.mark.needs_lld),
+                                    pytest.param(AmdgpuTarget("gfx1100"), marks=pytest.mark.needs_lld)], ids=lambda t: t.arch)
 def test_first_use_compiles_for_gpus(target, monkeypatch):
     monkeypatch.setenv("PYKERN_CACHE", "0")
     kernels = [first_use_in_callee.instance("first_use_in_callee"),
