@@ -1,6 +1,7 @@
 """Random launch arguments against the stdlib wrappers, run as a script in a child process
 (``test_wrappers.py``): shapes, strided/broadcast/offset views, None, NumPy arrays, wrong dtypes,
-sizes past the arrays. Each case must give NumPy's answer or raise a clear error; anything else is a
+sizes past the arrays; the elementwise families and copy2d here, the others (reduce, indexing, sort,
+conv, matmul, quantized) from ``_wrapper_families.py``. Each case must give NumPy's answer or raise a clear error; anything else is a
 failure. Each case is printed before it runs, so a crash (which kills this process) is named by the
 last line of its output.
 
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 import pykern as pk
 from stdlib_kernels import affine, binary, fill, ternary, unary
 from stdlib_kernels._common import from_f64
+
+from _wrapper_families import FAMILIES, Invalid, compare
 
 #: what a bad argument may raise: a clear, typed error (never an IndexError, AttributeError, a crash...)
 CLEAR = (ValueError, TypeError, pk.LaunchError, pk.CompileError, pk.DeviceError)
@@ -120,6 +123,34 @@ def check_copy2d(args) -> str:
     return "ok"
 
 
+def check_family(family: str, data) -> str:
+    drawn = []
+
+    def draw(strategy):  # every drawn value goes on the CASE line, so a crash is named by it
+        value = data.draw(strategy)
+        drawn.append(value)
+        return value
+    op, call, reference = FAMILIES[family](draw)
+    print(f"CASE {family}.{op} draws={drawn}", flush=True)
+    try:
+        got = call()
+    except CLEAR as exc:
+        try:
+            reference()
+        except Invalid:
+            return f"refused: {type(exc).__name__}: {str(exc)[:120]}"
+        raise AssertionError(f"{family}.{op} refused a valid call: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - an unclear error is the failure this hunts
+        raise AssertionError(f"{family}.{op}: unclear error {type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
+    try:
+        with np.errstate(all="ignore"):
+            want = reference()
+    except Invalid as why:
+        raise AssertionError(f"{family}.{op} returned a result for an invalid call ({why})") from None
+    compare(f"{family}.{op}", got, want)
+    return "ok"
+
+
 def main(examples: int) -> None:
     cfg = settings(max_examples=examples, deadline=None, database=None,
                    suppress_health_check=list(HealthCheck))
@@ -144,8 +175,14 @@ def main(examples: int) -> None:
     def copy2d(args):
         print("  ->", check_copy2d(args), flush=True)
 
+    @settings(cfg, max_examples=3 * examples)  # six families share it
+    @given(family=st.sampled_from(sorted(FAMILIES)), data=st.data())
+    def families(family, data):
+        print("  ->", check_family(family, data), flush=True)
+
     elementwise()
     copy2d()
+    families()
     print("DONE", flush=True)
 
 

@@ -12,7 +12,9 @@ CASES = Path(__file__).resolve().parent / "_wrapper_cases.py"
 
 
 def test_stdlib_wrappers_take_random_arguments():
-    script = f"import runpy, sys\nsys.argv = [{str(CASES)!r}, {str(EXAMPLES)!r}]\nrunpy.run_path({str(CASES)!r}, run_name='__main__')\n"
+    script = (f"import runpy, sys\nsys.argv = [{str(CASES)!r}, {str(EXAMPLES)!r}]\n"
+              f"sys.path.insert(0, {str(CASES.parent)!r})\n"  # its helper module beside it
+              f"runpy.run_path({str(CASES)!r}, run_name='__main__')\n")
     result = run_isolated(script, "stdlib wrappers under random arguments", timeout=1800)
     assert result.stdout.rstrip().endswith("DONE"), result.stdout[-2000:]
     assert result.stdout.count("CASE ") >= EXAMPLES
