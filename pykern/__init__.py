@@ -16,8 +16,8 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
                             fast_rcp, floor,
                             fma, fmax, fmin, global_id, grid_dim, grid_stride, is_aligned, isinf, isnan, lane_id, load,
                             local, maximum, minimum, parallel_range, rint, select, shared, sqrt, static_range, store,
-                            syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, trunc, wave,
-                            wave_size)
+                            syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, tile_bytes,
+                            trunc, wave, wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
 from .runtime.devices import device, from_dlpack
 from .runtime import dispatch as _dispatch  # noqa: F401 - installs the launch path of kernel[grid, block]

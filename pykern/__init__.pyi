@@ -141,6 +141,7 @@ block_idx: _Dim3
 block_dim: _Dim3
 grid_dim: _Dim3
 wave_size: int
+tile_bytes: int
 
 def grid_stride(n: int) -> Iterator[int]: ...
 def parallel_range(lo: int, hi: int, worker: int, workers: int, descending: bool = ...) -> Iterator[int]: ...

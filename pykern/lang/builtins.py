@@ -63,10 +63,22 @@ class WaveSize:
 
 wave_size = WaveSize()
 
+
+class TileBytes:
+    """``pk.tile_bytes``: the bytes of each array a thread takes per step of a ``grid_stride`` /
+    ``parallel_range`` loop on this target (16 on NVIDIA, 0 where such loops go one element at a
+    time): an int known at compile time, for code that sizes its own work to the lowering's tiles."""
+
+    def __repr__(self) -> str:
+        return "<pykern tile_bytes (compile-time)>"
+
+
+tile_bytes = TileBytes()
+
 #: device functions that give Python operators their meaning where no instruction does, supplied by
 #: the library written in the language (``pykern.math`` registers ``"float_mod"``: C's fmod for ``%``)
 OPERATOR_FUNCS: dict[str, object] = {}
 
 __all__ = _FLAT + ["thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local",
-                   "wave_size",
-                   "Builtin", "Dim3", "Namespace", "WaveSize", "OPERATOR_FUNCS"]
+                   "wave_size", "tile_bytes",
+                   "Builtin", "Dim3", "Namespace", "WaveSize", "TileBytes", "OPERATOR_FUNCS"]

@@ -226,6 +226,8 @@ class Typer(ast.NodeVisitor):
             raise self.error(node, f"{_describe(obj)} has no attribute '{node.attr}'") from None
         if isinstance(val, B.WaveSize):
             return CT(self.target.wave_size)
+        if isinstance(val, B.TileBytes):
+            return CT(self.target.tile_bytes)
         return CT(val)
 
     # ------------------------------------------------------------------ typing rules
@@ -236,6 +238,8 @@ class Typer(ast.NodeVisitor):
         val = v.value
         if isinstance(val, B.WaveSize):
             val = self.target.wave_size
+        elif isinstance(val, B.TileBytes):
+            val = self.target.tile_bytes
         if ty is None:
             if isinstance(val, bool):
                 ty = T.bool_
@@ -634,7 +638,7 @@ class Typer(ast.NodeVisitor):
                 a = self.materialize(a, an, ty)
             arg_types.append(a.ty)
         args = [self.materialize(a, an, t) for a, an, t in zip(args, node.args, arg_types)]
-        key = (tuple(arg_types), self.target.wave_size, tuple(compile_time.items()))
+        key = (tuple(arg_types), self.target.wave_size, self.target.tile_bytes, tuple(compile_time.items()))
         fn = fdef._typed.get(key)
         if fn is None:
             sub = Typer(src, dict(compile_time), self.target, self.stack + [fdef])
@@ -662,7 +666,7 @@ class Typer(ast.NodeVisitor):
     def call_typed(self, fdef: FuncDef, args: list[N.Expr], node) -> N.Call:
         """A call of a library device function on already typed arguments."""
         arg_types = [a.ty for a in args]
-        key = (tuple(arg_types), self.target.wave_size)
+        key = (tuple(arg_types), self.target.wave_size, self.target.tile_bytes)
         fn = fdef._typed.get(key)
         if fn is None:
             fn = fdef._typed[key] = Typer(fdef.source, {}, self.target, self.stack + [fdef]).type_function(arg_types)

@@ -93,8 +93,8 @@ class KernelInstance(KernelObject):
         self._module: Module | None = None
 
     def typed(self, target) -> N.Function:
-        """The typed IR for ``target`` (cached: it depends only on the wave size)."""
-        key = (target.wave_size,)
+        """The typed IR for ``target`` (cached: it depends only on the wave size and ``pk.tile_bytes``)."""
+        key = (target.wave_size, target.tile_bytes)
         fn = self._typed.get(key)
         if fn is None:
             with self._lock:

@@ -489,6 +489,25 @@ def test_wave_size_default_is_64():
     assert pk.device("cpu", wave_size=64).target.wave_size == 64
 
 
+@pk.func
+def tile_or(fallback: u32, *, B) -> u32:
+    return u32(B) if B > 0 else fallback
+
+
+@pk.kernel
+def k_tile_bytes(out: Ptr[u32]):
+    out[pk.thread_idx.x] = tile_or(u32(1), B=pk.tile_bytes) + u32(pk.tile_bytes // 4)
+
+
+def test_tile_bytes_is_a_compile_time_constant_per_target():
+    """pk.tile_bytes is the target's grid-stride tile (0: one element a step); a device function typed
+    with it as a compile-time argument is typed again for a target with other tiles."""
+    for tiles, want in ((0, 1), (16, 20), (0, 1)):
+        dev = pk.device("cpu", tile_bytes=tiles) if tiles else pk.device("cpu")
+        got = run(dev, k_tile_bytes, 1, 4, np.zeros(4, np.uint32))[0]
+        assert got.tolist() == [want] * 4
+
+
 @pk.kernel
 def k_select(n: usize, x: ConstPtr[f32], out: Ptr[f32], flags: Ptr[u8]):
     for i in pk.grid_stride(n):
