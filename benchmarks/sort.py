@@ -1,33 +1,48 @@
 """argsort of f32 rows against ``torch.argsort`` on the same GPU, same buffers, same process.
 
-Run on the GPU machine:  python benchmarks/sort.py [--keys-log2 24]
+Run on the GPU machine:  python benchmarks/sort.py [--keys-log2 24] [--cols 128,1024,4096,65536]
 
 Rows of 128, 1024, 4096 and 65536 columns, 2^24 keys each case. Three launches of pykern's:
 
 * ``wrappers``: ``stdlib_kernels.sort.argsort`` as a user calls it (``sort_rows_*`` for rows of up to
-  ``MAX_RUN`` columns, ``sort_runs_*`` then ``merge_runs`` passes beyond; output and scratch buffers
+  ``max_run`` columns, ``sort_runs_*`` then merge passes beyond; output and scratch buffers
   allocated per call, Python included);
 * ``wrappers, kernels only``: the same kernels on preallocated buffers (what the launches cost);
 * ``candle``: candle's ``asort_asc_f32`` under candle's launch (a block a row, ``min(ncols_pad,
   1024)`` threads, ``ncols_pad * 4`` bytes of shared memory), where it fits in 48 KiB.
 
 against ``torch.argsort(x, dim=-1)`` (and ``stable=True``, since pykern's sort is stable). Times are
-CUDA-event medians of 20 runs after warm-up; the device's copy bandwidth is measured in the same run
-(a sort moves at least 4 bytes in and 4 out a key: that traffic at copy speed is the ceiling).
+CUDA-event medians of ``back_to_back``: 10 calls between two events, so that the GPU time is
+measured, not the host's time to issue one call; the device's copy bandwidth is measured in the same
+run (a sort moves at least 4 bytes in and 4 out a key: that traffic at copy speed is the floor).
 Every pykern result is checked once against torch's sorted values.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import statistics
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from gpu import timed  # noqa: E402
-
 COLS = (128, 1024, 4096, 65536)
+
+
+def back_to_back(torch, fn, calls: int = 10, reps: int = 15) -> float:
+    """Median seconds a call of ``fn`` over ``reps`` samples of ``calls`` calls between two CUDA events:
+    the GPU's time when the host issues calls faster than the GPU runs them (wrappers included)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / 1e3 / calls)
+    return statistics.median(out)
 
 
 def check(label: str, x_host: np.ndarray, order: np.ndarray) -> None:
@@ -41,48 +56,50 @@ def check(label: str, x_host: np.ndarray, order: np.ndarray) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys-log2", type=int, default=24)
+    ap.add_argument("--cols", default=",".join(map(str, COLS)))
     args = ap.parse_args()
 
     import torch
 
     import pykern as pk
     from stdlib_kernels import SORT, sort
-    from stdlib_kernels.sort import MAX_RUN, next_power_of_two, rows_launch
+    from stdlib_kernels.sort import next_power_of_two, rows_launch
 
     dev = pk.device("cuda")
     keys = 1 << args.keys_log2
     big = torch.empty(keys, dtype=torch.float32, device="cuda")
     copy_out = torch.empty_like(big)
-    copy_bw = 2 * big.nbytes / timed(torch, lambda: copy_out.copy_(big))
+    copy_bw = 2 * big.nbytes / back_to_back(torch, lambda: copy_out.copy_(big))
     floor = 8 * keys / copy_bw  # 4 bytes read, 4 written a key at copy speed
-    print(f"device copy bandwidth: {copy_bw / 1e12:.2f} TB/s; {keys:,} keys a case "
+    print(f"{dev.name}: copy bandwidth {copy_bw / 1e12:.2f} TB/s; {keys:,} keys a case "
           f"(8 bytes a key at copy speed: {floor * 1e3:.3f} ms)")
     print(f"{'case':46} {'ms':>8} {'Gkeys/s':>8} {'torch ms':>9} {'vs torch':>8} {'vs stable':>9}")
+    max_run = getattr(sort, "max_run", lambda dtype: sort.MAX_RUN)(pk.f32)
 
-    for cols in COLS:
+    for cols in map(int, args.cols.split(",")):
         rows = keys // cols
         xd = dev.empty((rows, cols), pk.f32)
         x = torch.from_dlpack(xd)
         x.copy_(torch.randn(rows, cols, device="cuda"))
         x_host = xd.to_host()
-        t_torch = timed(torch, lambda: torch.argsort(x, dim=-1))
-        t_stable = timed(torch, lambda: torch.argsort(x, dim=-1, stable=True))
+        t_torch = back_to_back(torch, lambda: torch.argsort(x, dim=-1))
+        t_stable = back_to_back(torch, lambda: torch.argsort(x, dim=-1, stable=True))
 
         def report(label: str, seconds: float) -> None:
             print(f"{label:46} {seconds * 1e3:8.3f} {keys / seconds / 1e9:8.2f} {t_torch * 1e3:9.3f} "
                   f"{t_torch / seconds:8.2f} {t_stable / seconds:9.2f}", flush=True)
 
         check(f"wrappers {cols}", x_host, sort.argsort(xd).to_host())
-        report(f"f32 rows of {cols} [wrappers]", timed(torch, lambda: sort.argsort(xd)))
+        report(f"f32 rows of {cols} [wrappers]", back_to_back(torch, lambda: sort.argsort(xd)))
 
         out = dev.empty((rows, cols), pk.u32)
-        if cols <= MAX_RUN:  # the wrappers' one launch, without the Python around it
+        if cols <= max_run:  # the wrappers' one launch, without the Python around it
             fn = dev.get_or_load_func("sort_rows_asc_f32", SORT)
             cfg = rows_launch(rows, cols, pk.f32)
             launch = lambda: fn[cfg](xd, rows, cols, out)  # noqa: E731
             launch()
             check(f"wrapper kernel {cols}", x_host, out.to_host())
-            report(f"f32 rows of {cols} [wrappers, kernels only]", timed(torch, launch))
+            report(f"f32 rows of {cols} [wrappers, kernels only]", back_to_back(torch, launch))
 
         ncols_pad = next_power_of_two(cols)
         if ncols_pad * 4 <= 48 * 1024:
@@ -91,7 +108,7 @@ def main() -> None:
             launch = lambda: fn[cfg](xd, out, cols, ncols_pad)  # noqa: E731
             launch()
             check(f"candle {cols}", x_host, out.to_host())
-            report(f"f32 rows of {cols} [candle's launch]", timed(torch, launch))
+            report(f"f32 rows of {cols} [candle's launch]", back_to_back(torch, launch))
         else:
             print(f"f32 rows of {cols} [candle's launch]: needs {ncols_pad * 4 // 1024} KiB of shared memory "
                   f"(48 KiB without opt-in): candle cannot launch it")

@@ -9,12 +9,17 @@ descending, as torch), and a bitonic network over that order is a stable sort un
 candle's launch (one block a row, ``min(ncols_pad, 1024)`` threads, ``ncols_pad * 4`` bytes of dynamic
 shared memory holding the row's indices, each comparison reading its keys from ``x``) is served by
 ``asort``. The wrappers (``argsort``, ``sort``, ``topk``) launch their own kernels: ``sort_rows_*``
-sorts rows of up to ``MAX_RUN`` columns held ``HELD`` a thread in registers, as u64 *words* (key above
-column for keys of up to 32 bits; 64-bit keys travel beside their columns): pairs closer than
-``HELD`` within a thread, within a wave by lane shuffles, farther through shared memory (``held_sort``),
-several short rows a block. Longer rows are sorted in runs of ``MAX_RUN`` (``sort_runs_*``) and
-merged pairwise, one ``merge_runs_*`` pass per doubling, each element placed by a binary search in
-the other run (any length, any row count).
+sorts rows of up to ``max_run`` columns (8192 for keys of up to 32 bits, 4096 for 64-bit keys) held
+``HELD`` a thread in registers, as u64 *words* (key above column for keys of up to 32 bits; 64-bit
+keys travel beside their columns). A row within one wave is sorted by a bitonic network (pairs closer
+than ``HELD`` within a thread, the others by lane shuffles: ``held_sort``), several rows a block; a
+row of several waves by merging (``merge_sort_held``): each thread's words sorted in registers, then
+rounds that merge pairs of sorted sequences through shared memory, each thread placing ``HELD``
+words found by a binary search along its diagonal (merge path). Longer rows are sorted in runs
+(``sort_runs_*``) and merged pairwise, one pass per doubling: ``merge_tiles_*`` (a block a tile of
+the merged words, read into shared memory and merged as a block round does) for keys of up to 32
+bits, ``merge_runs_*`` (each element placed by a binary search in the other run) for 64-bit keys and
+short runs (any length, any row count).
 """
 from __future__ import annotations
 
@@ -114,56 +119,19 @@ def word_precedes(wa: u64, ca: u32, wb: u64, cb: u32, *, packed) -> bool:
 
 
 @pk.func
-def shared_stages(sw: Ptr[u64], sc: Ptr[u32], k: u32, j: u32, last: u32, size: u32, t: u32, nt: u32, *, packed):
-    """Bitonic stages ``j, j/2, ... > last`` of merge ``k`` over ``size`` words in shared memory, a
-    barrier after each; ``nt`` threads cover the ``size / 2`` pairs of a stage."""
-    while j > last:
-        for q in range(t, size // 2, nt):
-            a = pair_low(q, j)
-            b = a + j
-            wa = sw[a]
-            wb = sw[b]
-            ca: u32 = 0
-            cb: u32 = 0
-            if not packed:
-                ca = sc[a]
-                cb = sc[b]
-            if word_precedes(wb, cb, wa, ca, packed=packed) == ((a & k) == 0):  # out of order here
-                sw[a] = wb
-                sw[b] = wa
-                if not packed:
-                    sc[a] = cb
-                    sc[b] = ca
-        pk.syncthreads()
-        j //= 2
-
-
-@pk.func
 def held_sort(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], t: u32, nt: u32, *, packed):
     """Sort the ``nt * HELD`` words a row's ``nt`` threads hold, ``HELD`` each (``w``, and the columns
-    ``c`` for 64-bit keys), by a bitonic network: pairs closer than ``HELD`` within the thread's
-    registers, pairs within a wave by lane shuffles, farther ones through shared memory (``sw``,
-    ``sc``: ``nt * HELD`` each, used only when the row spans several waves). Every thread of the
-    block calls it; a row's threads are consecutive lanes (``block_dim.x`` of them)."""
-    size = nt * HELD
-    span = min(nt, u32(pk.wave_size)) * HELD  # pairs closer than this are within one wave
+    ``c`` for 64-bit keys). A row within one wave by a bitonic network: pairs closer than ``HELD``
+    within the thread's registers, the others by lane shuffles (no barrier, no shared memory); a row
+    of several waves by merging through shared memory (``merge_sort_held``; ``sw``, ``sc``: ``nt *
+    HELD`` each). Every thread of the block calls it; a row's threads are consecutive lanes
+    (``block_dim.x`` of them)."""
+    if nt > u32(pk.wave_size):
+        merge_sort_held(w, c, sw, sc, t, nt, packed=packed)
+        return
     k: u32 = 2
-    while k <= size:
-        j = k // 2
-        if j >= span:
-            pk.syncthreads()  # every thread has read the last merge's words
-            for s in pk.static_range(HELD):
-                sw[t * HELD + s] = w[s]
-                if not packed:
-                    sc[t * HELD + s] = c[s]
-            pk.syncthreads()
-            shared_stages(sw, sc, k, j, span // 2, size, t, nt, packed=packed)
-            j = span // 2
-            for s in pk.static_range(HELD):
-                w[s] = sw[t * HELD + s]
-                if not packed:
-                    c[s] = sc[t * HELD + s]
-        lane_stages(w, c, t, k, j, HELD, packed=packed)
+    while k <= nt * HELD:
+        lane_stages(w, c, t, k, k // 2, HELD, packed=packed)
         thread_stages(w, c, t, k, HELD, packed=packed)
         k *= 2
 
@@ -212,6 +180,118 @@ def thread_stages(w: Ptr[u64], c: Ptr[u32], t: u32, k: u32, held: u32, *, packed
                 if (s & (HELD >> (h + 1))) == 0:
                     if s < held:
                         exchange_held(w, c, ((t * held + s) & k) == 0, a=s, b=s + (HELD >> (h + 1)), packed=packed)
+
+
+#: the largest word (no element's): an exhausted sequence's head in a merge. Elements' words are
+#: smaller: packed words have a column below 2**31 in their low half; 64-bit keys pair it with LAST_COLUMN
+NO_WORD = 0xFFFFFFFFFFFFFFFF
+LAST_COLUMN = 0xFFFFFFFF
+
+
+@pk.func
+def slot(p: u32) -> u32:
+    """Where position ``p`` of a row's words lives in shared memory: bits 0-2 swizzled with bits 4-6,
+    a permutation within each aligned group of ``HELD``, so that the ``HELD`` words of consecutive
+    threads (a thread stride of ``HELD`` words) meet no bank twice in a half-wave's 64-bit access,
+    with no padding."""
+    return p ^ ((p >> 4) & u32(HELD - 1))
+
+
+@pk.func
+def sort_thread(w: Ptr[u64], c: Ptr[u32], *, packed):
+    """The thread's ``HELD`` words sorted ascending in its registers (a bitonic network)."""
+    for kb in pk.static_range(HELD_BITS):
+        for jb in pk.static_range(HELD_BITS):
+            if jb <= kb:
+                for s in pk.static_range(HELD):
+                    if (s & ((1 << kb) >> jb)) == 0:
+                        exchange_held(w, c, kb == HELD_BITS - 1 or (s & (2 << kb)) == 0, a=s,
+                                      b=s + ((1 << kb) >> jb), packed=packed)
+
+
+@pk.func
+def merge_step(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], a0: u32, na: u32, b0: u32, nb: u32,
+               diag: u32, *, packed):
+    """Words ``diag .. diag + HELD - 1`` of the merge of the sorted sequences at positions ``a0 .. a0 +
+    na`` and ``b0 .. b0 + nb`` of shared ``sw`` (``slot``-placed; ``sc`` their columns for 64-bit
+    keys) into ``w``/``c``: how many come from the first, by a binary search along the diagonal
+    (merge path), then ``HELD`` steps of a serial merge. Words are distinct, so the merge is exact
+    and, ordered by (key, column), stable; past both sequences it yields ``NO_WORD``."""
+    lo = diag - min(diag, nb)
+    hi = min(diag, na)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        pa = slot(a0 + mid)
+        pb = slot(b0 + diag - 1 - mid)
+        qa: u32 = 0
+        qb: u32 = 0
+        if not packed:
+            qa = sc[pa]
+            qb = sc[pb]
+        if word_precedes(sw[pa], qa, sw[pb], qb, packed=packed):
+            lo = mid + 1
+        else:
+            hi = mid
+    ia = a0 + lo
+    ib = b0 + diag - lo
+    ea = a0 + na
+    eb = b0 + nb
+    pa = slot(min(ia, ea - 1))
+    pb = slot(min(ib, eb - 1))
+    wa = pk.select(ia < ea, sw[pa], u64(NO_WORD))
+    wb = pk.select(ib < eb, sw[pb], u64(NO_WORD))
+    ca: u32 = LAST_COLUMN
+    cb: u32 = LAST_COLUMN
+    if not packed:
+        ca = pk.select(ia < ea, sc[pa], ca)
+        cb = pk.select(ib < eb, sc[pb], cb)
+    for s in pk.static_range(HELD):
+        take = word_precedes(wa, ca, wb, cb, packed=packed)
+        w[s] = pk.select(take, wa, wb)
+        if not packed:
+            c[s] = pk.select(take, ca, cb)
+        if s < HELD - 1:  # the next head of the sequence taken from
+            ia = pk.select(take, ia + 1, ia)
+            ib = pk.select(take, ib, ib + 1)
+            q = pk.select(take, ia, ib)
+            e = pk.select(take, ea, eb)
+            p = slot(min(q, e - 1))
+            v = pk.select(q < e, sw[p], u64(NO_WORD))
+            wa = pk.select(take, v, wa)
+            wb = pk.select(take, wb, v)
+            if not packed:
+                vc = pk.select(q < e, sc[p], u32(LAST_COLUMN))
+                ca = pk.select(take, vc, ca)
+                cb = pk.select(take, cb, vc)
+
+
+@pk.func
+def store_held(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], t: u32, *, packed):
+    """The thread's words (positions ``t * HELD + s``) into shared memory at their slots."""
+    for s in pk.static_range(HELD):
+        p = slot(t * HELD + s)
+        sw[p] = w[s]
+        if not packed:
+            sc[p] = c[s]
+
+
+@pk.func
+def merge_sort_held(w: Ptr[u64], c: Ptr[u32], sw: Ptr[u64], sc: Ptr[u32], t: u32, nt: u32, *, packed):
+    """``held_sort`` by merging, for rows of several waves: each thread's ``HELD`` words sorted in its
+    registers, then rounds through shared memory (``sw``, ``sc``: ``nt * HELD`` each) that merge
+    pairs of sorted sequences of ``width`` words into ``2 * width``, thread ``t`` producing positions
+    ``t * HELD ...`` of its pair (``merge_step``). n log n comparisons where the bitonic network
+    makes n log² n / 2, and a round's exchanges are in shared memory rather than lane shuffles."""
+    sort_thread(w, c, packed=packed)
+    size = nt * HELD
+    width: u32 = HELD
+    while width < size:
+        pk.syncthreads()  # every thread has read the last round's words
+        store_held(w, c, sw, sc, t, packed=packed)
+        pk.syncthreads()
+        base = (t * HELD) & ~(2 * width - 1)
+        merge_step(w, c, sw, sc, base, width, base + width, width, t * HELD - base, packed=packed)
+        width *= 2
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -500,6 +580,76 @@ def merge_pairs_last(total: usize, ncols: u32, run: u32, keys_in: ConstPtr[u64],
         dst[merged_place(i, ncols, run, keys_in, cols_in, packed=False)] = cols_in[i]
 
 
+#: threads a block of ``merge_tiles``; each places HELD words of the merged runs
+MERGE_THREADS = 256
+#: merged words a block of ``merge_tiles`` places
+TILE = MERGE_THREADS * HELD
+
+
+@pk.func
+def split(words: ConstPtr[u64], a0: usize, na: u32, b0: usize, nb: u32, diag: u32) -> u32:
+    """How many of the first ``diag`` words of the merge of the sorted (distinct) ``words[a0 .. a0 +
+    na]`` and ``words[b0 .. b0 + nb]`` come from the first (merge path: a binary search along the
+    diagonal)."""
+    lo = diag - min(diag, nb)
+    hi = min(diag, na)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if words[a0 + usize(mid)] < words[b0 + usize(diag - 1 - mid)]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@pk.kernel
+def merge_tiles(ncols: u32, run: u32, words_in: ConstPtr[u64], words_out: Ptr[u64], dst: Ptr[u32], *, last):
+    """One merge pass over words (keys of up to 32 bits) with ``2 * run >= TILE``: runs of ``run``
+    columns merged pairwise into ``2 * run``, ``TILE`` merged words a block of ``MERGE_THREADS``
+    (block ``b``: tile ``b % tiles`` of row ``b // tiles``). Two threads find where the tile's first
+    and last merged words come from (``split``, in global memory); the block reads those stretches of
+    both runs into shared memory (contiguous loads), each thread merges ``HELD`` of them
+    (``merge_step``) and the tile leaves through shared memory (contiguous stores): the words, or for
+    the ``last`` pass only their columns, into ``dst``. Dynamic shared memory: ``TILE`` words and two
+    u32."""
+    tiles = (ncols + u32(TILE - 1)) // u32(TILE)
+    b = pk.block_idx.x
+    row = usize(b // tiles)
+    o0 = (b % tiles) * u32(TILE)
+    n = min(u32(TILE), ncols - o0)
+    base = o0 & ~(2 * run - 1)  # the merged pair's first column
+    na = min(run, ncols - base)
+    nb = min(run, ncols - base - na)
+    a0 = row * usize(ncols) + usize(base)
+    b0 = a0 + usize(na)
+    sm = pk.shared.dynamic(u64)
+    splits = pk.bitcast(sm + usize(TILE), Ptr[u32])
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    if t < 2:
+        splits[t] = split(words_in, a0, na, b0, nb, o0 - base + pk.select(t == 0, u32(0), n))
+    pk.syncthreads()
+    i0 = splits[0]
+    la = splits[1] - i0  # the tile's words from the first run; n - la from the second
+    from_a = a0 + usize(i0)
+    from_b = b0 + usize(o0 - base - i0)
+    for q in range(t, n, nt):
+        sm[slot(q)] = words_in[from_a + usize(q)] if q < la else words_in[from_b + usize(q - la)]
+    pk.syncthreads()
+    w = pk.local.array(HELD, u64)
+    c = pk.local.array(HELD, u32)
+    merge_step(w, c, sm, pk.bitcast(sm, Ptr[u32]), 0, la, la, n - la, min(t * HELD, n), packed=True)
+    pk.syncthreads()
+    store_held(w, c, sm, pk.bitcast(sm, Ptr[u32]), t, packed=True)
+    pk.syncthreads()
+    out = row * usize(ncols) + usize(o0)
+    for q in range(t, n, nt):
+        if last:
+            dst[out + usize(q)] = u32(sm[slot(q)] & 0xFFFFFFFF)
+        else:
+            words_out[out + usize(q)] = sm[slot(q)]
+
+
 @pk.kernel
 def take_rows(total: usize, ncols: u32, k: u32, x: ConstPtr[T], order: ConstPtr[u32], values: Ptr[T], *, T):
     """``values[r, c] = x[r, order[r, c]]`` for the first ``k`` columns of each row of ``order`` (rows
@@ -535,6 +685,9 @@ for _name, _kernel in (("merge_runs_u32", merge_words), ("merge_last_u32", merge
                        ("merge_runs_u64", merge_pairs), ("merge_last_u64", merge_pairs_last)):
     SORT_EXTRAS.append(_name)
     SORT.add(_kernel.instance(_name))
+for _last in (False, True):
+    SORT_EXTRAS.append("merge_tiles_last_u32" if _last else "merge_tiles_u32")
+    SORT.add(merge_tiles.instance(SORT_EXTRAS[-1], last=_last))
 SORT_EXTRAS.append("take_columns_u32")
 SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
 
@@ -542,10 +695,18 @@ SORT.add(take_columns.instance(SORT_EXTRAS[-1]))
 # ---------------------------------------------------------------------------------------------------
 # host wrappers
 # ---------------------------------------------------------------------------------------------------
-#: the longest row (or run of a longer row) one block sorts: 512 threads holding HELD each; where it
-#: spans several waves it exchanges through 32 KiB of shared memory (u64 words) for keys of up to 32
-#: bits, 48 KiB for 64-bit keys (words and columns): what every target gives a block without opt-in
-MAX_RUN = 4096
+#: the longest row (or run of a longer row) one block sorts: 1024 threads holding HELD each, 64 KiB of
+#: shared memory for keys of up to 32 bits (u64 words), 4096 for 64-bit keys (48 KiB of words and
+#: columns): what every target lets a block have (CUDA past 48 KiB by the runtime's opt-in)
+MAX_RUN = 8192
+MAX_RUN_WIDE = 4096
+
+
+def max_run(dtype) -> int:
+    """The longest row one block of the wrappers sorts for this dtype."""
+    return MAX_RUN if key_type(dtype) is u32 else MAX_RUN_WIDE
+
+
 #: threads a block of ``sort_rows_*`` holding several short rows (one row per ``block_dim.x`` threads)
 ROW_BLOCK = 256
 #: indices are u32 (candle's); a row longer than this cannot be described
@@ -627,11 +788,13 @@ def rows_launch(rows: int, ncols: int, dtype) -> tuple[tuple, tuple, None, int]:
     return (-(-rows // per_block), 1, 1), (threads, per_block, 1), None, shared
 
 
-def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
+def sort_rows(x, descending: bool = False, run: int | None = None):
     """The wrappers' argsort of the rows of contiguous ``x`` (any length): rows of up to ``run`` columns
-    by ``sort_rows_*`` (several a block when short), longer ones sorted in runs of ``run`` (a power of
-    two) by ``sort_runs_*`` and merged pairwise, one ``merge_runs`` pass per doubling."""
-    if run < 1 or run & (run - 1) or run > HELD * 1024:
+    (a power of two; ``max_run`` by default) by ``sort_rows_*`` (several a block when short), longer
+    ones sorted in runs of ``run`` by ``sort_runs_*`` and merged pairwise, one pass per doubling:
+    ``merge_tiles`` (a block a tile of merged words) for keys of up to 32 bits and runs of at least
+    half a tile, else ``merge_runs`` (a thread an element)."""
+    if run is not None and (run < 1 or run & (run - 1) or run > HELD * 1024):
         raise ValueError(f"sort_rows: run must be a power of two up to {HELD * 1024} (a block's {HELD} "
                          f"elements a thread), got {run}")
     x = as_device_array(x)
@@ -647,6 +810,8 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     rows = x.size // ncols
     key = key_type(x.dtype)
     direction = "desc" if descending else "asc"
+    if run is None:
+        run = max_run(x.dtype)
     if ncols <= run:
         fn = dev.get_or_load_func(kernel_name(f"sort_rows_{direction}", x.dtype), SORT)
         fn[rows_launch(rows, ncols, x.dtype)](x, rows, ncols, out)
@@ -660,14 +825,22 @@ def sort_rows(x, descending: bool = False, run: int = MAX_RUN):
     fn = dev.get_or_load_func(kernel_name(f"sort_runs_{direction}", x.dtype), SORT)
     fn[(rows * -(-ncols // run), 1, 1), (threads, 1, 1), None, shared](x, ncols, run, *outs())
     grid, block = launch_stream(x.size, words[0])
-    while 2 * run < ncols:
-        merge = dev.get_or_load_func(kernel_name("merge_runs", key), SORT)
-        merge[grid, block](x.size, ncols, run, *outs(), *([words[1]] if packed else [words[1], cols[1]]))
+    tiles = ((rows * -(-ncols // TILE), 1, 1), (MERGE_THREADS, 1, 1), None, TILE * 8 + 8)
+    while True:
+        last = 2 * run >= ncols
+        if packed and 2 * run >= TILE:
+            merge = dev.get_or_load_func("merge_tiles_last_u32" if last else "merge_tiles_u32", SORT)
+            merge[tiles](ncols, run, words[0], words[1], out)
+        elif last:
+            dev.get_or_load_func(kernel_name("merge_last", key), SORT)[grid, block](x.size, ncols, run, *outs(), out)
+        else:
+            merge = dev.get_or_load_func(kernel_name("merge_runs", key), SORT)
+            merge[grid, block](x.size, ncols, run, *outs(), *([words[1]] if packed else [words[1], cols[1]]))
+        if last:
+            return out
         words.reverse()
         cols.reverse()
         run *= 2
-    dev.get_or_load_func(kernel_name("merge_last", key), SORT)[grid, block](x.size, ncols, run, *outs(), out)
-    return out
 
 
 def _argsort_rows(x, dim: int, descending: bool, candle_shape: bool, what: str):

@@ -16,7 +16,8 @@ from stdlib_kernels import SORT, kernel_name, sort
 from _elementwise import ABI, RNG, abi_mismatches, assert_bits, random, specials
 from tests.conftest import GPU_KINDS
 
-#: row lengths; past ``sort.MAX_RUN`` (4097, 8192) the wrappers sort runs and merge them
+#: row lengths; past ``sort.max_run`` (4096 columns for 64-bit keys: 4097, 8192) the wrappers sort
+#: runs and merge them; rows of several waves (past 256 columns) are sorted by merge rounds
 SIZES = (1, 2, 3, 31, 1000, 1024, 1025, 4097, 8192)
 DTYPES = sort.DTYPES
 
@@ -112,12 +113,25 @@ def test_argsort_wrapper(wave_device, dtype, descending):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_multi_pass(wave_device, dtype):
-    """Rows longer than a run, with small runs: many merge passes, odd run counts and short last runs."""
-    for n, run in ((1000, 64), (1025, 256), (37, 2), (33, 1), (4097, 1024), (300, 128)):
+    """Rows longer than a run, with small runs: many merge passes, odd run counts and short last runs;
+    runs of at least half a ``merge_tiles`` tile (1024 and up) take it for keys of up to 32 bits:
+    tiles that straddle both runs, a last pair without a second run, a short last tile."""
+    for n, run in ((1000, 64), (1025, 256), (37, 2), (33, 1), (4097, 1024), (300, 128), (2049, 1024),
+                   (9000, 1024), (5000, 2048)):
         x = row_data(dtype, 3, n)
         for descending in (False, True):
             got = sort.sort_rows(wave_device.to_device(x), descending, run=run).to_host()
             assert (got == expected_order(x, descending)).all(), f"{n} columns, runs of {run}"
+
+
+@pytest.mark.parametrize("dtype", [pk.f32, pk.u8, pk.i64], ids=str)
+def test_long_rows_default_runs(wave_device, dtype):
+    """Rows past ``max_run`` with the wrappers' own runs (8192 for keys of up to 32 bits: one block of
+    1024 threads and 64 KiB of shared memory a run), merged by ``merge_tiles`` or ``merge_runs``."""
+    x = row_data(dtype, 2, 17000)
+    for descending in (False, True):
+        got = sort.argsort(wave_device.to_device(x), descending=descending).to_host()
+        assert (got == expected_order(x, descending)).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
