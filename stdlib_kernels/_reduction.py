@@ -184,9 +184,9 @@ def block_merge(x: V, w: Ptr[W], sv: Ptr[S], sw: Ptr[R], t: u32, nt: u32, *, mer
     its result into shared memory (``sv``: MAX_WAVES primary values; ``sw``: a plane of MAX_WAVES
     for each extra), one barrier, then the waves' results merged as ``gather`` says (EVERY_WAVE,
     WHOLE_WAVES, FIRST_WAVE). ``free``: a second barrier frees the planes for the caller's next use.
-    Returns the primary value; the extras are in ``w``. All threads call it. A block of several
-    waves whose last wave is partial gets a wrong total in that wave when it has fewer lanes than
-    the block has waves (33 threads at a wave of 32): the launchers refuse such blocks."""
+    Returns the primary value; the extras are in ``w``. All threads call it. Any block size works:
+    a partial last wave with fewer lanes than the block has waves (33 threads at a wave of 32) cannot
+    hold a wave's result a lane, so it takes wave 0's (two more barriers, in such blocks alone)."""
     lane = t % pk.wave_size
     wid = t // pk.wave_size
     present = min(nt - wid * pk.wave_size, pk.u32(pk.wave_size))
@@ -214,6 +214,19 @@ def block_merge(x: V, w: Ptr[W], sv: Ptr[S], sw: Ptr[R], t: u32, nt: u32, *, mer
             elif gather == WHOLE_WAVES and merge.identity is None:
                 x = sv[0]  # an idempotent merge's neutral value: one of the operands
             x = wave_step(x, w, lane, nw, present, merge=merge, gather=gather)
+            if nt % pk.wave_size != 0 and nt % pk.wave_size < nw:
+                # the partial last wave has fewer lanes than the block has waves (33 threads at a wave
+                # of 32) and merged only some: it takes wave 0's result (a full wave's) through slot 0
+                pk.syncthreads()
+                if t == 0:
+                    sv[0] = x
+                    for k in pk.static_range(merge.extras):
+                        sw[k * MAX_WAVES] = w[k]
+                pk.syncthreads()
+                if present < nw:
+                    x = sv[0]
+                    for k in pk.static_range(merge.extras):
+                        w[k] = sw[k * MAX_WAVES]
         if free:
             pk.syncthreads()
     if gather == WHOLE_WAVES:

@@ -114,17 +114,6 @@ def _block_threads(value, what: str) -> int:
     return int(value)
 
 
-def _whole_waves(threads: int, wave: int, what: str) -> int:
-    """A block that softmax and the norms reduce over correctly: the block reduction's last wave, when
-    partial, must have at least as many lanes as the block has waves (it merges every wave's partial
-    itself; 33 threads at a wave of 32 would give its thread a wrong total)."""
-    waves, last = -(-threads // wave), threads % wave
-    if threads > wave and 0 < last < waves:
-        raise ValueError(f"{what} of {threads} threads has {waves} waves of {wave} but a last wave of {last}: "
-                         f"use whole waves (a multiple of {wave}) or a last wave of {waves} or more")
-    return threads
-
-
 def _rows_input(x, name: str, scalar: bool = False):
     """The input of softmax and the norms: contiguous, of a float dtype, with a last dim (softmax:
     ``scalar``, a 0-d array is one row of one element)."""
@@ -303,7 +292,6 @@ def softmax_last_dim(x, block=None):
     x = _rows_input(x, "softmax", scalar=True)
     if block is not None:
         block = _softmax_block_arg(block)
-        _whole_waves(block[1], x.device.target.wave_size, "softmax block's n")
     out = x.device.empty(x.shape, x.dtype)
     n_cols = x.shape[-1] if x.ndim else 1
     rows = x.size // n_cols if n_cols else 0
@@ -351,8 +339,7 @@ def _norm_launch(name, x, params, eps, block_size=None):
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"{name} eps must be a float, got {eps!r}")
     if block_size is not None:
-        block_size = _whole_waves(_block_threads(block_size, f"{name} block_size"), x.device.target.wave_size,
-                                  f"{name} block_size")
+        block_size = _block_threads(block_size, f"{name} block_size")
     if n_cols >= 2**31:
         raise ValueError(f"{name} rows hold fewer than 2**31 elements, got {n_cols}")
     out = x.device.empty(x.shape, x.dtype)
