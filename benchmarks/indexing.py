@@ -2,16 +2,19 @@
 
 Run on the GPU machine:  python benchmarks/indexing.py [--size-log2 26]
 
-Cases (f32 values, i64 ids as torch takes them): index_select of 1 KiB rows (an embedding lookup),
-gather along dim 1 with random ids, scatter_add_ along dim 1 and index_add_ along dim 0. Each is
-timed through the Python wrapper (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off:
-the host check of the ids is a device-to-host copy, not the kernel; scatter_add_/index_add_ also with
-``deterministic=False``, the atomic kernels torch's own are like; index_add_'s deterministic wrapper
-copies the ids back and sorts them on the host, which its time includes) and with candle's exact
+Cases (f32 values, i64 ids as torch takes them): index_select of 1 KiB and 256 B rows (an embedding
+lookup; 64 MiB tables, and a 512 MiB one), gather along dim 1 with random ids, scatter_add_ along dim 1
+and index_add_ along dim 0. Each is timed through the Python wrapper (``stdlib_kernels.indexing``, its
+own launch, ``check_ids`` off: the host check of the ids is a device-to-host copy, not the kernel;
+the deterministic scatter_add_/index_add_ include their ids' device sort), scatter_add_ also with
+``deterministic=False`` and index_add_ by its atomic kernel (the atomic adds torch's own are like),
+and with candle's exact
 launch (cudarc's ``for_num_elems``: ``ceil(n/1024)`` blocks of 1024 over the elements for ``is``/
 ``gather``, over the (pre, post) columns for ``ia``/``sa``; candle's arguments, ``info`` always
-passed for ``is``). Times are CUDA-event medians (``gpu.timed``); bandwidth counts the bytes a kernel
-must move (read + written once, ids included) against the copy bandwidth measured in this run.
+passed for ``is``). Times are CUDA-event medians of 10 back-to-back calls (``sort.back_to_back``: the
+GPU's time, not the host's to issue one call), torch's likewise; bandwidth counts the bytes a kernel
+must move (read + written once, ids included) against the copy bandwidth measured in this run the
+same way. ``--sweep`` also times index_select under other grid caps (``SELECT_BLOCKS_PER_SM``).
 """
 from __future__ import annotations
 
@@ -22,7 +25,30 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu import Bench  # noqa: E402
+from sort import back_to_back  # noqa: E402
+
+
+class Bench:
+    """Cases timed back to back (pykern's and torch's alike), as % of this run's copy bandwidth."""
+
+    def __init__(self, torch, dev, n: int):
+        self.torch, self.dev, self.n = torch, dev, n
+        self.rows: list[tuple] = []
+        x = torch.randn(n, device="cuda")
+        y = torch.empty_like(x)
+        self.copy_bw = 2 * x.nbytes / back_to_back(torch, lambda: y.copy_(x))
+        print(f"{dev.name}: copy bandwidth {self.copy_bw / 1e12:.2f} TB/s  (n = {n:,})")
+        print(f"{'case':44} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+
+    def case(self, label: str, nbytes: int, ours, theirs, slow: bool = False) -> None:
+        """``slow``: ours takes milliseconds (candle's column walks): 5 single calls."""
+        t_ours = back_to_back(self.torch, ours, *((1, 5) if slow else ()))
+        t_theirs = back_to_back(self.torch, theirs)
+        bw = nbytes / t_ours
+        ratio = t_theirs / t_ours  # > 1: pykern faster
+        self.rows.append((label, t_ours, t_theirs, ratio))
+        print(f"{label:44} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
+              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
 
 
 def wrap(dev, t):
@@ -37,24 +63,32 @@ def candle_grid(n: int) -> tuple[int, int]:
     return max(1, -(-n // 1024)), 1024
 
 
-def index_select_case(b: Bench, row_bytes: int = 1024) -> None:
+def index_select_case(b: Bench, row_bytes: int = 1024, sweep: bool = False, table_log2: int = 26) -> None:
     from stdlib_kernels import INDEXING
     from stdlib_kernels import indexing as ix
     torch, dev = b.torch, b.dev
     hidden = row_bytes // 4
-    vocab = 1 << 16
+    vocab = (1 << table_log2) // row_bytes  # a 64 MiB table by default: about the L2's size
     rows = b.n // hidden  # output rows
     table = torch.randn(vocab, hidden, device="cuda")
     ids = torch.randint(0, vocab, (rows,), device="cuda", dtype=torch.int64)
     out = torch.empty(rows, hidden, device="cuda")
     nbytes = 2 * out.nbytes + ids.nbytes
     tw, iw = wrap(dev, table), wrap(dev, ids)
-    b.case(f"index_select {row_bytes} B rows [wrapper]", nbytes,
+    label = f"index_select {row_bytes} B rows" + (f", {1 << table_log2 - 20} MiB table" if table_log2 != 26 else "")
+    b.case(f"{label} [wrapper]", nbytes,
            lambda: ix.index_select(tw, iw, 0, check_ids=False), lambda: torch.index_select(table, 0, ids))
+    if sweep and hasattr(ix, "SELECT_BLOCKS_PER_SM"):
+        keep = ix.SELECT_BLOCKS_PER_SM
+        for per_sm in (4, 16, 64, 1 << 20):
+            ix.SELECT_BLOCKS_PER_SM = per_sm
+            b.case(f"{label} [{per_sm} blocks/SM]", nbytes,
+                   lambda: ix.index_select(tw, iw, 0, check_ids=False), lambda: torch.index_select(table, 0, ids))
+        ix.SELECT_BLOCKS_PER_SM = keep
     f = dev.get_or_load_func("is_i64_f32", INDEXING)
     info = dev.to_device(np.array([rows, 1], np.uint64))
     n = out.numel()
-    b.case(f"index_select {row_bytes} B rows [candle]", nbytes,
+    b.case(f"{label} [candle]", nbytes,
            lambda: f[candle_grid(n)](n, 1, info, ids.data_ptr(), table.data_ptr(), out.data_ptr(), 1, vocab, rows,
                                      hidden),
            lambda: torch.index_select(table, 0, ids, out=out))
@@ -102,7 +136,7 @@ def scatter_add_case(b: Bench) -> None:
     f = dev.get_or_load_func("sa_i64_f32", INDEXING)
     b.case("scatter_add_ dim 1 [candle]", nbytes,
            lambda: f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1),
-           lambda: x.scatter_add_(1, ids, src))
+           lambda: x.scatter_add_(1, ids, src), slow=True)
     x.zero_()
     ix.scatter_add(xw, 1, iw, sw, check_ids=False)
     want = torch.zeros_like(x).scatter_add_(1, ids, src)
@@ -112,6 +146,7 @@ def scatter_add_case(b: Bench) -> None:
 def index_add_case(b: Bench) -> None:
     from stdlib_kernels import INDEXING
     from stdlib_kernels import indexing as ix
+    from stdlib_kernels._common import launch_stream
     torch, dev = b.torch, b.dev
     cols = 1024
     n_src = b.n // cols
@@ -123,13 +158,15 @@ def index_add_case(b: Bench) -> None:
     xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
     b.case("index_add_ dim 0 [wrapper]", nbytes, lambda: ix.index_add(xw, 0, iw, sw, check_ids=False),
            lambda: x.index_add_(0, ids, src))
-    b.case("index_add_ dim 0 [wrapper, atomics]", nbytes,
-           lambda: ix.index_add(xw, 0, iw, sw, check_ids=False, deterministic=False),
+    fa = dev.get_or_load_func("ia_atomic_i64_f32", INDEXING)  # the wrapper's atomic launch, which it
+    grid = launch_stream(src.numel(), sw, xw)  # takes for rows shorter than SORTED_MIN_ROW (or floats with
+    b.case("index_add_ dim 0 [atomics]", nbytes,  # deterministic=False)
+           lambda: fa[grid](src.numel(), iw, n_src, sw, xw, n_src, dst_rows, cols),
            lambda: x.index_add_(0, ids, src))
     f = dev.get_or_load_func("ia_i64_f32", INDEXING)
     b.case("index_add_ dim 0 [candle]", nbytes,
            lambda: f[candle_grid(cols)](ids.data_ptr(), n_src, src.data_ptr(), x.data_ptr(), 1, n_src, dst_rows, cols),
-           lambda: x.index_add_(0, ids, src))
+           lambda: x.index_add_(0, ids, src), slow=True)
     x.zero_()
     ix.index_add(xw, 0, iw, sw, check_ids=False)
     want = torch.zeros_like(x).index_add_(0, ids, src)
@@ -139,6 +176,8 @@ def index_add_case(b: Bench) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=26, help="elements of the output / source")
+    ap.add_argument("--sweep", action="store_true", help="index_select under other grid caps too")
+    ap.add_argument("--only-select", action="store_true", help="only the index_select cases")
     args = ap.parse_args()
     import torch
 
@@ -147,7 +186,10 @@ def main() -> None:
         sys.exit("benchmarks/indexing.py needs a CUDA GPU")
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), 1 << args.size_log2)
-    for case in (index_select_case, gather_case, scatter_add_case, index_add_case):
+    index_select_case(b, sweep=args.sweep)
+    index_select_case(b, row_bytes=256)
+    index_select_case(b, table_log2=29)
+    for case in () if args.only_select else (gather_case, scatter_add_case, index_add_case):
         case(b)
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")

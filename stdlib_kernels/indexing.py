@@ -14,8 +14,11 @@ Semantics follow candle's CPU backend where its CUDA kernels differ (docs/compat
   candle does: no atomics, the same result on every run; ``s`` keeps the last write of a duplicate.
 
 The wrappers (below the kernels) also have kernels of their own that candle never asks for:
-``is_rows_*`` copies whole rows, and ``sa_atomic_*``/``ia_atomic_*`` add with one thread per source
-element where the order of the adds cannot matter (integers) or the caller allows it.
+``is_words_*``/``is_rows_*`` copy whole rows, ``gather_shared_*`` gathers from a row staged in
+shared memory, ``ia_sorted_*``/``sa_sorted_*`` add in candle's order with the ids' positions
+(``ids_positions_*``) argsorted on the device, and ``sa_atomic_*``/``ia_atomic_*`` add with one
+thread per source element where the order of the adds cannot matter (integers) or the caller allows
+it.
 """
 from __future__ import annotations
 
@@ -26,8 +29,10 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 
-from . import INDEXING, kernel_name
-from ._common import as_device_array, is_contiguous, launch_1d, launch_stream, strided_index
+from pykern.runtime.array import DeviceArray
+
+from . import INDEXING, kernel_name, sort
+from ._common import STREAM_BLOCK, as_device_array, is_contiguous, launch_1d, launch_stream, strided_index
 from .conv import div_by, divisor_magic
 from .unary import copy as contiguous_copy
 
@@ -46,6 +51,8 @@ U32_LIMIT = 0xFFFFFFFF
 #: thread keeps the divisions); the wrappers launch GATHER_TILES tiles a thread
 GATHER_MAGIC_MIN = 8
 GATHER_TILES = 4
+#: u64 words a thread of ``select_words`` moves per row it visits
+ROW_WORDS = 8
 
 
 @pk.func
@@ -219,6 +226,146 @@ def index_add_segments(order: ConstPtr[usize], starts: ConstPtr[usize], rows: Co
         out[dst] = acc
 
 
+@pk.func
+def move_row_words(g: W, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize, ids_dim: W,
+                   row_words: pk.u32, per_row: W, *, W):
+    """Chunk ``g`` of an index_select by u64 words: output row ``g / per_row``, its words ``w, w +
+    per_row, ...`` (``w = g % per_row``; ``ROW_WORDS`` of them), all loaded before any is stored."""
+    r = g // per_row
+    w = pk.u32(g - r * per_row)
+    k = position(ids[usize(r % ids_dim)], src_dim)
+    src = inp + (usize(r // ids_dim) * src_dim + pk.select(k < src_dim, k, usize(0))) * usize(row_words)
+    dst = out + usize(r) * usize(row_words)
+    v = pk.local.array(ROW_WORDS, pk.u64)
+    for s in pk.static_range(ROW_WORDS):
+        j = w + pk.u32(s) * pk.u32(per_row)
+        v[s] = src[j] if j < row_words and k < src_dim else pk.u64(0)
+    for s in pk.static_range(ROW_WORDS):
+        j = w + pk.u32(s) * pk.u32(per_row)
+        if j < row_words:
+            dst[j] = v[s]
+
+
+@pk.kernel
+def select_words(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
+                 ids_dim: usize, row_words: pk.u32, *, I):
+    """index_select of whole rows moved as u64 words (the wrappers' launch for dense ids and rows of a
+    multiple of 8 bytes at 8-byte aligned addresses): ``per_row`` threads a row, each moving
+    ``ROW_WORDS`` words at a stride of ``per_row`` (a wave's accesses contiguous) with every load in
+    flight before the first store; the row's id read once by each of its threads. A grid-stride loop
+    over (row, thread) chunks, in 32-bit arithmetic where they fit."""
+    per_row = (row_words + pk.u32(ROW_WORDS - 1)) // pk.u32(ROW_WORDS)
+    chunks = rows * usize(per_row)
+    step = usize(pk.block_dim.x) * usize(pk.grid_dim.x)
+    g = pk.global_id()
+    if chunks + step <= U32_LIMIT and ids_dim <= U32_LIMIT:
+        g32 = pk.u32(g)
+        while g32 < pk.u32(chunks):
+            move_row_words(g32, ids, inp, out, src_dim, pk.u32(ids_dim), row_words, per_row, W=pk.u32)
+            g32 += pk.u32(step)
+    else:
+        while g < chunks:
+            move_row_words(g, ids, inp, out, src_dim, ids_dim, row_words, usize(per_row), W=usize)
+            g += step
+
+
+@pk.kernel
+def gather_shared(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: pk.u32, ids_dim: pk.u32,
+                  *, I, T):
+    """gather along the last dim (``right`` 1) of source rows that fit in shared memory (``src_dim``
+    elements of dynamic shared memory): block ``b`` takes rows ``b, b + grid, ...``, reads the source
+    row into shared memory (contiguous loads), then each output element's id (contiguous) and its
+    element from shared memory, not from the caches (whose random 4-byte reads cost a line each)."""
+    row = pk.shared.dynamic(T)
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    r = usize(pk.block_idx.x)
+    while r < rows:
+        src = inp + r * usize(src_dim)
+        for j in pk.parallel_range(pk.u32(0), src_dim, t, nt):
+            row[j] = src[j]
+        pk.syncthreads()
+        base = r * usize(ids_dim)
+        for j in pk.parallel_range(pk.u32(0), ids_dim, t, nt):
+            k = position(ids[base + usize(j)], usize(src_dim))
+            out[base + usize(j)] = row[k] if k < usize(src_dim) else T(0)
+        pk.syncthreads()  # every thread has read the row before the next overwrites it
+        r += usize(pk.grid_dim.x)
+
+
+@pk.kernel
+def id_positions(n: usize, ids: ConstPtr[I], size: usize, pos: Ptr[pk.u32], *, I):
+    """Each id as its position along a dim of ``size`` (< 2**32), or ``size`` for the sentinel and any
+    id outside the dim: the u32 sort keys of the deterministic scatter_add/index_add."""
+    for i in pk.grid_stride(n):
+        pos[i] = pk.u32(position(ids[i], size))
+
+
+@pk.kernel
+def index_add_sorted(order: ConstPtr[pk.u32], pos: ConstPtr[pk.u32], ids_dim: usize, inp: ConstPtr[T], out: Ptr[T],
+                     left: usize, dst_dim: usize, right: usize, *, T):
+    """index_add with the ids' positions ``pos`` argsorted stably (``order``) on the device: block
+    iteration ``(pre, p)`` where sorted entry ``p`` starts a run of equal positions adds the run's
+    source rows into destination row ``pos[order[p]]``, each element in order of j with each add
+    rounded to T (candle's column walk, bit for bit), the block's threads along the row; every
+    destination row in parallel."""
+    n = left * ids_dim
+    b = usize(pk.block_idx.x)
+    while b < n:
+        pre = b // ids_dim
+        p = b - pre * ids_dim
+        k = pos[order[p]]
+        if usize(k) < dst_dim and (p == 0 or pos[order[p - 1]] != k):
+            end = p + 1
+            while end < ids_dim and pos[order[end]] == k:
+                end += 1
+            dst = out + (pre * dst_dim + usize(k)) * right
+            for post in pk.parallel_range(usize(0), right, usize(pk.thread_idx.x), usize(pk.block_dim.x)):
+                acc = dst[post]
+                for q in range(p, end):
+                    acc = T(acc + inp[(pre * ids_dim + usize(order[q])) * right + post])
+                dst[post] = acc
+        b += usize(pk.grid_dim.x)
+
+
+@pk.func
+def add_sorted_run(c: W, order: ConstPtr[pk.u32], pos: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], src_dim: W,
+                   dst_dim: usize, right: W, *, W):
+    """``scatter_add_sorted``'s element ``c`` (sorted entry ``(pre, p, post)``) in ``W`` arithmetic."""
+    pre = c // (right * src_dim)
+    rest = c - pre * (right * src_dim)
+    p = rest // right
+    post = rest - p * right
+    line = usize(pre * src_dim * right + post)  # element (pre, 0, post)
+    k = pos[line + usize(order[usize(c)]) * usize(right)]
+    if usize(k) < dst_dim and (p == 0 or pos[line + usize(order[usize(c - right)]) * usize(right)] != k):
+        dst = (usize(pre) * dst_dim + usize(k)) * usize(right) + usize(post)
+        acc = out[dst]
+        q = usize(p)
+        while q < usize(src_dim):
+            j = line + usize(order[line + q * usize(right)]) * usize(right)
+            if pos[j] != k:
+                break
+            acc = T(acc + inp[j])
+            q += 1
+        out[dst] = acc
+
+
+@pk.kernel
+def scatter_add_sorted(order: ConstPtr[pk.u32], pos: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], left: usize,
+                       src_dim: usize, dst_dim: usize, right: usize, *, T):
+    """scatter_add with the positions ``pos`` (src's shape) argsorted stably along the dim (``order``):
+    the thread of sorted entry ``(pre, p, post)`` that starts a run of equal positions adds the
+    run's sources in order of j, each add rounded to T (candle's column walk, bit for bit)."""
+    n = left * src_dim * right
+    if n <= U32_LIMIT:
+        for c in pk.grid_stride(n):
+            add_sorted_run(pk.u32(c), order, pos, inp, out, pk.u32(src_dim), dst_dim, pk.u32(right), W=pk.u32)
+    else:
+        for c in pk.grid_stride(n):
+            add_sorted_run(c, order, pos, inp, out, src_dim, dst_dim, right, W=usize)
+
+
 @pk.kernel
 def count_out_of_range(n: usize, ids: ConstPtr[I], size: usize, bad: Ptr[pk.u32], *, I):
     """How many of ``ids`` are neither a position in ``[0, size)`` nor the sentinel: the wrappers' check
@@ -257,13 +404,50 @@ for _i in INDICES:
     for _t in ATOMIC_VALUES:
         INDEXING.add(add_atomic.instance(kernel_name("sa_atomic", _i, _t), I=_i, T=_t, per_element=True),
                      add_atomic.instance(kernel_name("ia_atomic", _i, _t), I=_i, T=_t, per_element=False))
+#: ``is_words_*`` (index_select by u64 words) and ``ids_positions_*`` for every index dtype,
+#: ``gather_shared_*`` for every ``gather_*`` pair, ``ia_sorted_*``/``sa_sorted_*`` for every value dtype
+for _i in F8_INDICES:
+    INDEXING.add(select_words.instance(kernel_name("is_words", _i), I=_i),
+                 id_positions.instance(kernel_name("ids_positions", _i), I=_i))
+for _op, _i, _t, _tag in TABLE:
+    if _op == "gather":
+        INDEXING.add(gather_shared.instance(kernel_name("gather_shared", _i, _tag), I=_i, T=_t))
+for _t in VALUES + (pk.f8e4m3,):
+    INDEXING.add(index_add_sorted.instance(kernel_name("ia_sorted", _t), T=_t),
+                 scatter_add_sorted.instance(kernel_name("sa_sorted", _t), T=_t))
 
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
 #: threads a block for the column kernels (ia/s/sa): each thread walks a whole column
 COLUMN_BLOCK = 256
-#: index_select rows at least this long are copied row by row (``is_rows_*``): a division per row
+#: index_select rows at least this long are copied row by row (``is_words_*`` where rows are whole u64
+#: words at aligned addresses, else ``is_rows_*``): a division per row
 ROW_BYTES = 256
+#: blocks of STREAM_BLOCK threads an SM a grid-stride row copy (``is_words_*``) launches at most
+SELECT_BLOCKS_PER_SM = 8
+#: gather along the last dim stages source rows of up to this many bytes in shared memory
+#: (``gather_shared_*``, no opt-in needed on any target), one block a row
+GATHER_SHARED_BYTES = 48 * 1024
+#: a dim this long or longer has positions that do not fit the u32 sort keys of the sorted adds
+U32_POSITIONS = 0xFFFFFFFF
+#: deterministic float scatter_add: candle's column kernel where ``right`` is at least this (a warp's
+#: columns adjacent in memory), the sorted adds (``sa_sorted_*``) below it
+SORTED_MAX_RIGHT = 32
+#: index_add takes the sorted adds (``ia_sorted_*``) for rows (``right``) of at least this many
+#: elements whatever the dtype, since they beat atomics there (docs/targets/cuda.md)
+SORTED_MIN_ROW = 32
+
+
+def _resident_blocks(device, block: int, per_sm: int) -> int | None:
+    """``per_sm`` blocks of ``block`` threads for each multiprocessor the device reports (None where it
+    reports none: the CPU)."""
+    sms = getattr(device, "multiprocessors", None)
+    return sms * per_sm if sms else None
+
+
+def _words(a):
+    """A contiguous array's memory as u64 words (its size in bytes a multiple of 8)."""
+    return DeviceArray(a.device, a.ptr, (a.size * a.dtype.nbytes // 8,), pk.u64, owner=a)
 
 
 def _kernel(op: str, ids, values, what: str) -> str:
@@ -350,7 +534,15 @@ def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what:
             else:
                 info = x.device.to_device(np.array(list(ids.shape) + list(ids.strides), np.uint64))
         grid, block = launch_stream(out.size, x, out)
-        if info is None and right * x.dtype.nbytes >= ROW_BYTES:
+        row_bytes = right * x.dtype.nbytes
+        if info is None and row_bytes >= ROW_BYTES and row_bytes % 8 == 0 and x.ptr % 8 == 0 and out.ptr % 8 == 0:
+            chunks = left * ids.size * -(-row_bytes // (8 * ROW_WORDS))
+            grid = -(-chunks // STREAM_BLOCK)
+            cap = _resident_blocks(x.device, STREAM_BLOCK, SELECT_BLOCKS_PER_SM)
+            grid = min(grid, cap) if cap else grid
+            x.device.get_or_load_func(kernel_name("is_words", ids.dtype), INDEXING)[grid, STREAM_BLOCK](
+                left * ids.size, ids, _words(x), _words(out), x.shape[dim], ids.size, row_bytes // 8)
+        elif info is None and row_bytes >= ROW_BYTES:
             x.device.get_or_load_func(name.replace("is_", "is_rows_", 1), INDEXING)[grid, block](
                 left * ids.size, ids, x, out, x.shape[dim], ids.size, right)
         else:
@@ -398,6 +590,10 @@ def gather(x, dim: int, ids, *, check_ids: bool = True):
     out = x.device.empty(ids.shape, x.dtype)
     if out.size:
         left, right = _sizes(x.shape, dim)
+        if right == 1 and x.shape[dim] * x.dtype.nbytes <= GATHER_SHARED_BYTES:
+            x.device.get_or_load_func(name.replace("gather_", "gather_shared_", 1), INDEXING)[
+                min(left, 1 << 30), STREAM_BLOCK, None, x.shape[dim] * x.dtype.nbytes](left, ids, x, out, x.shape[dim], ids.shape[dim])
+            return out
         grid, block = launch_stream(out.size, ids, x, out, tiles=GATHER_TILES)
         x.device.get_or_load_func(name, INDEXING)[grid, block](
             out.size, ids, x, out, left, x.shape[dim], ids.shape[dim], right)
@@ -455,10 +651,13 @@ def _launch_atomic(x, name: str, src, args: tuple) -> None:
 
 def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: bool = True):
     """In place: ``x[..., ids[..., j, ...], ...] += src[..., j, ...]`` (torch ``scatter_add_``, candle
-    ``scatter_add_set``), added in order along ``dim``. Returns ``x``.
+    ``scatter_add_set``), added in order along ``dim``: candle's sums, bit for bit. Returns ``x``.
 
     u32/i64 values take an atomic add per element (exact in any order); floats too with
-    ``deterministic=False`` (torch's way: the rounding then depends on the order the adds land in)."""
+    ``deterministic=False`` (torch's way: the rounding then depends on the order the adds land in).
+    Otherwise, where a warp's columns are adjacent (``right >= SORTED_MAX_RIGHT``) candle's column
+    kernel walks each (pre, post) column, and elsewhere the ids' positions are argsorted along ``dim``
+    on the device and each destination adds its run of sources in order (``sa_sorted_*``)."""
     name, x, dim, ids, src = _columns("sa", x, dim, ids, src, check_ids, "scatter_add")
     if ids.shape != src.shape:
         raise ValueError(f"scatter_add: ids must have src's shape {src.shape}, got {ids.shape}")
@@ -466,32 +665,53 @@ def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic:
     atomic = _atomic("sa", ids, x, deterministic)
     if atomic:
         _launch_atomic(x, atomic, src, (ids, src.shape[dim], src, x, src.shape[dim], x.shape[dim], right))
+    elif right < SORTED_MAX_RIGHT and x.shape[dim] < U32_POSITIONS and src.size and x.size:
+        order, pos = _sorted_positions(ids, x.shape[dim], dim)
+        x.device.get_or_load_func(kernel_name("sa_sorted", x.dtype), INDEXING)[launch_stream(src.size, src, x)](
+            order, pos, src, x, left, src.shape[dim], x.shape[dim], right)
     else:
         _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
     return x
 
 
+def _sorted_positions(ids, size: int, dim: int):
+    """``(order, pos)``: each id's position along a dim of ``size`` as u32 (``size`` for the sentinel
+    and ids outside it: they sort last and add nothing), and their stable argsort along ``dim``."""
+    pos = ids.device.empty(ids.shape, pk.u32)
+    ids.device.get_or_load_func(kernel_name("ids_positions", ids.dtype), INDEXING)[launch_stream(ids.size, ids, pos)](
+        ids.size, ids, size, pos)
+    return sort.argsort(pos, dim), pos
+
+
 def index_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic: bool = True):
     """In place: ``x[..., ids[j], ...] += src[..., j, ...]`` along ``dim`` for the 1-D ``ids`` (torch
     ``index_add_``), added in order of ``j``. Returns ``x``; candle's out-of-place ``index_add`` is
-    ``index_add(unary.copy(x), ...)``. Atomics as in ``scatter_add``; otherwise the ids are sorted
-    on the host (a copy of them back) so that every destination row adds in parallel, in order."""
+    ``index_add(unary.copy(x), ...)``. The ids' positions are argsorted stably on the device and every
+    destination row adds its run of source rows in parallel, in order of j (``ia_sorted_*``): candle's
+    sums, bit for bit. Where rows are shorter than ``SORTED_MIN_ROW`` (a block's threads along a row
+    mostly idle) atomics serve as in ``scatter_add`` (integers; floats with ``deterministic=False``)."""
     name, x, dim, ids, src = _columns("ia", x, dim, ids, src, check_ids, "index_add")
     if ids.ndim != 1 or ids.size != src.shape[dim]:
         raise ValueError(f"index_add: ids must be 1-D with src.shape[{dim}] = {src.shape[dim]} entries, "
                          f"got shape {ids.shape}")
     left, right = _sizes(src.shape, dim)
-    atomic = _atomic("ia", ids, x, deterministic)
+    atomic = _atomic("ia", ids, x, deterministic) if right < SORTED_MIN_ROW else None
     if atomic:
         _launch_atomic(x, atomic, src, (ids, ids.size, src, x, src.shape[dim], x.shape[dim], right))
+    elif src.size and x.size and x.shape[dim] < U32_POSITIONS:
+        order, pos = _sorted_positions(ids, x.shape[dim], 0)
+        block = min(COLUMN_BLOCK, max(32, sort.next_power_of_two(-(-right // 4))))  # threads along a row
+        x.device.get_or_load_func(kernel_name("ia_sorted", x.dtype), INDEXING)[min(left * ids.size, 1 << 30), block](
+            order, pos, ids.size, src, x, left, x.shape[dim], right)
     elif src.size:
         _index_add_segments(x, dim, ids, src, left, right)
     return x
 
 
 def _index_add_segments(x, dim: int, ids, src, left: int, right: int) -> None:
-    """index_add through ``ia_segments_*``: the valid ids sorted stably on the host (candle's column
-    kernel would give only ``left * right`` threads, each walking every id)."""
+    """index_add through ``ia_segments_*``: the valid ids sorted stably on the host, for dims whose
+    positions do not fit the u32 keys of ``ia_sorted_*`` (candle's column kernel would give only
+    ``left * right`` threads, each walking every id)."""
     host = ids.to_host().astype(np.int64)
     js = np.nonzero((host != ids.dtype.int_range[1]) & (host >= 0) & (host < x.shape[dim]))[0]
     order = js[np.argsort(host[js], kind="stable")]

@@ -23,7 +23,10 @@ KERNELS = ([(op, i, v, kernel_name(op, i, tag)) for op, i, v, tag in indexing.TA
 OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "is"}
        | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES}
        | {kernel_name("ia_segments", v) for v in indexing.VALUES + (f8e4m3,)}
-       | {kernel_name("ids_out_of_range", i) for i in indexing.F8_INDICES})
+       | {kernel_name("ids_out_of_range", i) for i in indexing.F8_INDICES}
+       | {kernel_name(op, i) for op in ("is_words", "ids_positions") for i in indexing.F8_INDICES}
+       | {kernel_name("gather_shared", i, tag) for op, i, v, tag in indexing.TABLE if op == "gather"}
+       | {kernel_name(op, v) for op in ("ia_sorted", "sa_sorted") for v in indexing.VALUES + (f8e4m3,)})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
 
@@ -251,6 +254,53 @@ def test_index_select_whole_rows(wave_device, dt, idt):
         assert_bits(got.to_host(), ref_select(host, ids, idt), label)
     embed = indexing.embedding(dev.to_device(ids[:4].reshape(2, 2)), dev.to_device(host[0]))
     assert_bits(embed.to_host(), ref_select(host[:1], ids[:4], idt).reshape(2, 2, right))
+
+
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.f16, u8), (pk.f64, u32), (f8e4m3, i16)], ids=str)
+def test_index_select_words(wave_device, dt, idt):
+    """Rows of a multiple of 8 bytes at aligned addresses move as u64 words (``is_words_*``): rows of
+    one, several and a partial last ``ROW_WORDS`` chunk a thread, the sentinel's row of zeros, a grid
+    smaller than the chunks (each thread loops), and an odd-element offset that takes ``is_rows_*``."""
+    dev = wave_device
+    for row_bytes in (indexing.ROW_BYTES, 8 * indexing.ROW_WORDS * 5 + 24):
+        right = row_bytes // dt.nbytes
+        host = values(dt, (2, 9, right))
+        ids = np.array([8, 0, sentinel(idt), 8, 3, 5, 1, 2, 2, 7, 4], idt.np)
+        for label, x in (("contiguous", dev.to_device(host)), ("offset", offset_copy(dev, host, 8 // dt.nbytes)),
+                         ("odd offset", offset_copy(dev, host, 1) if dt.nbytes < 8 else dev.to_device(host))):
+            got = indexing.index_select(x, dev.to_device(ids), 1)
+            assert_bits(got.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, {label}")
+        words = row_bytes // 8
+        out = dev.empty((2, len(ids), right), dt)
+        x = dev.to_device(host)
+        for grid, block in ((1, 32), (3, 64)):
+            dev.get_or_load_func(kernel_name("is_words", idt), INDEXING)[grid, block](
+                2 * len(ids), dev.to_device(ids), indexing._words(x), indexing._words(out), 9, len(ids), words)
+            assert_bits(out.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, launch {grid}x{block}")
+
+
+def test_deterministic_adds_are_candles_sums(wave_device):
+    """Float scatter_add and index_add without atomics are candle's column walks bit for bit: the sorted
+    adds (``sa_sorted_*``, ``ia_sorted_*``: positions argsorted on the device, many duplicates, the
+    sentinel) along every dim, and candle's column kernel where a warp's columns are adjacent."""
+    dev = wave_device
+    for shape, dim in (((4, 300), 1), ((300, 3), 0), ((2, 50, 5), 1), ((3, 4, indexing.SORTED_MAX_RIGHT), 1)):
+        n = shape[dim] * 3
+        src_shape = shape[:dim] + (n,) + shape[dim + 1:]
+        hsrc, acc = values(pk.f32, src_shape), values(pk.f32, shape)
+        ids = RNG.integers(0, shape[dim], src_shape).astype(np.int64)
+        ids.reshape(-1)[::11] = sentinel(i64)
+        x = dev.to_device(acc)
+        indexing.scatter_add(x, dim, dev.to_device(ids), dev.to_device(hsrc))
+        d3 = lambda a: a.reshape(math.prod(a.shape[:dim]), a.shape[dim], -1)  # noqa: E731
+        want = ref_scatter(d3(acc), d3(ids), d3(hsrc), i64, pk.f32, True)
+        assert_bits(x.to_host(), want.reshape(shape), f"scatter_add {shape} dim {dim}")
+        rows = RNG.integers(0, shape[dim], n).astype(np.uint32)
+        rows[::13] = sentinel(u32)
+        x = dev.to_device(acc)
+        indexing.index_add(x, dim, dev.to_device(rows), dev.to_device(hsrc))
+        want = ref_index_add(d3(acc), rows, d3(hsrc), u32, pk.f32)
+        assert_bits(x.to_host(), want.reshape(shape), f"index_add {shape} dim {dim}")
 
 
 def test_atomic_float_adds_within_bound(wave_device):
