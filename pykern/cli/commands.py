@@ -9,19 +9,15 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
-import logging
-import multiprocessing
-import os
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import cache, config, prebuilt
-from ..compiler import build_module, compile_kernels, lookup, lower_module
+from .. import build, cache, config, prebuilt
+from ..compiler import build_module, compile_kernels, lower_module
 from ..ir import printer
 from ..ir.types import ALL_DTYPES, DType
 from ..lang.kernel import KernelDef, KernelInstance, Module
@@ -30,8 +26,6 @@ from ..targets.codeobject import CodeObject
 from ..errors import PykernError
 from ..targets import registry
 from ..targets.linker import find_lld
-
-log = logging.getLogger("pykern.cli")
 
 STAGES = ("typed", "ir", "opt", "asm", "meta")
 
@@ -328,58 +322,6 @@ def cmd_resources(module: str, archs: list[str] | None = None, as_json: bool = F
 
 
 # ---- build ---------------------------------------------------------------------------------------
-def _build_one(module_name: str, target_name: str, arch: str, out_dir: str) -> dict:
-    """Compile one module for one arch (in a worker process) and write its artifact."""
-    hits: list[str] = []
-
-    class _Spy(logging.Handler):
-        def emit(self, record):
-            if record.getMessage().startswith("cache hit"):
-                hits.append(record.getMessage())
-
-    spy = _Spy()
-    clog = logging.getLogger("pykern.compiler")
-    clog.addHandler(spy)
-    old_level = clog.level
-    if not clog.isEnabledFor(logging.INFO):
-        clog.setLevel(logging.INFO)  # unhandled INFO records stop at logging's last resort (WARNING+)
-    start = time.perf_counter()
-    try:
-        module = resolve_module(module_name)
-        target = registry.make_target(target_name, arch)
-        data, sigs = build_module(module, target)
-    finally:
-        clog.removeHandler(spy)
-        clog.setLevel(old_level)
-    entry = _write_artifact(module, target, Path(out_dir), data, sigs)
-    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": bool(hits)}
-
-
-def _write_artifact(module, target, out_dir: Path, data: bytes, sigs) -> dict:
-    """Write ``data`` to its place under ``out_dir`` (atomically) and return its manifest entry."""
-    path = prebuilt.artifact_path(out_dir, target, module.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return prebuilt.make_entry(module, target, data, sigs, out_dir)
-
-
-def _from_cache(module, target, out_dir: Path) -> dict | None:
-    """Build ``module`` for ``target`` from the disk cache's source-key entry, in this process (no
-    lowering, no worker): the result ``_build_one`` would give, or None on a miss."""
-    start = time.perf_counter()
-    try:
-        found = lookup(module.kernels, target, module.name)
-    except Exception as exc:  # noqa: BLE001 — a cache problem is a miss; the worker compiles
-        log.debug("source-cache lookup of %s failed: %s", module.name, exc)
-        return None
-    if found is None:
-        return None
-    entry = _write_artifact(module, target, out_dir, *found)
-    return {"entry": entry, "seconds": time.perf_counter() - start, "cached": True}
-
-
 def emit_rust(out_dir: Path, manifest: dict, target: str, archs: list[str]) -> Path:
     """The Rust crate a candle backend depends on, written into ``out_dir`` (``pykern.rust_crate``)."""
     return write_crate(out_dir, manifest, target, archs, _stdlib().MODULES)
@@ -421,7 +363,8 @@ def _writable_dir(outp: Path) -> None:
 def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str] | None = None,
               out_dir: str | None = None, emit_rust_file: bool = False, jobs: int | None = None,
               force: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """Compile modules × archs to ``out_dir/<arch>/<module>.<ext>`` plus ``manifest.json``."""
+    """Compile modules × archs to ``out_dir/<arch>/<module>.<ext>`` plus ``manifest.json``
+    (``pykern.build.build``); this checks what was asked for and reports."""
     registry.archs(target)
     if target == "cpu":
         raise UsageError("build: the cpu target is not applicable (the CPU runtime JIT-compiles at load); "
@@ -446,73 +389,38 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
     mods = list({m.name: m for m in mods}.values())
     outp = Path(out_dir)
     _writable_dir(outp)
-    start = time.perf_counter()
-
     empty = [m.name for m in mods if not len(m)]
     for name in empty:
         err.write(f"pykern build: skipping {name}: no kernels yet\n")
-    old = prebuilt.read_manifest(outp)
-    tasks, results = [], []
-    for m in (m for m in mods if len(m)):
-        for arch in arch_list:
-            tgt = registry.make_target(target, arch)
-            if not force and old is not None and isinstance(prebuilt.check_entry(outp, old, m, tgt), tuple):
-                entry = next(e for e in old["modules"] if e["module"] == m.name and e["target"] == target
-                             and e["arch"] == arch)
-                results.append({"entry": entry, "seconds": 0.0, "cached": True, "up_to_date": True})
-                continue
-            tasks.append((m, arch, tgt))
-    total = len(tasks) + len(results)
-    done = len(results)
-    progress = Progress(err, sum(len(m) for m, _, _ in tasks) + sum(len(r["entry"]["kernels"]) for r in results))
-    progress.advance(sum(len(r["entry"]["kernels"]) for r in results), f"{len(results)} up to date")
+    progress: Progress | None = None
+    count = {"done": 0, "total": 0}
 
-    def report(r: dict) -> None:
-        nonlocal done
-        done += 1
-        e = r["entry"]
-        how = "cache" if r["cached"] else "compiled"
-        progress.advance(len(e["kernels"]), f"[{done}/{total}] {e['module']} {e['arch']} ({how}, {r['seconds']:.1f}s)")
+    def on_start(total_kernels: int, current: list) -> None:
+        nonlocal progress
+        count["done"] = len(current)
+        count["total"] = len(arch_list) * (len(mods) - len(empty))
+        progress = Progress(err, total_kernels)
+        progress.advance(sum(b.kernels for b in current), f"{len(current)} up to date")
 
-    misses = []
-    for m, arch, tgt in tasks:  # source-key cache hits are written here: no lowering, no worker
-        r = _from_cache(m, tgt, outp)
-        if r is None:
-            misses.append((m, arch))
-        else:
-            results.append(r)
-            report(r)
-    tasks = sorted(misses, key=lambda t: -len(t[0]))  # biggest first: the pool finishes sooner
-    n_jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-    if n_jobs == 1:
-        for m, arch in tasks:
-            r = _build_one(specs[m.name], target, arch, str(outp))
-            results.append(r)
-            report(r)
-    elif tasks:
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(n_jobs, mp_context=ctx) as pool:
-            pending = {pool.submit(_build_one, specs[m.name], target, arch, str(outp)) for m, arch in tasks}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    r = f.result()
-                    results.append(r)
-                    report(r)
-    progress.close()
-    manifest = prebuilt.write_manifest(outp, [r["entry"] for r in results])
-    rust = emit_rust(outp, manifest, target, arch_list) if emit_rust_file else None
-    built = len({r["entry"]["module"] for r in results})
-    compiled = sum(not r["cached"] for r in results)
-    current = sum(bool(r.get("up_to_date")) for r in results)
-    kernels = sum(len(r["entry"]["kernels"]) for r in results)
-    out.write(f"built {built} modules ({kernels} kernels) for {target} {','.join(arch_list)} into {outp} "
-              f"in {time.perf_counter() - start:.2f}s: {compiled} compiled, {len(results) - compiled - current} from "
-              f"cache, {current} up to date"
+    def on_built(b) -> None:
+        count["done"] += 1
+        e = b.entry
+        how = "cache" if b.cached else "compiled"
+        progress.advance(b.kernels, f"[{count['done']}/{count['total']}] {e['module']} {e['arch']} ({how}, "
+                                    f"{b.seconds:.1f}s)")
+
+    report = build.build([(m, specs[m.name]) for m in mods if len(m)], target, arch_list, outp,
+                         resolve=resolve_module, jobs=jobs, force=force, on_start=on_start, on_built=on_built)
+    if progress is not None:
+        progress.close()
+    rust = emit_rust(outp, report.manifest, target, arch_list) if emit_rust_file else None
+    built = len({b.entry["module"] for b in report.built})
+    out.write(f"built {built} modules ({report.kernels} kernels) for {target} {','.join(arch_list)} into {outp} "
+              f"in {report.seconds:.2f}s: {report.compiled} compiled, {report.from_cache} from "
+              f"cache, {report.up_to_date} up to date"
               + (f"; skipped (no kernels yet): {', '.join(empty)}" if empty else "") + "\n")
-    for r in sorted(results, key=lambda r: (r["entry"]["arch"], r["entry"]["index"] or 0)):
-        e = r["entry"]
+    for b in sorted(report.built, key=lambda b: (b.entry["arch"], b.entry["index"] or 0)):
+        e = b.entry
         out.write(f"  {e['file']:<24} {len(e['kernels']):>4} kernels  {e['bytes']:>9} bytes  sha256 {e['sha256'][:16]}\n")
     out.write("  manifest.json" + (f", {rust.name}" if rust else "") + "\n")
     return 0
