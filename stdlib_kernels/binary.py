@@ -15,7 +15,7 @@ from pykern import ConstPtr, Ptr, usize
 from pykern.runtime.launch import storage
 
 from . import BINARY, kernel_name
-from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
+from ._common import as_device_array, info_array, launch_stream, map_layout
 from ._common import output
 
 T = pk.TypeVar("T")
@@ -25,77 +25,22 @@ DTYPES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.f8e4m3, pk.u8, pk.u32, pk.i64)
 
 
 @pk.func
-def block_layout(num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usize]) -> usize:
-    """``outer`` when element ``i`` is at ``(i // inner) % outer``: broadcast leading dims, a contiguous
-    block of ``outer`` elements, a broadcast tail of ``inner`` (``broadcast_tail``); else 0."""
-    d = num_dims
-    while d > 0 and (dims[d - 1] == 1 or strides[d - 1] == 0):  # the broadcast tail
-        d -= 1
-    acc: usize = 1
-    while d > 0 and (dims[d - 1] == 1 or strides[d - 1] == acc):  # the contiguous block
-        acc *= dims[d - 1]
-        d -= 1
-    while d > 0:  # broadcast leading dims
-        d -= 1
-        if dims[d] != 1 and strides[d] != 0:
-            return 0
-    return acc
+def apply(a: T, b: T, p: T, q: T, *, K) -> K[1]:
+    """One element: ``K = (op, U)``."""
+    return K[0](a, b)
 
 
-@pk.func
-def broadcast_tail(num_dims: usize, dims: ConstPtr[usize], strides: ConstPtr[usize]) -> usize:
-    """The element count of the trailing dims the operand is broadcast over."""
-    inner: usize = 1
-    d = num_dims
-    while d > 0:
-        d -= 1
-        if dims[d] != 1 and strides[d] != 0:
-            return inner
-        inner *= dims[d]
-    return inner
+def _binary_op(numel: usize, num_dims: usize, info: ConstPtr[usize], lhs: ConstPtr[T], rhs: ConstPtr[T],
+               out: Ptr[U], *, T, U, op):
+    # candle passes info even for contiguous operands: map_layout tells them apart once a thread, and
+    # the threads past its tiles (most of candle's grid) leave before reading info
+    map_layout(numel, num_dims, info, lhs, rhs, lhs, out, T(0), T(0), N=2,
+               NB=T.nbytes if T.nbytes < U.nbytes else U.nbytes, F=apply, K=(op, U), TRANSPOSE=None)
 
 
-@pk.func
-def operand_offset(i: usize, numel: usize, inner: usize, outer: usize, num_dims: usize, dims: ConstPtr[usize],
-                   strides: ConstPtr[usize]) -> usize:
-    """Element ``i``'s offset: the block form if ``outer`` is set (contiguous: 1, numel), else strided.
-    Below 2**32 elements the divisions are 32-bit (several times cheaper on GPUs)."""
-    if inner == 1 and outer == numel:
-        return i
-    if numel > 0xFFFFFFFF:
-        return strided_index(i, num_dims, dims, strides) if outer == 0 else (i // inner) % outer
-    if outer == 0:
-        offset: usize = 0
-        rest = pk.u32(i)
-        d = num_dims
-        while d > 0:
-            d -= 1
-            n = pk.u32(dims[d])
-            offset += usize(rest % n) * strides[d]
-            rest //= n
-        return offset
-    if inner == 1:
-        return usize(pk.u32(i) % pk.u32(outer))
-    return usize(pk.u32(i) // pk.u32(inner) % pk.u32(outer))
-
-
-@pk.kernel
-def binary_op(numel: usize, num_dims: usize, info: ConstPtr[usize], lhs: ConstPtr[T], rhs: ConstPtr[T],
-              out: Ptr[U], *, T, U, op):
-    # contiguous operands, by a null info or by an info saying so (candle always passes one): decided
-    # once a thread from info's 2 x num_dims strides, then the plain loop (the GPU's tiled one)
-    if info is None or (is_contiguous(num_dims, info, info + num_dims) and
-                        is_contiguous(num_dims, info, info + 2 * num_dims)):
-        for i in pk.grid_stride(numel):
-            out[i] = op(lhs[i], rhs[i])
-        return
-    l_in = broadcast_tail(num_dims, info, info + num_dims)
-    l_out = block_layout(num_dims, info, info + num_dims)
-    r_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
-    r_out = block_layout(num_dims, info, info + 2 * num_dims)
-    for i in pk.grid_stride(numel):
-        out[i] = op(lhs[operand_offset(i, numel, l_in, l_out, num_dims, info, info + num_dims)],
-                    rhs[operand_offset(i, numel, r_in, r_out, num_dims, info, info + 2 * num_dims)])
+#: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
+binary_op = pk.kernel(min_blocks_per_sm=2)(_binary_op)
+binary_op_wide = pk.kernel(_binary_op)
 
 
 # candle's CPU ops (``v1 < v2 ? v2 : v1`` for maximum); comparisons give 0/1 as u8
@@ -139,7 +84,8 @@ for _name, _op in {**ARITH, **CMP}.items():
     for _t in DTYPES:
         _u = _t if _name in ARITH else pk.u8
         for _tag in (_t.tag, "f8e4m3") if _t is pk.f8e4m3 else (_t.tag,):
-            BINARY.add(binary_op.instance(kernel_name(ROOT[_name], _tag), T=_t, U=_u, op=_op))
+            BINARY.add((binary_op_wide if _t.nbytes == 8 else binary_op).instance(
+                kernel_name(ROOT[_name], _tag), T=_t, U=_u, op=_op))
 
 
 def _launch(name: str, a, b, out=None):

@@ -12,27 +12,32 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 from pykern.ir.types import dtype_of_numpy
 
 from . import CAST, kernel_name
-from ._common import as_device_array, is_contiguous, strided_index
+from ._common import as_device_array, map_layout
 from ._common import map1
 
 S, D = pk.TypeVar("S"), pk.TypeVar("D")
 DTYPES = (u8, u32, i16, i32, i64, bf16, f16, f32, f64, f8e4m3)
 
 
-@pk.kernel
-def cast_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[S], out: Ptr[D], *, S, D):
-    if info is None or is_contiguous(num_dims, info, info + num_dims):
-        for i in pk.grid_stride(numel):
-            out[i] = D(inp[i])
-    else:
-        for i in pk.grid_stride(numel):
-            out[i] = D(inp[strided_index(i, num_dims, info, info + num_dims)])
+@pk.func
+def apply(x: S, p: S, q: S, *, K) -> K:
+    return K(x)
+
+
+def _cast_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[S], out: Ptr[D], *, S, D):
+    map_layout(numel, num_dims, info, inp, inp, inp, out, S(0), S(0), N=1,
+               NB=S.nbytes if S.nbytes < D.nbytes else D.nbytes, F=apply, K=D, TRANSPOSE=None)
+
+
+#: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
+cast_kernel = pk.kernel(min_blocks_per_sm=2)(_cast_kernel)
+cast_kernel_wide = pk.kernel(_cast_kernel)
 
 
 for _s in DTYPES:
     for _d in DTYPES:
         for _name in dict.fromkeys((kernel_name("cast", _s, _d), kernel_name("cast", _s.name, _d.name))):  # f8_e4m3, f8e4m3
-            CAST.add(cast_kernel.instance(_name, S=_s, D=_d))
+            CAST.add((cast_kernel_wide if max(_s.nbytes, _d.nbytes) == 8 else cast_kernel).instance(_name, S=_s, D=_d))
 
 
 def to(x, dtype, out=None):

@@ -2,7 +2,8 @@
 
 ``out[i] = t[i] if ids[i] != 0 else f[i]`` over candle's ``info`` = dims, condition, true and false
 strides. candle always passes ``info``; the kernel takes its contiguous loop when ``info`` says all three
-are contiguous (checked once a thread), or when ``info`` is null.
+are contiguous (``_common.map_layout``: checked once a thread, by the threads that have a tile), or when
+``info`` is null.
 """
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from pykern import ConstPtr, Ptr, usize
 from pykern.runtime.launch import storage
 
 from . import TERNARY, kernel_name
-from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
+from ._common import as_device_array, info_array, launch_stream, map_layout
 from ._common import output
-from .binary import block_layout, broadcast_tail, operand_offset
 
 I = pk.TypeVar("I")
 T = pk.TypeVar("T")
@@ -27,27 +27,23 @@ VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16, pk.u8, pk.u32, pk.i64)
 F8_CONDS = (pk.i16, pk.i32, pk.i64, pk.u32, pk.u8)
 
 
-@pk.kernel
-def where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], t: ConstPtr[T], f: ConstPtr[T],
-          out: Ptr[T], *, I, T):
-    # contiguous operands, by a null info or by an info saying so (candle always passes one): decided
-    # once a thread from info's 3 x num_dims strides, then the plain loop (the GPU's tiled one)
-    if info is None or (is_contiguous(num_dims, info, info + num_dims) and
-                        is_contiguous(num_dims, info, info + 2 * num_dims) and
-                        is_contiguous(num_dims, info, info + 3 * num_dims)):
-        for i in pk.grid_stride(numel):
-            out[i] = pk.select(ids[i] != 0, t[i], f[i])  # both loads: no divergent branch
-        return
-    t_in = broadcast_tail(num_dims, info, info + 2 * num_dims)
-    t_out = block_layout(num_dims, info, info + 2 * num_dims)
-    f_in = broadcast_tail(num_dims, info, info + 3 * num_dims)
-    f_out = block_layout(num_dims, info, info + 3 * num_dims)
-    for i in pk.grid_stride(numel):
-        tv = t[operand_offset(i, numel, t_in, t_out, num_dims, info, info + 2 * num_dims)]
-        fv = f[operand_offset(i, numel, f_in, f_out, num_dims, info, info + 3 * num_dims)]
-        # the condition goes through the general strided index: one layout fewer to keep in
-        # scalar registers (three spilled SGPRs on wave64 AMDGPU)
-        out[i] = tv if ids[strided_index(i, num_dims, info, info + num_dims)] != 0 else fv
+@pk.func
+def apply(c: I, t: T, f: T, p: T, q: T, *, K) -> T:
+    return pk.select(c != 0, t, f)  # both loads: no divergent branch
+
+
+def _where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], t: ConstPtr[T],
+              f: ConstPtr[T], out: Ptr[T], *, I, T):
+    # candle always passes info: map_layout tells contiguous operands apart once a thread, and the
+    # threads past its tiles (15 in 16 of candle's grid with a u8 condition) leave before reading it
+    map_layout(numel, num_dims, info, ids, t, f, out, T(0), T(0), N=3,
+               NB=I.nbytes if I.nbytes < T.nbytes else T.nbytes, F=apply, K=0, TRANSPOSE=None)
+
+
+#: two blocks of 1024 an SM under candle's launch (32 registers) where a thread's tile fits them: 16-bit
+#: or narrower values (a u8 condition gives 16 elements a thread: 16 f32 values of each operand spill)
+where_op = pk.kernel(min_blocks_per_sm=2)(_where_op)
+where_op_wide = pk.kernel(_where_op)
 
 
 #: (condition, value, value tag): candle's table, then the ``f8e4m3`` spellings candle's Rust side
@@ -56,7 +52,8 @@ TABLE = ([(c, v, v.tag) for c in CONDS for v in VALUES] + [(c, pk.f8e4m3, "fp8_e
          + [(c, pk.f8e4m3, "f8e4m3") for c in CONDS])
 F8_EXTRAS = [kernel_name("where", c, "f8e4m3") for c in CONDS]
 for _i, _t, _tag in TABLE:
-    TERNARY.add(where_op.instance(kernel_name("where", _i, _tag), I=_i, T=_t))
+    TERNARY.add((where_op_wide if _t.nbytes > 2 or _i.nbytes == 8 else where_op).instance(
+        kernel_name("where", _i, _tag), I=_i, T=_t))
 
 
 def where(cond, on_true, on_false, out=None):

@@ -10,7 +10,7 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 from pykern import math as pkm
 
 from . import UNARY, kernel_name
-from ._common import as_device_array, is_contiguous, strided_index
+from ._common import as_device_array, map_in_place, map_layout
 from ._common import compute_type, map1
 
 T, W = pk.TypeVar("T"), pk.TypeVar("W")
@@ -18,41 +18,36 @@ SQRT_2_OVER_PI = 0.7978845608028654   # candle: M_2_SQRTPI * M_SQRT1_2
 FRAC_1_SQRT_2 = 0.7071067811865476
 
 
-@pk.kernel
-def unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], *, T, W, op):
-    if op is copy_:  # compile-time: only ucopy has the tiled transpose (candle's .t().contiguous())
-        if inp is not None and info is not None and is_transpose_2d(numel, num_dims, info):
-            transpose_tiles(info[0], info[1], info[3], inp, out)
-            return
-    if inp is None:  # in place (candle's null inp); separate loops keep inp's reads unaliased (vectorisable)
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(out[i])))
-    elif info is None or is_contiguous(num_dims, info, info + num_dims):
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(inp[i])))
-    else:
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(inp[strided_index(i, num_dims, info, info + num_dims)])))
+@pk.func
+def apply(x: T, p: T, q: T, *, K) -> T:
+    """One element: ``K = (W, op)``, computed in W and rounded once to T."""
+    return T(K[1](K[0](x)))
+
+
+@pk.func
+def apply_p(x: T, p: T, q: T, *, K) -> T:
+    """One element of a parameterised op (``uelu``, ``upowf``): ``op(x, param)`` in W."""
+    return T(K[1](K[0](x), K[0](p)))
+
+
+def _unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T], out: Ptr[T], *, T, W, op):
+    if inp is None:  # in place (candle's null inp); its own loop keeps inp's reads unaliased (vectorisable)
+        map_in_place(numel, out, T(0), T(0), NB=T.nbytes, F=apply, K=(W, op))
+    else:  # only ucopy has the tiled transpose (candle's .t().contiguous())
+        map_layout(numel, num_dims, info, inp, inp, inp, out, T(0), T(0), N=1, NB=T.nbytes, F=apply, K=(W, op),
+                   TRANSPOSE=transpose_tiles if op is copy_ else None)
+
+
+#: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
+unary = pk.kernel(min_blocks_per_sm=2)(_unary)
+unary_wide = pk.kernel(_unary)
 
 
 TILE = 32  # transposes move tiles of TILE elements along i by TILE * LOADS[T] along j; see transpose_tiles
 
 
 @pk.func
-def is_transpose_2d(numel: usize, num_dims: usize, info: ConstPtr[usize]) -> bool:
-    """candle's ``.t()`` of a row-major matrix, maybe a column slice: dims (C, R), strides (1, S >= C).
-    From the arguments only, so every thread agrees (the tiled path has barriers)."""
-    if num_dims != 2:
-        return False
-    c = info[0]
-    r = info[1]
-    unit = info[2]
-    s = info[3]
-    return s >= c and unit == 1 and c > 1 and r > 1 and c * r == numel
-
-
-@pk.func
-def transpose_tiles(c: usize, r: usize, s: usize, inp: ConstPtr[T], out: Ptr[T]):
+def transpose_tiles(c: usize, r: usize, s: usize, inp: ConstPtr[T], out: Ptr[T], blocks: usize):
     """``out[i*r + j] = inp[i + j*s]`` for i < c, j < r, through shared memory, one tile of TILE (i) x rows
     (j, rows = TILE * LOADS[T]) at a time: the block reads it along the input's unit-stride dim i (a wave
     reads TILE elements of one input row), a barrier, then writes it along the output's rows (rows
@@ -60,8 +55,9 @@ def transpose_tiles(c: usize, r: usize, s: usize, inp: ConstPtr[T], out: Ptr[T])
 
     Each thread has LOADS[T] loads (16 bytes) in flight: candle's launch (a block of 1024 threads per
     1024 elements) would otherwise wait on memory latency with 4 bytes a thread; its blocks beyond the
-    tile count return at once. Any launch shape is correct: blocks take tiles in a grid-stride loop and a
-    block's threads cover a tile in steps of block_dim.x; edge tiles are partial. Branches around the
+    tile count return at once. Any launch shape is correct: the first ``blocks`` blocks (those that hold
+    ``map_layout``'s workers; the rest have left) take tiles in a loop of that step, and a block's threads
+    cover a tile in steps of block_dim.x; edge tiles are partial. Branches around the
     barriers depend on the arguments and block ids only. Loads and shared stores are unconditional
     (straight-line, so the loads issue together): lanes outside the matrix read the tile's first element
     and write it to a spare row of ``sh`` (or to padding the write-out never reads)."""
@@ -99,24 +95,22 @@ def transpose_tiles(c: usize, r: usize, s: usize, inp: ConstPtr[T], out: Ptr[T])
                 if ii < ni and jj < nj:
                     dst[usize(ii) * r + jj] = v
             k0 += LOADS[T] * step
-        tile += usize(pk.grid_dim.x)
+        tile += blocks
         if tile < ntiles:  # the next tile overwrites sh
             pk.syncthreads()
 
 
-@pk.kernel
-def unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp: ConstPtr[T], out: Ptr[T],
-            *, T, W, op):
-    p = W(param)
+def _unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp: ConstPtr[T], out: Ptr[T],
+             *, T, W, op):
     if inp is None:
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(out[i]), p))
-    elif info is None or is_contiguous(num_dims, info, info + num_dims):
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(inp[i]), p))
+        map_in_place(numel, out, param, param, NB=T.nbytes, F=apply_p, K=(W, op))
     else:
-        for i in pk.grid_stride(numel):
-            out[i] = T(op(W(inp[strided_index(i, num_dims, info, info + num_dims)]), p))
+        map_layout(numel, num_dims, info, inp, inp, inp, out, param, param, N=1, NB=T.nbytes, F=apply_p, K=(W, op),
+                   TRANSPOSE=None)
+
+
+unary_p = pk.kernel(min_blocks_per_sm=2)(_unary_p)
+unary_p_wide = pk.kernel(_unary_p)
 
 
 @pk.func
@@ -241,16 +235,18 @@ def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core 
 
 for _t in COPY_DTYPES:
     for _tag in (_t.tag, "f8e4m3") if _t is f8e4m3 else (_t,):
-        UNARY.add(unary.instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
+        UNARY.add((unary_wide if _t.nbytes == 8 else unary).instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
 for _name, _op in OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):
-            UNARY.add(unary.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t),
-                                     op=NARROW.get(_name, _op) if _t.is_storage_float else _op))
+            UNARY.add((unary_wide if _t.nbytes == 8 else unary).instance(
+                kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t),
+                op=NARROW.get(_name, _op) if _t.is_storage_float else _op))
 for _name, _op in PARAM_OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):
-            UNARY.add(unary_p.instance(kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t), op=_op))
+            UNARY.add((unary_p_wide if _t.nbytes == 8 else unary_p).instance(
+                kernel_name("u" + _name, _tag), T=_t, W=compute_type(_t), op=_op))
 
 
 # ---- host wrappers: unary.exp(x), unary.elu(x, alpha), unary.copy(x) ... --------------------------------
