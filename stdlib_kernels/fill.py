@@ -8,7 +8,7 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
 
 from . import FILL, kernel_name
-from ._common import as_device_array, info_array, is_contiguous, launch_stream, strided_index
+from ._common import CONTIGUOUS, as_device_array, info_array, launch_stream, layout_kind, strided_index
 from ._common import from_f64
 from pykern.runtime.launch import storage
 
@@ -60,7 +60,9 @@ def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, d
 
 @pk.kernel
 def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
-    if info is None or is_contiguous(num_dims, info, info + num_dims):
+    """Every thread of candle's grid stores, so each one decides the layout: ``layout_kind``'s one
+    round of loads at constant indices for 2-D ``info`` (a walk over ``info`` cost 60% of the speed)."""
+    if info is None or layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
         fill_contiguous(out, value, numel)
     else:
         for i in pk.grid_stride(numel):

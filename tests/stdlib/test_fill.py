@@ -87,3 +87,20 @@ def test_copy2d_launch_shapes(device, d1, d2, src_s, dst_s):
         dst = device.zeros(d1 * dst_s, f32)
         fn[grid, block](device.to_device(src_h), dst, d1, d2, src_s, dst_s)
         assert_bits(dst.to_host(), want, f"{grid}x{block}")
+
+@pytest.mark.parametrize("dtype", [f32, u8], ids=str)
+def test_const_set_candle_launch(device, dtype):
+    """candle's grid (a thread an element, blocks of 1024) with ``info`` always passed: contiguous
+    layouts of rank 1-3 (a size-1 dim with any stride counts), and strided ones of rank 2 and 3."""
+    fn = device.get_or_load_func(f"const_set_{dtype.tag}", FILL)
+    cases = [((1300,), (1,)), ((13, 100), (100, 1)), ((1, 1300), (7, 1)), ((5, 4, 65), (260, 65, 1)),
+             ((13, 50), (100, 2)), ((5, 4, 30), (300, 65, 2)), ((40, 30), (1, 40))]
+    for shape, strides in cases:
+        base = random(dtype, (1500,))
+        x = device.to_device(base)
+        n = int(np.prod(shape))
+        info = device.to_device(np.array(list(shape) + list(strides), np.uint64))
+        fn[-(-n // 1024), 1024](n, len(shape), info, fill.from_f64(3, dtype), x)
+        want = base.copy()
+        np.lib.stride_tricks.as_strided(want, shape, [s * want.itemsize for s in strides])[...] = 3
+        assert_bits(x.to_host(), want, f"{dtype} {shape} {strides}")
