@@ -257,13 +257,26 @@ ROW_WORD = {2: u64, 4: f32, 8: f64}
 
 
 @pk.func
-def row_total(v: V, sm: S, t: u32, nt: u32, by_wave: bool, *, merge) -> V:
-    """``merge`` of ``v`` over the row's threads, on each of them: a wave (no barrier), or the block,
-    through slots of ``sm`` that the caller does not use again (one barrier, not two)."""
+def row_total(v: V, sm: S, t: u32, nt: u32, *, merge, by_wave) -> V:
+    """``merge`` of ``v`` over the row's threads, on each of them: a wave (no barrier; ``by_wave``, a
+    compile-time flag), or the block, through slots of ``sm`` that the caller does not use again (one
+    barrier, not two)."""
     if by_wave or nt <= pk.wave_size:
-        return block_total(v, sm, t % pk.wave_size, min(nt, pk.u32(pk.wave_size)), merge=merge, gather=WHOLE_WAVES,
-                           free=False)
-    return block_total(v, sm, t, nt, merge=merge, gather=WHOLE_WAVES, free=False)
+        return one_wave_total(v, t % pk.wave_size, min(nt, pk.u32(pk.wave_size)), merge=merge)
+    else:  # (an else: with ``by_wave`` the block's code is not compiled)
+        return block_total(v, sm, t, nt, merge=merge, gather=WHOLE_WAVES, free=False)
+
+
+@pk.func
+def one_wave_total(v: V, lane: u32, count: u32, *, merge) -> V:
+    """``block_total``'s WHOLE_WAVES over a block of one wave's first ``count`` lanes, without the
+    blocks of several waves (LLVM removes them for such a block; the front end would compile them
+    first: most of a norm kernel's IR on the CPU)."""
+    no_extras = pk.local.array(1, V)
+    x = wave_step(v, no_extras, lane, count, count, merge=merge, gather=WHOLE_WAVES)
+    if count == pk.wave_size:
+        return x
+    return pk.wave.shuffle(x, 0)
 
 
 @pk.func
@@ -453,8 +466,8 @@ def softmax_row_cached(x: ConstPtr[T], y: Ptr[T], n: u32, sm: Ptr[V], t: u32, nt
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(cache // W.nbytes, W)
     cache_load(x, v, n, t, nt, W(NEG_INF_WORD[T]), cache=cache, full=False)
-    m = row_total(words_max(x, v, V(LOWEST[V]), cache=cache), sm, t, nt, False, merge=MAX)
-    inv = 1.0 / row_total(words_exp_sum(x, v, m, cache=cache), sm + MAX_WAVES, t, nt, False, merge=SUM)
+    m = row_total(words_max(x, v, V(LOWEST[V]), cache=cache), sm, t, nt, merge=MAX, by_wave=False)
+    inv = 1.0 / row_total(words_exp_sum(x, v, m, cache=cache), sm + MAX_WAVES, t, nt, merge=SUM, by_wave=False)
     store_softmax_words(x, y, v, m, inv, n, t, nt, cache=cache, full=False)
 
 

@@ -31,7 +31,7 @@ from ._reduction import (ARGMAX_OP, ARGMIN_OP, ARG_MAX, ARG_MIN, EVERY_WAVE, FIR
                          identity, online_softmax_step, param_word, row_fits, row_offset, row_total, rows_contiguous,
                          softmax_row_cached, spread_idle, spread_row, store_softmax_words, store_word, wave_rows,
                          word_element, word_pair)
-from .reduce_launch import (FAST_DTYPES, GROUP_MIN_THREADS, NARROW_GROUP_COLS, NARROW_GROUP_THREADS, NARROW_LONG_COLS,
+from .reduce_launch import (REDUCE_HOST, FAST_DTYPES, GROUP_MIN_THREADS, NARROW_GROUP_COLS, NARROW_GROUP_THREADS, NARROW_LONG_COLS,
                             NARROW_LONG_GROUP_THREADS, NN_DTYPES, NORM_BLOCK_THREADS, NORM_CACHE, NORM_ROWS_CACHE,
                             NORM_TWO_BLOCKS, NORM_TWO_BLOCKS_CACHE, SOFTMAX_CACHE, SOFTMAX_CACHED_LANES,
                             SOFTMAX_CANDLE_BLOCK, SOFTMAX_CHUNK, SOFTMAX_HELD, SOFTMAX_WARP_DTYPES, SUM_DTYPES,
@@ -286,20 +286,21 @@ class NormSpec:
     """How a norm kernel takes its rows (one compile-time argument of ``norm_rows`` and below):
     ``layernorm`` or rmsnorm; ``cache`` bytes of a row a thread holds in registers; ``own``: for
     the wrappers' launches only (no waves or groups; 16-bit rows filling every word unguarded);
-    ``held``: f32/f64 rows up to twice what the threads hold keep that much (``norm_row_held``)."""
+    ``held``: f32/f64 rows up to twice what the threads hold keep that much (``norm_row_held``);
+    ``host``: the CPU wrappers' kernels (``norm_rows_host``)."""
     layernorm: bool
     cache: int
     own: bool = False
     held: bool = False
+    host: bool = False
 
 
 @pk.func
 def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, sm: S, t: u32,
-                    nt: u32, by_wave: bool, *, spec, full):
+                    nt: u32, *, spec, full, by_wave):
     """norm_row for a row in its threads' registers (``row_fits``), read and unpacked once (``e``);
     alpha and beta a word at a time where aligned. Bound by instructions issued: guards a word at a
     time, written out where used (docs/targets/cuda.md), fused multiply-adds for 16-bit rows."""
-    ln = spec.layernorm
     W = ROW_WORD[T.nbytes]
     v = pk.local.array(spec.cache // W.nbytes, W)
     cache_load(x, v, n, t, nt, W(0), cache=spec.cache, full=full)
@@ -311,25 +312,25 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
     mean = zero
     q = zero
     stats = pk.local.array(2, V)
-    if ln and T.nbytes >= 4 and not by_wave and nt > pk.wave_size and nt % pk.wave_size == 0:
+    if spec.layernorm and T.nbytes >= 4 and not by_wave and nt > pk.wave_size and nt % pk.wave_size == 0:
         chan_mean_m2(x, e, n, sm, t, nt, stats, cache=spec.cache, full=full)
         mean = stats[0]
         q = stats[1]
     else:
-        if ln:
+        if spec.layernorm:
             s = zero
             for i in pk.static_range(spec.cache // T.nbytes):
                 s += e[i]
-            mean = row_total(s, sm + MAX_WAVES, t, nt, by_wave, merge=SUM) / V(n)
+            mean = row_total(s, sm + MAX_WAVES, t, nt, merge=SUM, by_wave=by_wave) / V(n)
         for w in pk.static_range(spec.cache // W.nbytes):
             part = zero
             for k in pk.static_range(W.nbytes // T.nbytes):
                 d = e[w * (W.nbytes // T.nbytes) + k] - mean
                 part = pk.fma(d, d, part) if W.nbytes > T.nbytes else d * d
             q += part if full else pk.select((w * nt + t) * (W.nbytes // T.nbytes) < n, part, zero)
-        q = row_total(q, sm, t, nt, by_wave, merge=SUM)
+        q = row_total(q, sm, t, nt, merge=SUM, by_wave=by_wave)
     r = 1.0 / pk.sqrt(q / V(n) + eps)
-    wide = pk.is_aligned(alpha, W.nbytes) and (not ln or pk.is_aligned(beta, W.nbytes))
+    wide = pk.is_aligned(alpha, W.nbytes) and (not spec.layernorm or pk.is_aligned(beta, W.nbytes))
     o = pk.local.array(4, V)
     for w in pk.static_range(spec.cache // W.nbytes):
         p = w * nt + t
@@ -338,10 +339,10 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
         if W.nbytes == T.nbytes:  # f32/f64: separate products and sums (measured faster there)
             if alpha is not None and (full or p < n):
                 o[0] = o[0] * V(alpha[p])
-            if ln and beta is not None and (full or p < n):
+            if spec.layernorm and beta is not None and (full or p < n):
                 o[0] = o[0] + V(beta[p])
         elif full or p * (W.nbytes // T.nbytes) < n:
-            if alpha is not None and ln and beta is not None:
+            if spec.layernorm and alpha is not None and beta is not None:
                 a = param_word(alpha, p, wide, v[w])
                 b = param_word(beta, p, wide, v[w])
                 for k in pk.static_range(W.nbytes // T.nbytes):
@@ -350,7 +351,7 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
                 a = param_word(alpha, p, wide, v[w])
                 for k in pk.static_range(W.nbytes // T.nbytes):
                     o[k] = o[k] * word_element(x, a, k, q)
-            elif ln and beta is not None:
+            elif spec.layernorm and beta is not None:
                 b = param_word(beta, p, wide, v[w])
                 for k in pk.static_range(W.nbytes // T.nbytes):
                     o[k] = o[k] + word_element(x, b, k, q)
@@ -359,20 +360,20 @@ def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
 
 @pk.func
 def norm_row(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, sm: S, t: u32,
-             nt: u32, by_wave: bool, *, spec):
+             nt: u32, *, spec, by_wave):
     """One row, shared by ``nt`` threads (``t`` this one's): the block's x threads, or one wave
     (``by_wave``: no barrier). In registers (``norm_row_cached``), half held (``norm_row_held``),
     or read in each pass (``norm_row_passes``)."""
     if row_fits(x, y, n, nt, cache=spec.cache):
         if spec.own and T.nbytes == 2 and n == nt * pk.u32(spec.cache // T.nbytes):  # every word full: no guards
-            norm_row_cached(x, y, alpha, beta, n, eps, sm, t, nt, by_wave, spec=spec, full=True)
+            norm_row_cached(x, y, alpha, beta, n, eps, sm, t, nt, spec=spec, full=True, by_wave=by_wave)
         else:
-            norm_row_cached(x, y, alpha, beta, n, eps, sm, t, nt, by_wave, spec=spec, full=False)
+            norm_row_cached(x, y, alpha, beta, n, eps, sm, t, nt, spec=spec, full=False, by_wave=by_wave)
         return
     if spec.held and T.nbytes >= 4 and not by_wave and n <= 2 * pk.u32(spec.cache // T.nbytes) * nt:
         norm_row_held(x, y, alpha, beta, n, eps, sm, t, nt, spec=spec)
         return
-    norm_row_passes(x, y, alpha, beta, n, eps, sm, t, nt, by_wave, True, spec=spec)
+    norm_row_passes(x, y, alpha, beta, n, eps, sm, t, nt, True, spec=spec, by_wave=by_wave)
 
 
 @pk.func
@@ -381,7 +382,6 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     """An f32/f64 row longer than its threads hold, up to twice that: the first ``cache`` bytes a
     thread stay in registers, the rest is read from memory in each pass (the f32/f64 ``*_rows_*``
     kernels and candle's rmsnorm_f32)."""
-    ln = spec.layernorm
     per = spec.cache // T.nbytes
     h = pk.u32(per) * nt
     e = pk.local.array(spec.cache // T.nbytes, V)
@@ -389,13 +389,13 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
         e[i] = V(x[i * nt + t])
     zero = V(0)
     mean = zero
-    if ln:
+    if spec.layernorm:
         s = zero
         for i in pk.static_range(spec.cache // T.nbytes):
             s += e[i]
         for j in pk.parallel_range(h, n, t, nt):
             s += V(x[j])
-        mean = row_total(s, sm + MAX_WAVES, t, nt, False, merge=SUM) / V(n)
+        mean = row_total(s, sm + MAX_WAVES, t, nt, merge=SUM, by_wave=False) / V(n)
     q = zero
     for i in pk.static_range(spec.cache // T.nbytes):
         d = e[i] - mean
@@ -403,14 +403,14 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     for j in pk.parallel_range(h, n, t, nt, descending=True):
         d = V(x[j]) - mean
         q += d * d
-    q = row_total(q, sm, t, nt, False, merge=SUM)
+    q = row_total(q, sm, t, nt, merge=SUM, by_wave=False)
     r = 1.0 / pk.sqrt(q / V(n) + eps)
     for i in pk.static_range(spec.cache // T.nbytes):
         p = i * nt + t
         o = (e[i] - mean) * r
         if alpha is not None:
             o = o * V(alpha[p])
-        if ln and beta is not None:
+        if spec.layernorm and beta is not None:
             o = o + V(beta[p])
         y[p] = T(o)
     store_norm(x, y, alpha, beta, h, n, mean, r, t, nt, spec=spec, down=False)
@@ -418,15 +418,14 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
 
 @pk.func
 def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, sm: S, t: u32,
-                    nt: u32, by_wave: bool, store: bool, *, spec):
+                    nt: u32, store: bool, *, spec, by_wave):
     """``norm_row`` for a row read from memory in each pass; without ``store``, the statistics alone
     (every barrier, no output). The output pass walks down the row (``descending``), so it first
     meets what the pass before read last."""
-    ln = spec.layernorm
     zero = V(0)
     mean = zero
     tq = zero
-    if T.nbytes == 2 and ln:
+    if T.nbytes == 2 and spec.layernorm:
         # 16-bit rows: the statistics in one pass over memory, not two. Each thread sums x, and d*d for
         # d = x - k, k an element of the row that differs from thread to thread; the row's sum, then
         # its sum of (x - mean)**2 = s2 + (k - mean) * (2 * (s1 - c * k) + c * (k - mean)) per thread,
@@ -442,11 +441,11 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
             e1 += d
             s2 = pk.fma(d, d, s2)
         c = V(count)
-        mean = row_total(pk.fma(c, shift, e1), sm + MAX_WAVES, t, nt, by_wave, merge=SUM) / V(n)
+        mean = row_total(pk.fma(c, shift, e1), sm + MAX_WAVES, t, nt, merge=SUM, by_wave=by_wave) / V(n)
         dk = shift - mean
-        tq = row_total(pk.fma(dk, pk.fma(c, dk, e1 + e1), s2), sm, t, nt, by_wave, merge=SUM)
+        tq = row_total(pk.fma(dk, pk.fma(c, dk, e1 + e1), s2), sm, t, nt, merge=SUM, by_wave=by_wave)
     else:
-        if ln:
+        if spec.layernorm:
             s = zero
             for j in pk.parallel_range(pk.u32(0), n, t, nt):
                 s += V(x[j])
@@ -458,13 +457,13 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
         q = zero
         for j in pk.parallel_range(pk.u32(0), n, t, nt):
             d = V(x[j])
-            if ln:
+            if spec.layernorm:
                 d = d - mean
             q = pk.fma(d, d, q) if T.nbytes == 2 else q + d * d
         # rmsnorm: WHOLE_WAVES (measured faster); layernorm keeps EVERY_WAVE (the other spills there)
         if by_wave:
             tq = pk.wave.sum(q)
-        elif ln:
+        elif spec.layernorm:
             tq = pk.wave.shuffle(block_total(q, sm, t, nt, merge=SUM, gather=EVERY_WAVE, free=True), 0)
         else:
             tq = block_total(q, sm, t, nt, merge=SUM, gather=WHOLE_WAVES, free=True)
@@ -479,20 +478,19 @@ def store_norm(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T],
                t: u32, nt: u32, *, spec, down):
     """The output of elements [lo, n) of a row read from memory, (x - mean) * r * alpha + beta
     (rmsnorm: mean 0, no beta), each thread's part from the top down where ``down``."""
-    ln = spec.layernorm
     if alpha is None:
         for j in pk.parallel_range(lo, n, t, nt, descending=down):
             o = V(x[j])
-            if ln:
+            if spec.layernorm:
                 o = o - mean
             y[j] = T(o * r)
-    elif ln and beta is not None:
+    elif spec.layernorm and beta is not None:
         for j in pk.parallel_range(lo, n, t, nt, descending=down):
             y[j] = T((V(x[j]) - mean) * r * V(alpha[j]) + V(beta[j]))
     else:
         for j in pk.parallel_range(lo, n, t, nt, descending=down):
             o = V(x[j])
-            if ln:
+            if spec.layernorm:
                 o = o - mean
             y[j] = T(o * r * V(alpha[j]))
 
@@ -541,7 +539,7 @@ def narrow_groups(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Const
     # a group past the last row repeats the last row's statistics (the block's barriers) but stores
     # nothing: in place, its second pass could read what the row's own group has written
     norm_row_passes(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm + k * (g // pk.wave_size),
-                    pk.thread_idx.x % g, g, False, r < rows, spec=spec)
+                    pk.thread_idx.x % g, g, r < rows, spec=spec, by_wave=False)
 
 
 @pk.func
@@ -571,7 +569,7 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
         if r < pk.u64(pk.grid_dim.x):
             off = r * pk.u64(n_cols)
             norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm, pk.thread_idx.x % pk.wave_size,
-                     pk.u32(pk.wave_size), True, spec=spec)
+                     pk.u32(pk.wave_size), spec=spec, by_wave=True)
         return
     if not spec.own and T.nbytes >= 4:
         g = row_group(src, dst, n_cols, cache=spec.cache)
@@ -583,26 +581,45 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
             k = pk.thread_idx.x // g
             off = min(spread_row(groups, k, block), rows - 1) * pk.u64(n_cols)
             norm_row_cached(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm + k * (g // pk.wave_size),
-                            pk.thread_idx.x % g, g, False, spec=spec, full=False)
+                            pk.thread_idx.x % g, g, spec=spec, full=False, by_wave=False)
             return
     row = (pk.u64(block) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
-    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x, False,
-             spec=spec)
+    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x,
+             spec=spec, by_wave=False)
+
+
+@pk.func
+def norm_rows_host(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, sm: S,
+                   *, spec):
+    """The CPU wrappers' rows: the block's x threads on row ``block_idx.x * block_dim.y + thread_idx.y``,
+    read in each pass. A CPU runs a block's threads in turn and its registers are memory, so the GPU's
+    strategies (rows held in registers, a wave or a group a row) buy nothing there but compile time:
+    this is a sixth of a GPU norm kernel's code (docs/targets/cpu.md, "First use")."""
+    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
+    row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
+    norm_row_passes(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x,
+                    True, spec=spec, by_wave=False)
 
 
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A, NORM):
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
-    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
+    if NORM.host:
+        norm_rows_host(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
+    else:
+        norm_rows(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A, NORM):
     sm = pk.shared.array(3 * MAX_WAVES, A)  # three planes: two row totals, or chan_mean_m2's triples
-    norm_rows(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
+    if NORM.host:
+        norm_rows_host(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
+    else:
+        norm_rows(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
 
 
 #: each norm kernel's register budgets: the default (64 registers at 1024 threads); two blocks of 1024
@@ -619,6 +636,8 @@ for _t in NN_DTYPES:
         REDUCE.add(_kerns["rows" if _narrow else "default"].instance(
             kernel_name(_name + "_rows", _t), T=_t, A=compute_type(_t),
             NORM=NormSpec(_ln, NORM_ROWS_CACHE[_t.nbytes], own=True, held=not _narrow)))
+        REDUCE_HOST.add(_kerns["default"].instance(kernel_name(_name + "_host", _t), T=_t, A=compute_type(_t),
+                                                   NORM=NormSpec(_ln, 0, own=True, host=True)))
 
 
 # -- rotary embeddings: one thread per rotated pair (1D/1024 over el/2); computed in f32 for halves -------------------

@@ -13,10 +13,18 @@ import numbers
 
 import numpy as np
 
-from pykern import bf16, f16, f32, f64, i64, u8, u32
+from pykern import Module, bf16, f16, f32, f64, i64, u8, u32
 
 from . import REDUCE, kernel_name
 from ._common import as_device_array, launch_1d, storage
+
+#: the CPU wrappers' norm kernels (``rmsnorm_host_*``, ``layernorm_host_*``; reduce.py adds them):
+#: rows read in each pass, no GPU strategies, a sixth of the code to compile. Not candle's, not built
+#: by ``pykern build``: a module of their own
+REDUCE_HOST = Module("reduce_host")
+#: the wrappers launch the host kernels on a CPU device (the tests set it False to check the GPU
+#: kernels' strategies through the wrappers on the CPU too)
+HOST_KERNELS = True
 
 FAST_DTYPES = (f32, f64, u32, i64, u8, f16, bf16)
 SUM_DTYPES = (f32, f64, u32, f16, bf16)
@@ -346,12 +354,25 @@ def _norm_launch(name, x, params, eps, block_size=None):
     rows = x.size // n_cols if n_cols else 0
     if rows == 0:
         return out
-    if block_size is None:
+    module = REDUCE
+    if block_size is None and HOST_KERNELS and x.device.target.name == "cpu":
+        module, (kname, grid, block) = REDUCE_HOST, host_norm_launch(name, rows, x.dtype, x.device.target.wave_size)
+    elif block_size is None:
         kname, grid, block = norm_launch(name, rows, n_cols, x.dtype, x.device.target.wave_size)
     else:  # candle's launch: a block of block_size threads a row
         kname, grid, block = kernel_name(name, x.dtype), (rows, 1, 1), (block_size, 1, 1)
-    x.device.get_or_load_func(kname, REDUCE)[grid, block](x, out, *params, n_cols, block[0], float(eps))
+    x.device.get_or_load_func(kname, module)[grid, block](x, out, *params, n_cols, block[0], float(eps))
     return out
+
+
+def host_norm_launch(name: str, rows: int, dtype, wave: int) -> tuple[str, tuple, tuple]:
+    """The CPU wrappers' kernel (REDUCE_HOST), grid and block: a wave a row, NORM_BLOCK_THREADS // wave
+    rows a block where they divide the row count (a block's threads run in turn on a CPU: lanes only
+    spread a row's passes, and fewer make fewer switches between them)."""
+    per_block = max(1, NORM_BLOCK_THREADS // wave)
+    while rows % per_block:
+        per_block //= 2
+    return kernel_name(name + "_host", dtype), (rows // per_block, 1, 1), (wave, per_block, 1)
 
 
 def rms_norm(x, alpha, eps: float, block_size=None):
@@ -417,4 +438,4 @@ def rope_thd(x, cos, sin):
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "softmax_last_dim", "rms_norm", "layer_norm",
            "rope", "rope_i", "rope_thd", "sum_atomic_launch", "fast_reduce_launch", "next_power_of_two",
-           "norm_launch", "softmax_block", "softmax_kernel_name"]
+           "norm_launch", "host_norm_launch", "softmax_block", "softmax_kernel_name", "REDUCE_HOST"]

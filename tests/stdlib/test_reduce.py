@@ -25,6 +25,14 @@ ABI = next((p / "shared" / "spec" / "candle_abi.json" for p in (_HERE.parents[3]
 RNG = np.random.default_rng(1234)
 
 
+@pytest.fixture(autouse=True)
+def gpu_kernels_through_wrappers(monkeypatch):
+    """On a CPU device the norm wrappers launch the host kernels (``L.HOST_KERNELS``); the tests here
+    were written to reach the GPU kernels' strategies through the wrappers, so they keep doing so on
+    the CPU (``test_host_norm_kernels`` checks the host kernels)."""
+    monkeypatch.setattr(L, "HOST_KERNELS", False)
+
+
 def dev_array(device, host, transpose=None):
     """``host`` on ``device``; with ``transpose``, a strided (non-contiguous) view of the same values."""
     if transpose is None:
@@ -710,3 +718,32 @@ def test_raw_launches_at_any_block(wave_device, block):
     e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
     np.testing.assert_allclose(out.to_host(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
     check_norm_kernels(wave_device, np.float32, rows, n, block)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_host_norm_kernels(wave_device, dtype, monkeypatch):
+    """The norm wrappers' own launch on a CPU device: the host kernels (a wave a row, every pass read
+    from memory), against float64, with and without alpha/beta, in place, on row counts that fill
+    whole blocks of rows and that do not."""
+    monkeypatch.setattr(L, "HOST_KERNELS", True)
+    ws = wave_device.target.wave_size
+    # a wave a row, 256 // wave rows a block where they divide the row count (12 rows: 4 a block)
+    assert L.host_norm_launch("rmsnorm", 12, pk.f32, ws) == ("rmsnorm_host_f32", (3, 1, 1), (ws, 4, 1))
+    assert L.host_norm_launch("layernorm", 7, pk.bf16, ws) == ("layernorm_host_bf16", (7, 1, 1), (ws, 1, 1))
+    eps_ref = float(np.float32(1e-5))
+    tol = dict(rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
+    for rows, n in ((37, 1), (8, 7), (6, 100), (5, 1024), (3, 1500), (2, 5001)):
+        x = (RNG.standard_normal((rows, n)) + 0.5).astype(dtype)
+        alpha, beta = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+        rms, ln = np_norms(x, alpha, beta, eps_ref)
+        xd, ad, bd = (wave_device.to_device(a) for a in (x, alpha, beta))
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, ad, 1e-5).to_host()), rms, **tol, err_msg=f"{rows}x{n}")
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, ad, bd, 1e-5).to_host()), ln, **tol, err_msg=f"{rows}x{n}")
+        xf = as_f64(x)
+        mean = xf.mean(1, keepdims=True)
+        plain = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + eps_ref)
+        np.testing.assert_allclose(as_f64(R.layer_norm(xd, None, None, 1e-5).to_host()), plain, **tol)
+        np.testing.assert_allclose(as_f64(R.rms_norm(xd, None, 1e-5).to_host()),
+                                   xf / np.sqrt((xf * xf).mean(1, keepdims=True) + eps_ref), **tol)
+    assert {k.name for k in L.REDUCE_HOST} == {f"{n}_host_{t}" for n in ("rmsnorm", "layernorm")
+                                               for t in ("f32", "f64", "f16", "bf16")}
