@@ -41,6 +41,23 @@ _SOURCE_MAGIC = b"PKSRC1\0\0"
 _SOURCE_HEAD = struct.Struct("<8sI")
 
 
+class _Rendered(ir.Module):
+    """An ``ir.Module`` whose text is rendered once: rendering a stdlib module takes seconds (3.4 s of
+    CPU for reduce's 76 kernels), and a compile needs it twice, for the IR key and in the target's
+    ``optimize`` (which parses it). Set only once lowering is done; nothing adds to the module after."""
+
+    def __repr__(self) -> str:
+        return self._pykern_text
+
+
+def rendered(module: ir.Module) -> str:
+    """``str(module)``, kept with the module for the later ``str`` calls of the same compile."""
+    text = str(module)
+    module.__class__ = _Rendered
+    module._pykern_text = text
+    return text
+
+
 def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[KernelSignature]]:
     """The LLVM IR module holding every kernel instance of ``kernels`` for ``target``."""
     module = target.new_module(name)
@@ -105,7 +122,7 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
         skey = source_key(kernels, target, name)
         log.info("cache miss: %s for %s (source key)", name, target)
     module, sigs = lower_module(kernels, target, name)
-    text = str(module)
+    text = rendered(module)
     if dump:
         dump_stages(dump, kernels, target, name, module)
     key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text)
