@@ -5,15 +5,22 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * MMVQ at batch 1 (Q4_0, Q4_K, Q6_K, Q8_0; 4096x4096 and 14336x4096): the q8_1 + MMVQ pair per
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
   the weight bytes; against ``torch.mv`` in f16 rotated the same way. The wrappers' launch
-  (``quantized_api.matmul``) and candle's exact launch (``mul_mat_vec_via_q8_1``) are both timed.
-* MMQ at 16, 32 and 128 activation rows, under candle's tile and the wrappers' (``mul_mat_rows_*``),
-  against dequantize-then-``torch.matmul`` in f16 (the dequantize being pykern's
-  ``dequantize_block_*_f16``); the matmul alone is printed too.
-* ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written.
+  (``quantized_api.matmul``: ``mul_mat_vec_rows_{q}_q8_1``, MMVQ_WRAPPER_ROWS rows a block) and
+  candle's exact launch (``mul_mat_vec_via_q8_1``: one row a block) are both timed, each pair and
+  its MMVQ alone; "host loop" is the pair launched from Python back to back (no graph), which the
+  host's ~5-7 us a launch bounds.
+* MMQ at 16, 32 and 128 activation rows, under candle's tile and the wrappers' (``mul_mat_cols_*``),
+  against dequantize-then-``torch.matmul`` in f16 (the dequantize being pykern's fastest, the
+  wrappers' ``dequantize_*_f16``); the matmul alone is printed too.
+* ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written,
+  under candle's launch and the wrappers', with an empty kernel under candle's grids (the floor
+  that block starts set).
 
-Times: CUDA events around ``--iters`` back-to-back calls (median of 5 such runs, after warm-up), so
-launch latency shows as it does in a model. The ceiling is the device-to-device copy bandwidth
-measured in the same run (bytes read + written).
+Times: GPU time. ``--iters`` back-to-back calls are captured in one CUDA graph, and CUDA events time
+its replays (median of 5, after warm-up): launched from Python one by one, every kernel here under
+~7 us would time the host's launch call instead (docs/targets/cuda.md, "Measured"). The gaps
+between a graph's kernels stay in the figure, as in a captured model. The ceiling is the
+device-to-device copy bandwidth measured in the same run (bytes read + written).
 """
 from __future__ import annotations
 
@@ -31,17 +38,43 @@ ROTATE_MIN = 8                # weight buffers rotated over, at least
 ROTATE_BYTES = 160 << 20      # ... and at least this many bytes in all (H100 L2: 50 MB)
 
 
+def graph_time(torch, fn, iters: int) -> float:
+    """GPU seconds a call of ``fn(i, stream)``: ``iters`` calls captured in one CUDA graph, its
+    replays timed with events (median of 5)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(3):  # module loads and first-use work stay out of the capture
+            fn(i, s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        for i in range(iters):
+            fn(i, s)
+    g.replay()
+    torch.cuda.synchronize()
+    runs = []
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        runs.append(a.elapsed_time(b) / 1e3 / iters)
+    return statistics.median(runs)
+
+
 def loop_time(torch, fn, iters: int) -> float:
-    """Seconds a call of ``fn(i)`` over ``iters`` back-to-back calls (median of 5 runs)."""
+    """Seconds a call of ``fn(i, None)`` over ``iters`` calls launched from Python (median of 5 runs)."""
     for i in range(3):
-        fn(i)
+        fn(i, None)
     torch.cuda.synchronize()
     runs = []
     for _ in range(5):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         for i in range(iters):
-            fn(i)
+            fn(i, None)
         b.record()
         b.synchronize()
         runs.append(a.elapsed_time(b) / 1e3 / iters)
@@ -67,14 +100,14 @@ class Bench:
         n = 1 << 27
         x = torch.empty(n, dtype=torch.float32, device="cuda")
         y = torch.empty_like(x)
-        self.copy_bw = 2 * x.nbytes / loop_time(torch, lambda i: y.copy_(x), 20)
+        self.copy_bw = 2 * x.nbytes / graph_time(torch, lambda i, s: y.copy_(x), 20)
         print(f"device: {torch.cuda.get_device_name()}; copy bandwidth {self.copy_bw / 1e12:.2f} TB/s (read + written)")
 
     def fn(self, name: str):
         return self.dev.get_or_load_func(name, QUANTIZED)
 
     def time(self, fn) -> float:
-        return loop_time(self.torch, fn, self.iters)
+        return graph_time(self.torch, fn, self.iters)
 
     def rotated(self, host: np.ndarray) -> list:
         """Copies of ``host`` on the GPU: at least ROTATE_MIN and ROTATE_BYTES in all."""
@@ -101,47 +134,73 @@ def mmvq(b: Bench) -> None:
         for w in w16:
             w.normal_()
         x16 = x.half()
-        t_mv = b.time(lambda i, w16=w16: torch.mv(w16[i % len(w16)], x16))
+        t_mv = b.time(lambda i, s, w16=w16: torch.mv(w16[i % len(w16)], x16))
+        b.report(f"torch.mv f16 {nrows}x{ncols}", t_mv, w16[0].numel() * 2)
         w16 = None  # free the f16 copies before the quantized ones
         k_padded = -(-ncols // 512) * 512
         vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
         dst = torch.empty(nrows, device="cuda")
         quant = b.fn("quantize_q8_1")
+        t_quant = b.time(lambda i, s: quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded))
+        print(f"{'quantize_q8_1 alone':48} {t_quant * 1e6:9.2f} us")
         for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
             ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
-            fn = b.fn(f"mul_mat_vec_{qtype}_q8_1_cuda1")
             wbytes = ws[0].numel()
+            launches = {"candle's launch": (b.fn(f"mul_mat_vec_{qtype}_q8_1_cuda1"), 1),
+                        "wrappers' launch": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype])}
+            figures = {}
+            for label, (fn, rows) in launches.items():
+                def alone(i, s, ws=ws, fn=fn, rows=rows):
+                    fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                                      nrows, k_padded, nrows)
 
-            def candle(i, ws=ws, fn=fn):  # mul_mat_vec_via_q8_1: grid nrows, block (32, 4)
-                quant[(k_padded // 256, 1), 256](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-                fn[nrows, (32, 4)](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, k_padded,
-                                   nrows)
+                def pair(i, s, alone=alone):
+                    quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+                    alone(i, s)
 
-            # the wrappers (their own buffers, through the API) give the same values as this launch
-            got = matmul(b.dev.to_device(ws[0].cpu().numpy()), qtype, b.dev.to_device(x.cpu().numpy()[None]))
-            candle(0)
+                figures[label] = t_pair = b.time(pair)
+                t_alone = b.time(alone)
+                t_host = loop_time(torch, pair, b.iters)
+                b.report(f"{qtype} {nrows}x{ncols} {label}", t_pair, wbytes, t_mv, "torch.mv f16")
+                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy;"
+                      f" host loop {t_host * 1e6:6.2f} us a pair")
+            ratio = figures["wrappers' launch"] / figures["candle's launch"]
+            print(f"{'':48} candle's launch at {ratio:.2f}x the wrappers' speed")
+            # the API (its own buffers and launch) against candle's launch on the same weights: the same
+            # products but for the order of the f32 additions
+            got = matmul(b.dev.to_device(ws[0].cpu().numpy()), qtype,
+                         b.dev.to_device(x.cpu().numpy()[None])).to_host()[0]
+            launches["candle's launch"][0][nrows, (32, 4)](ws[0].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                                           nrows, k_padded, nrows)
             torch.cuda.synchronize()
-            assert np.array_equal(got.to_host()[0], dst.cpu().numpy()), "wrappers and candle's launch disagree"
-            t_candle = b.time(candle)
-            b.report(f"{qtype} {nrows}x{ncols} candle's launch", t_candle, wbytes, t_mv, "torch.mv f16")
-            # quantized_api.matmul launches MMVQ with candle's shape: its figure is this one (ratio 1)
-            print(f"{'':48} wrappers' launch = candle's launch (ratio 1.00)")
+            want = dst.cpu().numpy()
+            assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), "wrappers and candle's launch disagree"
             del ws
 
 
 def mmq(b: Bench) -> None:
-    """q8_1 + MMQ against pykern's f16 dequantize + torch.matmul, and torch.matmul alone."""
+    """q8_1 + MMQ against dequantize + torch.matmul in f16 (the dequantize being pykern's fastest:
+    the wrappers' ``dequantize_{q}_f16``), and torch.matmul alone."""
     torch, rng = b.torch, np.random.default_rng(1)
     nrows, ncols = 4096, 4096
-    print(f"\nMMQ {nrows}x{ncols} (quantize_q8_1 + mul_mat)")
+    print(f"\nMMQ {nrows}x{ncols} (quantize_q8_1 + mul_mat; GB/s of weight bytes)")
     quant = b.fn("quantize_q8_1")
     k_padded = -(-ncols // 512) * 512
     for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
         ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
-        deq = b.fn(f"dequantize_block_{qtype}_f16")
-        per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
-        launches = {"candle's": (b.fn(f"mul_mat_{qtype}"), Q.MMQ_TILES[qtype]),
-                    "wrappers'": (b.fn(f"mul_mat_rows_{qtype}"), Q.MMQ_WRAPPER_TILE)}
+        deq = b.fn(f"dequantize_{qtype}_f16")
+        mmq_k, cols_k = b.fn(f"mul_mat_{qtype}"), b.fn(f"mul_mat_cols_{qtype}")
+        tile_x, tile_y = Q.MMQ_TILES[qtype]
+
+        def candle(s, w, vy, dst, batch):  # candle's tile, block (32, 4)
+            mmq_k[(-(-nrows // tile_y), -(-batch // tile_x)), (32, 4), s](
+                w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
+
+        def wrappers(s, w, vy, dst, batch):  # quantized_api.matmul's launch (batch a multiple of 8 here)
+            cols_k[(-(-nrows // Q.MMQ_ROWS_A_BLOCK), batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
+                w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, k_padded, nrows)
+
+        launches = {f"candle's tile {tile_x}x{tile_y}": candle, "wrappers' mul_mat_cols": wrappers}
         w16 = torch.empty((nrows, ncols), dtype=torch.float16, device="cuda")
         el = nrows * ncols
         for batch in (16, 32, 128):
@@ -150,51 +209,79 @@ def mmq(b: Bench) -> None:
             vy = torch.empty(batch * k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
             dst = torch.empty(batch, nrows, device="cuda")
 
-            def dequant_matmul(i, ws=ws, x16=x16):
-                deq[-(-el // per), threads](ws[i % len(ws)].data_ptr(), w16.data_ptr(),
-                                            *(() if unit is None else (el // unit,)))
+            def dequant_matmul(i, s, ws=ws, x16=x16):
+                deq[-(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+                    ws[i % len(ws)].data_ptr(), w16.data_ptr(), el)
                 return torch.matmul(x16, w16.T)
 
             t_ref = b.time(dequant_matmul)
-            t_mm = b.time(lambda i, x16=x16: torch.matmul(x16, w16.T))
-            for label, (fn, (tile_x, tile_y)) in launches.items():
-                def ours(i, ws=ws, fn=fn, x=x, vy=vy, dst=dst, batch=batch, tile_x=tile_x, tile_y=tile_y):
-                    quant[(k_padded // 256, batch), 256](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-                    fn[(-(-nrows // tile_y), -(-batch // tile_x)), (32, 4)](
-                        ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded,
-                        nrows)
+            t_mm = b.time(lambda i, s, x16=x16: torch.matmul(x16, w16.T))
+            for label, launch in launches.items():
+                def ours(i, s, ws=ws, launch=launch, x=x, vy=vy, dst=dst, batch=batch):
+                    quant[(k_padded // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+                    launch(s, ws[i % len(ws)], vy, dst, batch)
 
                 t_ours = b.time(ours)
-                b.report(f"{qtype} batch {batch} {label} tile {tile_x}x{tile_y}", t_ours, ws[0].numel(), t_ref,
-                         "dequant+matmul f16")
+                b.report(f"{qtype} batch {batch} {label}", t_ours, ws[0].numel(), t_ref, "dequant+matmul f16")
             print(f"{'':48} torch.matmul alone (f16 weights) {t_mm * 1e6:9.2f} us")
         del ws
 
 
+@pk.kernel
+def launch_probe(p: pk.Ptr[pk.f32]):
+    """Nothing (no thread has index 2^20): under a launch shape, its time is the floor the grid's
+    block starts set for any kernel."""
+    if pk.thread_idx.x == 1 << 20:
+        p[0] = 1.0
+
+
+PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"))
+
+
+def launch_floor(b: Bench, grid: int, block: int) -> float:
+    buf = b.torch.empty(1, device="cuda")
+    fn = b.dev.get_or_load_func("launch_probe", PROBES)
+    return b.time(lambda i, s: fn[grid, block, s](buf.data_ptr()))
+
+
 def dequantize(b: Bench) -> None:
-    """dequantize_block_* under candle's launch, 2^25 elements (>= 64 MB written in f16, 128 MB in f32)."""
+    """dequantize_block_* under candle's launch and the wrappers' ``dequantize_{q}_{d}``, 2^25
+    elements (>= 64 MB written in f16, 128 MB in f32), with the launch floor of candle's grids."""
     torch, rng = b.torch, np.random.default_rng(2)
     el = 1 << 25
     rows, cols = el // 4096, 4096
-    print(f"\ndequantize_block_* ({el:,} elements; bytes read + written)")
+    print(f"\ndequantize_block_* ({el:,} elements; bytes read + written): candle's launch, then the wrappers'")
+    for grid, block in sorted({(-(-el // per), threads) for per, threads, _ in Q.DEQUANTIZE_LAUNCH.values()}):
+        floor = launch_floor(b, grid, block)
+        print(f"{'':48} an empty kernel under candle's grid {grid} x {block}: {floor * 1e6:.2f} us")
     for q in Q.QTYPES.values():
         w = torch.from_numpy(random_blocks(rng, q.name, rows, cols)).cuda()
         per, threads, unit = Q.DEQUANTIZE_LAUNCH[q.name]
         for dtype, tdt in (("f32", torch.float32), ("f16", torch.float16)):
             out = torch.empty(el, dtype=tdt, device="cuda")
             fn = b.fn(f"dequantize_block_{q.name}_{dtype}")
-            t = b.time(lambda i, fn=fn, w=w, out=out: fn[-(-el // per), threads](
+            t = b.time(lambda i, s, fn=fn, w=w, out=out: fn[-(-el // per), threads, s](
                 w.data_ptr(), out.data_ptr(), *(() if unit is None else (el // unit,))))
-            b.report(f"dequantize_block_{q.name}_{dtype}", t, w.numel() + out.numel() * out.element_size())
+            nbytes = w.numel() + out.numel() * out.element_size()
+            b.report(f"dequantize_block_{q.name}_{dtype} candle's launch", t, nbytes)
+            wide = b.fn(f"dequantize_{q.name}_{dtype}")
+            t = b.time(lambda i, s, fn=wide, w=w, out=out: fn[-(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS),
+                                                              Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+                w.data_ptr(), out.data_ptr(), el))
+            b.report(f"dequantize_{q.name}_{dtype} wrappers' launch", t, nbytes)
 
 
 def get_rows(b: Bench) -> None:
-    """get_rows_* gathering every row of a 8192 x 4096 table once (a permutation), f32 out (128 MB)."""
+    """get_rows_* gathering every row of a 8192 x 4096 table once (a permutation), f32 out (128 MB),
+    under candle's launch and, for the quantized tables, the wrappers' (a block of 256 a row)."""
     torch, rng = b.torch, np.random.default_rng(3)
     rows, hidden = 8192, 4096
     ids = torch.from_numpy(rng.permutation(rows).astype(np.uint32)).cuda()
     out = torch.empty(rows, hidden, device="cuda")
     print(f"\nget_rows_* ({rows} rows of {hidden}; bytes read + written)")
+    for grid_y, block in ((16, 64), (16, 32), (8, 256)):
+        print(f"{'':48} an empty kernel under candle's grid ({rows}, {grid_y}) x {block}: "
+              f"{launch_floor(b, rows * grid_y, block) * 1e6:.2f} us")
     for name in [t.tag for t in Q.FLOAT_ROWS] + [q.name for q in Q.MATMUL_TYPES]:
         if name in Q.QTYPES:
             q = Q.QTYPES[name]
@@ -206,11 +293,13 @@ def get_rows(b: Bench) -> None:
                                                                                  "bf16": "bfloat16"}[name]))
             stride, block, grid_y = hidden * table.element_size(), 256, -(-hidden // 256)
         fn = b.fn(f"get_rows_{name}")
-        t = b.time(lambda i, fn=fn, table=table: fn[(rows, grid_y), block](
-            table.data_ptr(), ids.data_ptr(), out.data_ptr(), hidden, stride))
+        launches = {"candle's launch": (grid_y, block)} | ({"wrappers' launch": (1, 256)} if name in Q.QTYPES else {})
         nbytes = table.numel() * table.element_size() + out.numel() * 4
-        ref = b.time(lambda i, table=table: torch.index_select(table, 0, ids.long()).float()) if name in ("f32", "f16") else None
-        b.report(f"get_rows_{name}", t, nbytes, ref, "torch.index_select" if ref else "")
+        ref = b.time(lambda i, s, table=table: torch.index_select(table, 0, ids.long()).float()) if name in ("f32", "f16") else None
+        for label, (gy, bx) in launches.items():
+            t = b.time(lambda i, s, fn=fn, table=table, gy=gy, bx=bx: fn[(rows, gy), bx, s](
+                table.data_ptr(), ids.data_ptr(), out.data_ptr(), hidden, stride))
+            b.report(f"get_rows_{name} {label}", t, nbytes, ref, "torch.index_select" if ref else "")
 
 
 def main() -> None:

@@ -7,16 +7,20 @@ and ``min`` (a 16- or 32-element group's float scale and additive minimum). An e
 are bit-exact. Every kernel family is written once over that table:
 
 * ``dequantize_block_{q}_{f32,f16}``, ``get_rows_{t}``, DMMV ``dequantize_mul_mat_vec_*``: the
-  elements as above (``dequantize_word``), 4 a thread at a time.
+  elements as above (``dequantize_word``); the dequantizers 16 bytes of output a thread a step
+  (``dequantize_span``), and ``dequantize_{q}_{f32,f16}`` under the wrappers' larger blocks.
 * ``quantize_q8_1``: activations to q8_1 blocks (candle's CUDA definition: ``d = amax / 127``,
   ``q = roundf(x / d)``, ``s`` the f16 of the float sum).
 * MMVQ ``mul_mat_vec_{q}_q8_1_cuda{N}``, MMQ ``mul_mat_{q}``, ``indexed_moe_forward_*``: integer dot
   products of a weight group's quants with the q8_1 quants (``pk.dot4_i8``), then
   ``d8 * (scale * (Σ q·q8 + qoff · Σ q8) + min · Σ q8)``: the dot of the dequantized weights with the
   dequantized activations (``load_chunk`` + ``dot_words``: a weight chunk is loaded once for every
-  activation column it meets). Work is split over every thread of the block, whatever the wave
-  width, and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in
-  shared memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on the wrappers' tile.
+  activation column it meets; the formats whose blocks are only 2-byte aligned read a chunk as
+  whole words, ``Q.chunk``). Work is split over every thread of the block, whatever the wave width,
+  and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in shared
+  memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on a smaller tile. The
+  wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block) and
+  ``mul_mat_cols_{q}`` (MMVQ on 8 columns a block along grid y: their MMQ).
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
 formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
@@ -39,8 +43,9 @@ T = pk.TypeVar("T")
 Q8_1_QK, Q8_1_BYTES = 32, 36
 #: candle pads activation rows to a multiple of this many elements (MATRIX_ROW_PADDING)
 ROW_PADDING = 512
-#: the most (rows x columns) partial sums one block of MMVQ reduces (2 rows x 8 columns)
-MAX_SUMS = 16
+#: the most (rows x columns) partial sums one block of MMVQ reduces (candle's 2 rows x 8 columns; the
+#: wrappers' MMQ 4 x 8)
+MAX_SUMS = 32
 #: the largest block any launch of these kernels takes (candle's: 256): declared, it leaves each
 #: thread more registers on GPUs (AMDGPU's flat work-group size, NVIDIA's .maxntid)
 MAX_BLOCK = 256
@@ -54,6 +59,31 @@ def word_at(block: ConstPtr[u8], offset: u32) -> u32:
     """The little-endian u32 at byte ``offset``: ggml's blocks of 18, 22, 34, 110 and 210 bytes leave
     their words only 2-byte aligned (two 16-bit loads where the target needs aligned words)."""
     return pk.load(pk.bitcast(block + offset, ConstPtr[u32]), 0, align=2)
+
+
+@pk.func
+def aligned_word_at(block: ConstPtr[u8], offset: u32) -> u32:
+    """The u32 at byte ``offset`` of a format whose blocks are 4-byte aligned (Q4_1, Q5_1, Q2_K, Q4_K,
+    Q5_K: block sizes that are multiples of 4, as candle's ``get_int_from_uint8_aligned``): one load."""
+    return pk.bitcast(block + offset, ConstPtr[u32])[0]
+
+
+@pk.func
+def span_words(block: ConstPtr[u8], offset: u32, out: Ptr[u32], *, n, at):
+    """``out[at .. at + n)`` = the ``n`` little-endian words at the 2-aligned byte ``offset``, from
+    n - 1 aligned words and three 16-bit loads shifted together (``word_at``'s way is two 16-bit loads
+    a word): no branch, and every load inside the span whether it starts mid-word or not."""
+    odd = not pk.is_aligned(block + offset, 4)
+    halves = pk.bitcast(block + offset, ConstPtr[pk.u16])
+    first = u32(halves[0])
+    base = pk.bitcast(block + (i64(offset) - pk.select(odd, i64(2), i64(0))), ConstPtr[u32])
+    shift = pk.select(odd, pk.u64(16), pk.u64(0))
+    lo = pk.select(odd, first << 16, first | (u32(halves[1]) << 16))
+    for k in pk.static_range(n):
+        # the span's last two bytes (the rest of the last word where it starts mid-word)
+        hi = base[k + 1] if k + 1 < n else u32(halves[2 * n - 1])
+        out[at + k] = u32(((pk.u64(hi) << 32) | pk.u64(lo)) >> shift)
+        lo = hi
 
 
 @pk.func
@@ -74,26 +104,40 @@ def nibbles(block: ConstPtr[u8], qs: u32, w: u32) -> u32:
 
 
 @pk.func
-def fifth_bits(block: ConstPtr[u8], qh: u32, w: u32) -> u32:
-    """Bit 4 of elements 4w..4w+3 from the u32 at ``qh`` (bit e = element e's fifth bit), spread to bytes."""
-    bits = (word_at(block, qh) >> (4 * w)) & 0xF
+def aligned_nibbles(block: ConstPtr[u8], qs: u32, w: u32) -> u32:
+    return (aligned_word_at(block, qs + 4 * (w % 4)) >> (4 * (w // 4))) & 0x0F0F0F0F
+
+
+@pk.func
+def spread_bits(qh: u32, w: u32) -> u32:
+    """Bit 4 of elements 4w..4w+3 from ``qh`` (bit e = element e's fifth bit), spread to bytes."""
+    bits = (qh >> (4 * w)) & 0xF
     return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25)
 
 
 @pk.func
+def fifth_bits(block: ConstPtr[u8], qh: u32, w: u32) -> u32:
+    """Bit 4 of elements 4w..4w+3 from the u32 at ``qh``, spread to bytes."""
+    return spread_bits(word_at(block, qh), w)
+
+
+@pk.func
 def k4_scale(block: ConstPtr[u8], scales: u32, j: u32) -> u32:
-    """Sub-block j's 6-bit scale of Q4_K/Q5_K's 12 packed bytes (ggml's get_scale_min_k4)."""
-    if j < 4:
-        return byte_at(block, scales + j) & 63
-    return (byte_at(block, scales + j + 4) & 0xF) | ((byte_at(block, scales + j - 4) >> 6) << 4)
+    """Sub-block j's 6-bit scale of Q4_K/Q5_K's 12 packed bytes (ggml's get_scale_min_k4), from the
+    three aligned words of the 12 bytes with no branch (j is a thread's run-time sub-block in MMVQ)."""
+    sh = 8 * (j % 4)
+    low = aligned_word_at(block, scales) >> sh
+    high = aligned_word_at(block, scales + 8) >> sh
+    return pk.select(j < 4, low & 63, (high & 0xF) | (((low >> 6) & 3) << 4))
 
 
 @pk.func
 def k4_min(block: ConstPtr[u8], scales: u32, j: u32) -> u32:
     """Sub-block j's 6-bit min of Q4_K/Q5_K's 12 packed bytes (ggml's get_scale_min_k4)."""
-    if j < 4:
-        return byte_at(block, scales + j + 4) & 63
-    return (byte_at(block, scales + j + 4) >> 4) | ((byte_at(block, scales + j) >> 6) << 4)
+    sh = 8 * (j % 4)
+    low = aligned_word_at(block, scales + 4) >> sh
+    high = aligned_word_at(block, scales + 8) >> sh
+    return pk.select(j < 4, low & 63, ((high >> 4) & 0xF) | (((low >> 6) & 3) << 4))
 
 
 # Each format: word(block, w) -> 4 quants; scale(block, g) / min(block, g) for group g. Element
@@ -101,11 +145,12 @@ def k4_min(block: ConstPtr[u8], scales: u32, j: u32) -> u32:
 @pk.func
 def q4_0_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 2, w)  # noqa: E704
 @pk.func
-def q4_1_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 4, w)  # noqa: E704
+def q4_1_word(b: ConstPtr[u8], w: u32) -> u32: return aligned_nibbles(b, 4, w)  # noqa: E704
 @pk.func
 def q5_0_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 6, w) | fifth_bits(b, 2, w)  # noqa: E704
 @pk.func
-def q5_1_word(b: ConstPtr[u8], w: u32) -> u32: return nibbles(b, 8, w) | fifth_bits(b, 4, w)  # noqa: E704
+def q5_1_word(b: ConstPtr[u8], w: u32) -> u32:
+    return aligned_nibbles(b, 8, w) | spread_bits(aligned_word_at(b, 4), w)
 @pk.func
 def q8_0_word(b: ConstPtr[u8], w: u32) -> u32: return word_at(b, 2 + 4 * w)  # noqa: E704
 @pk.func
@@ -121,7 +166,7 @@ def q8_k_scale(b: ConstPtr[u8], g: u32) -> f32: return pk.bitcast(b, ConstPtr[f3
 @pk.func
 def q2_k_word(b: ConstPtr[u8], w: u32) -> u32:
     """e = 128h + 32s + l: bits 2s of qs[32h + l]."""
-    return (word_at(b, 16 + 32 * (w // 32) + 4 * (w % 8)) >> (2 * (w // 8 % 4))) & 0x03030303
+    return (aligned_word_at(b, 16 + 32 * (w // 32) + 4 * (w % 8)) >> (2 * (w // 8 % 4))) & 0x03030303
 
 
 @pk.func
@@ -144,7 +189,8 @@ def q3_k_word(b: ConstPtr[u8], w: u32) -> u32:
 def q3_k_scale(b: ConstPtr[u8], g: u32) -> f32:
     """16 six-bit scales (+32) in 12 bytes: low nibbles from bytes g (g < 8) or g - 8 (high nibble),
     top two bits from byte 8 + g % 4 at bit 2 (g // 4)."""
-    low = byte_at(b, 96 + g) & 0xF if g < 8 else byte_at(b, 96 + g - 8) >> 4
+    packed = byte_at(b, 96 + g % 8)  # one load and a select: lanes of a warp hold groups on both sides of 8
+    low = pk.select(g < 8, packed & 0xF, packed >> 4)
     top = (byte_at(b, 104 + g % 4) >> (2 * (g // 4))) & 3
     return half_at(b, 108) * f32(i32(low | (top << 4)) - 32)
 
@@ -152,14 +198,14 @@ def q3_k_scale(b: ConstPtr[u8], g: u32) -> f32:
 @pk.func
 def q4_k_word(b: ConstPtr[u8], w: u32) -> u32:
     """e = 64c + 32p + l: nibble p of qs[32c + l]."""
-    return (word_at(b, 16 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
+    return (aligned_word_at(b, 16 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
 
 
 @pk.func
 def q5_k_word(b: ConstPtr[u8], w: u32) -> u32:
     """Q4_K's nibbles (from byte 48) and bit e // 32 of qh[l] as the fifth bit."""
-    low = (word_at(b, 48 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
-    return low | (((word_at(b, 16 + 4 * (w % 8)) >> (w // 8)) & 0x01010101) << 4)
+    low = (aligned_word_at(b, 48 + 32 * (w // 16) + 4 * (w % 8)) >> (4 * (w // 8 % 2))) & 0x0F0F0F0F
+    return low | (((aligned_word_at(b, 16 + 4 * (w % 8)) >> (w // 8)) & 0x01010101) << 4)
 
 
 @pk.func
@@ -183,6 +229,51 @@ def q6_k_scale(b: ConstPtr[u8], g: u32) -> f32:
     return half_at(b, 208) * f32(pk.bitcast(b, ConstPtr[pk.i8])[192 + g])
 
 
+# Chunk loaders of the formats whose blocks are only 2-byte aligned: a 32-element chunk's 8 words of
+# quants (``Q.word(b, 8 c + k)``) from whole aligned words (``span_words``), for the products.
+@pk.func
+def q4_0_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
+    span_words(b, 2, words, n=4, at=0)
+    for k in pk.static_range(4):
+        words[k + 4] = (words[k] >> 4) & 0x0F0F0F0F
+        words[k] = words[k] & 0x0F0F0F0F
+
+
+@pk.func
+def q5_0_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
+    raw = pk.local.array(5, u32)  # qh, then the 16 bytes of qs
+    span_words(b, 2, raw, n=5, at=0)
+    for k in pk.static_range(8):
+        words[k] = ((raw[1 + k % 4] >> (4 * (k // 4))) & 0x0F0F0F0F) | spread_bits(raw[0], k)
+
+
+@pk.func
+def q8_0_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
+    span_words(b, 2, words, n=8, at=0)
+
+
+@pk.func
+def q3_k_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
+    h = c // 4
+    s = c % 4
+    high = pk.local.array(8, u32)
+    span_words(b, 32 + 32 * h, words, n=8, at=0)
+    span_words(b, 0, high, n=8, at=0)
+    for k in pk.static_range(8):
+        words[k] = ((words[k] >> (2 * s)) & 0x03030303) | (((high[k] >> (4 * h + s)) & 0x01010101) << 2)
+
+
+@pk.func
+def q6_k_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
+    h = c // 4
+    s = c % 4
+    high = pk.local.array(8, u32)
+    span_words(b, 64 * h + 32 * (s % 2), words, n=8, at=0)
+    span_words(b, 128 + 32 * h, high, n=8, at=0)
+    for k in pk.static_range(8):
+        words[k] = ((words[k] >> (4 * (s // 2))) & 0x0F0F0F0F) | (((high[k] >> (2 * s)) & 0x03030303) << 4)
+
+
 @dataclass(frozen=True)
 class QType:
     """One ggml block format: an element is ``scale(g) * (quant + qoff) + min(g)`` (no ``min`` where
@@ -199,20 +290,21 @@ class QType:
     word: pk.FuncDef
     scale: pk.FuncDef
     min: pk.FuncDef | None = None
+    chunk: pk.FuncDef | None = None  #: the 8 words of a 32-element chunk at once (else 8 ``word`` calls)
 
 
 QTYPES = {q.name: q for q in (
     #     name    ggml  qk   bytes group qoff  min    signed  word       scale       min
-    QType("q4_0", 2, 32, 18, 32, -8, False, False, q4_0_word, d_at_0),
+    QType("q4_0", 2, 32, 18, 32, -8, False, False, q4_0_word, d_at_0, chunk=q4_0_chunk),
     QType("q4_1", 3, 32, 20, 32, 0, True, False, q4_1_word, d_at_0, m_at_2),
-    QType("q5_0", 6, 32, 22, 32, -16, False, False, q5_0_word, d_at_0),
+    QType("q5_0", 6, 32, 22, 32, -16, False, False, q5_0_word, d_at_0, chunk=q5_0_chunk),
     QType("q5_1", 7, 32, 24, 32, 0, True, False, q5_1_word, d_at_0, m_at_2),
-    QType("q8_0", 8, 32, 34, 32, 0, False, True, q8_0_word, d_at_0),
+    QType("q8_0", 8, 32, 34, 32, 0, False, True, q8_0_word, d_at_0, chunk=q8_0_chunk),
     QType("q2_K", 10, 256, 84, 16, 0, True, False, q2_k_word, q2_k_scale, q2_k_min),
-    QType("q3_K", 11, 256, 110, 16, -4, False, False, q3_k_word, q3_k_scale),
+    QType("q3_K", 11, 256, 110, 16, -4, False, False, q3_k_word, q3_k_scale, chunk=q3_k_chunk),
     QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min),
     QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min),
-    QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale),
+    QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale, chunk=q6_k_chunk),
     QType("q8_K", 15, 256, 292, 32, 0, False, True, q8_k_word, q8_k_scale),
 )}
 #: the ten formats candle multiplies with (every group but dequantize_block has no q8_K)
@@ -239,10 +331,20 @@ def dequantize_word(block: ConstPtr[u8], w: u32, vals: Ptr[f32], *, Q):
 
 
 @pk.func
-def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize, nt: usize, *, Q, D):
-    """Elements [lo, hi) (multiples of 4) of consecutive blocks at ``vx`` to ``y``. Where ``y`` is
-    8-byte aligned, thread ``t`` of ``nt`` writes every nt-th 8 bytes (2 f32 or 4 f16 packed in a
-    u64): adjacent threads, adjacent bytes, whole sectors a store. Else 4 elements a thread a step."""
+def dequantize_element(vx: ConstPtr[u8], e: usize, *, Q) -> f32:
+    """Element ``e`` of the blocks at ``vx``: its word's four values (``dequantize_word``), then its own."""
+    vals = pk.local.array(4, f32)
+    w = e // 4
+    dequantize_word(vx + w // (Q.qk // 4) * Q.nbytes, u32(w % (Q.qk // 4)), vals, Q=Q)
+    k = e % 4  # a constant in each copy of a tile; selects keep vals in registers where it is not
+    return pk.select(k == 0, vals[0], pk.select(k == 1, vals[1], pk.select(k == 2, vals[2], vals[3])))
+
+
+@pk.func
+def dequantize_pairs(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize, nt: usize, *, Q, D):
+    """Elements [lo, hi) (multiples of 4) to ``y``, for spans of fewer than 4 elements a thread: where
+    ``y`` is 8-byte aligned, thread ``t`` of ``nt`` writes every nt-th 8 bytes (2 f32 or 4 f16 packed
+    in a u64), so every thread has a store; else 4 elements a thread a step."""
     vals = pk.local.array(4, f32)
     words_a_block: u32 = Q.qk // 4
     if pk.is_aligned(y, 8):
@@ -269,12 +371,32 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
 
 
 @pk.func
+def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize, nt: usize, *, Q, D):
+    """Elements [lo, hi) (multiples of 4) of consecutive blocks at ``vx`` to ``y``, shared by threads
+    ``t`` of ``nt``. With at least 4 elements a thread, ``pk.parallel_range``: where ``y``, ``lo`` and
+    the blocks are aligned, each thread takes 16 bytes of output a step (4 f32, 8 f16: one vector
+    store), the tile's copies of the element sharing their words' loads and arithmetic (the blocks
+    are read through a u32 pointer so that the tile is sized by the output, not by the byte
+    pointer). With fewer (candle's get_rows of 32-element formats: 2 a thread), 16-byte tiles would
+    leave threads idle: ``dequantize_pairs``."""
+    if hi - lo < 4 * nt:
+        dequantize_pairs(vx, y, lo, hi, t, nt, Q=Q, D=D)
+        return
+    words = pk.bitcast(vx, ConstPtr[u32])
+    for i in pk.parallel_range(lo, hi, t, nt):
+        y[i] = D(dequantize_element(pk.bitcast(words, ConstPtr[u8]), i, Q=Q))
+
+
+@pk.func
 def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], *, Q):
     """Weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb``: their quants as 8 words, and per
     group of the chunk its scale and min (``params[2 gi]``, ``params[2 gi + 1]``). Loaded once, a
     chunk serves every activation column it meets (``dot_loaded``)."""
-    for k in pk.static_range(8):
-        words[k] = Q.word(wb, 8 * chunk + k)
+    if Q.chunk is not None:
+        Q.chunk(wb, chunk, words)
+    else:
+        for k in pk.static_range(8):
+            words[k] = Q.word(wb, 8 * chunk + k)
     for gi in pk.static_range(Q8_1_QK // Q.group):
         g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
         params[2 * gi] = Q.scale(wb, g)
@@ -416,12 +538,27 @@ DEQUANTIZE_LAUNCH = {"q4_0": (256, 32, 32), "q4_1": (256, 32, 32), "q8_0": (256,
                      "q2_K": (256, 64, None), "q3_K": (256, 64, None), "q5_K": (256, 64, None),
                      "q6_K": (256, 64, None), "q4_K": (256, 32, None), "q8_K": (256, 32, None)}
 
+
+@pk.kernel(max_block_size=MAX_BLOCK)
+def dequantize_all(vx: ConstPtr[u8], y: Ptr[D], count: usize, *, Q, D):
+    """The wrappers' launch (``dequantize_{q}_{d}``): ``count`` elements shared by every thread of the
+    grid, 16 bytes of output a thread a step. candle's launches give a 2^25-element tensor 131,072
+    blocks of 32 to 64 threads, and blocks start no faster than about one per 0.6 ns on an H100
+    (docs/targets/cuda.md, "The quantized family"): DEQUANTIZE_WRAPPER_ELEMENTS a block lifts that floor."""
+    dequantize_span(vx, y, usize(0), count, usize(pk.global_id()), usize(pk.grid_dim.x) * usize(pk.block_dim.x),
+                    Q=Q, D=D)
+
+
+#: the wrappers' dequantize: threads a block, and elements a block (16 a thread: 4 tiles of f32)
+DEQUANTIZE_WRAPPER_BLOCK, DEQUANTIZE_WRAPPER_ELEMENTS = 256, 4096
+
 for _q in QTYPES.values():
     _per, _threads, _unit = DEQUANTIZE_LAUNCH[_q.name]
     for _d in (f32, f16):
         _name = kernel_name("dequantize_block", _q.name, _d)
         QUANTIZED.add(dequantize_superblock.instance(_name, Q=_q, D=_d) if _unit is None else
                       dequantize_counted.instance(_name, Q=_q, D=_d, per_block=_per, count_unit=_unit))
+        QUANTIZED.add(dequantize_all.instance(kernel_name("dequantize", _q.name, _d), Q=_q, D=_d))
 
 
 # ---- get_rows_{t} -----------------------------------------------------------------------------------
@@ -529,9 +666,11 @@ for _q in MATMUL_TYPES:
 @pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
                      nrows_dst: i32, *, Q, N, rows):
-    """``dst[j * nrows_dst + row]`` = row ``row`` of the weights times q8_1 column j (< N), for the
-    ``rows`` rows of this block (``mmvq_rows``: candle's), rows past ``nrows_x`` skipped. Every
-    thread of the block takes every nt-th 32-element chunk of the row, for all its rows and columns."""
+    """``dst[j * nrows_dst + row]`` = row ``row`` of the weights times q8_1 column j, for the ``rows``
+    rows of this block (``mmvq_rows``: candle's), rows past ``nrows_x`` skipped, and the N columns
+    from ``N * block_idx.y`` (candle's grid has one: the wrappers' MMQ takes N = 8 columns a block
+    along y). Every thread of the block takes every nt-th 32-element chunk of the row, for all its
+    rows and columns."""
     sm = pk.shared.array(MAX_WAVES * MAX_SUMS, f32)
     acc = pk.local.array(MAX_SUMS, f32)
     for i in pk.static_range(rows * N):
@@ -543,6 +682,9 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     per_block: u32 = Q.qk // Q8_1_QK
     row_bytes = usize(chunks // per_block) * Q.nbytes
     column_bytes = usize(u32(max(nrows_y, 0)) // Q8_1_QK) * Q8_1_BYTES
+    first_column = usize(pk.block_idx.y) * N
+    vy = vy + first_column * column_bytes
+    dst = dst + first_column * usize(nrows_dst)
     words = pk.local.array(8, u32)
     params = pk.local.array(4, f32)
     yw = pk.local.array(8 * N, i32)       # the chunk's q8_1 quants of each column,
@@ -577,10 +719,26 @@ def mmvq_rows(width: int) -> int:
 
 #: batch widths candle has MMVQ kernels for
 MMVQ_WIDTHS = range(1, 9)
+#: rows a block of the wrappers' own batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, block (32, 4))
+#: computes: a thread then has a chunk of each row in flight at once, and one reduction serves them
+#: all (H100, 14336 x 4096, % of copy for rows 1 / 2 / 4: q4_0 78 / 83 / 83, q4_K 72 / 81 / 78,
+#: q6_K 74 / 74 / 83, q8_0 112 / 112 / 106; docs/targets/cuda.md, "The quantized family")
+MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q6_K" else 2 for q in MATMUL_TYPES}
+#: the wrappers' MMQ (more than 8 activation columns): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
+#: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
+#: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':
+#: each word costs a warp 9 cache wavefronts, and more rows a block share them (H100, 4096 x 4096 q4_0,
+#: 16 / 32 columns: 8 columns x 2 rows under (32, 2) 26 / 45 us, x 4 rows 22 / 37 us, (32, 4) 25 / 45,
+#: 4 columns x 4 rows 23 / 39; the activations staged in shared memory for 4 rows, 45 / 81 us)
+MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMQ_BLOCK_Y = 8, 4, 2
 for _q in MATMUL_TYPES:
     for _n in MMVQ_WIDTHS:
         QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
                                                 rows=mmvq_rows(_n)))
+    QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
+                                            rows=MMVQ_WRAPPER_ROWS[_q.name]))
+    QUANTIZED.add(mul_mat_vec_q8_1.instance(kernel_name("mul_mat_cols", _q.name), Q=_q, N=MMQ_COLUMNS_A_BLOCK,
+                                            rows=MMQ_ROWS_A_BLOCK))
 
 
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
@@ -705,7 +863,8 @@ def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, n
 #: candle's (mmq_x, mmq_y) tiles (CUDA_USE_TENSOR_CORES off: the "AMPERE" sizes), block (32, 4)
 MMQ_TILES = {"q4_0": (64, 128), "q4_1": (64, 128), "q5_0": (128, 64), "q5_1": (128, 64), "q8_0": (128, 64),
              "q2_K": (64, 128), "q3_K": (128, 128), "q4_K": (64, 128), "q5_K": (64, 128), "q6_K": (64, 64)}
-#: the wrappers' own MMQ tile (``mul_mat_rows_{q}``, never requested by candle): candle's tiles give a
+#: a smaller MMQ tile (``mul_mat_rows_{q}``, never requested by candle; the wrappers took it before
+#: ``mul_mat_cols``, 2.6 to 4.5 times faster at 16 to 128 columns on an H100): candle's tiles give a
 #: 4096-row matrix 32 to 64 blocks, a quarter to a half of an H100's SMs; tiles of 32 x 32 give 128
 #: (8 columns a thread under the staged path's 128 threads)
 MMQ_WRAPPER_TILE = (32, 32)
@@ -744,7 +903,9 @@ for _qname, _tag in MOE_NAMES.items():
     QUANTIZED.add(indexed_moe_forward.instance(f"indexed_moe_forward_{_tag}_q8_1", Q=QTYPES[_qname]))
 
 
-__all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "MMQ_TILES", "MMQ_WRAPPER_TILE",
+__all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "DEQUANTIZE_WRAPPER_BLOCK",
+           "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
+           "MMQ_BLOCK_Y",
            "MOE_NAMES",
-           "MMVQ_WIDTHS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
+           "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
            "group_sums", "dot_words", "dot_loaded", "chunk_dot", "block_totals"]

@@ -28,8 +28,9 @@ from pykern.runtime.base import DeviceArray
 from . import QUANTIZED
 from ._common import as_device_array
 from .cast import to as cast_to
-from .quantized import (DEQUANTIZE_LAUNCH, FLOAT_ROWS, MATMUL_TYPES, MMQ_WRAPPER_TILE, MMVQ_WIDTHS, MOE_NAMES,
-                        Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
+from .quantized import (DEQUANTIZE_WRAPPER_BLOCK, DEQUANTIZE_WRAPPER_ELEMENTS, FLOAT_ROWS, MATMUL_TYPES,
+                        MMQ_BLOCK_Y, MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMVQ_WIDTHS, MMVQ_WRAPPER_ROWS,
+                        MOE_NAMES, Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
 
 #: GGUF's names of the formats the kernels read
 GGUF_TYPES = tuple(QTYPES)
@@ -84,8 +85,9 @@ def _weights(blocks, q: QType, shape: tuple[int, ...], device=None) -> DeviceArr
 
 
 def dequantize(blocks, qtype_spec, shape, dtype=pk.f32, device=None) -> DeviceArray:
-    """The values of quantized ``blocks`` of ``shape``, as ``dtype`` (f32 or f16): candle's
-    ``dequantize_block_*`` under its launch, bit-exact with gguf's dequantizer."""
+    """The values of quantized ``blocks`` of ``shape``, as ``dtype`` (f32 or f16), bit-exact with
+    gguf's dequantizer: ``dequantize_{q}_{dtype}``, the elements of candle's ``dequantize_block_*``
+    under a launch of fewer, larger blocks (quantized.DEQUANTIZE_WRAPPER_ELEMENTS)."""
     q = qtype(qtype_spec)
     if dtype not in (pk.f32, pk.f16):
         raise TypeError(f"dequantize writes f32 or f16, not {dtype}")
@@ -94,12 +96,8 @@ def dequantize(blocks, qtype_spec, shape, dtype=pk.f32, device=None) -> DeviceAr
     out = data.device.empty(shape, dtype)
     el = math.prod(shape)
     if el:
-        per, threads, unit = DEQUANTIZE_LAUNCH[q.name]
-        fn = data.device.get_or_load_func(f"dequantize_block_{q.name}_{dtype}", QUANTIZED)
-        # candle's grid; its blocks of 32 widened to a whole wave where waves are 64 lanes (a block's
-        # range has 64 words, one a thread)
-        fn[-(-el // per), max(threads, data.device.target.wave_size)](data, out,
-                                                                     *(() if unit is None else (el // unit,)))
+        fn = data.device.get_or_load_func(f"dequantize_{q.name}_{dtype}", QUANTIZED)
+        fn[-(-el // DEQUANTIZE_WRAPPER_ELEMENTS), DEQUANTIZE_WRAPPER_BLOCK](data, out, el)
     return out
 
 
@@ -174,14 +172,24 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         dev.get_or_load_func(name, QUANTIZED)[n, max(32, dev.target.wave_size)](*args)  # a whole wave a row
         return out
     vy, k_padded = quantize_q8_1(x)
-    if batch <= max(MMVQ_WIDTHS):
+    if batch == 1:  # candle's kernel with more rows a block (quantized.MMVQ_WRAPPER_ROWS)
+        fn = dev.get_or_load_func(f"mul_mat_vec_rows_{q.name}_q8_1", QUANTIZED)
+        fn[-(-n // MMVQ_WRAPPER_ROWS[q.name]), (32, 4)](w, vy, out, k, n, k_padded, n)
+    elif batch <= max(MMVQ_WIDTHS):
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
         fn[-(-n // rows), (32, 4 if batch <= 4 else 2)](w, vy, out, k, n, k_padded, n)
-    else:  # candle's MMQ kernel on the wrappers' smaller tile: more blocks (quantized.MMQ_WRAPPER_TILE)
-        tile_x, tile_y = MMQ_WRAPPER_TILE
-        fn = dev.get_or_load_func(f"mul_mat_rows_{q.name}", QUANTIZED)
-        fn[(-(-n // tile_y), -(-batch // tile_x)), (32, 4)](w, vy, out, k, n, batch, k_padded, n)
+    else:  # the wrappers' MMQ: MMVQ on 8 columns a block along grid y, candle's MMVQ for the rest
+        groups, rest = divmod(batch, MMQ_COLUMNS_A_BLOCK)
+        fn = dev.get_or_load_func(f"mul_mat_cols_{q.name}", QUANTIZED)
+        fn[(-(-n // MMQ_ROWS_A_BLOCK), groups), (32, MMQ_BLOCK_Y)](w, vy, out, k, n, k_padded, n)
+        if rest:
+            done = groups * MMQ_COLUMNS_A_BLOCK
+            column = k_padded // Q8_1_QK * Q8_1_BYTES
+            fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{rest}", QUANTIZED)
+            fn[-(-n // mmvq_rows(rest)), (32, 4 if rest <= 4 else 2)](
+                w, vy.offset_view(done * column, (rest * column,)), out.reshape((batch * n,)).offset_view(
+                    done * n, (rest * n,)), k, n, k_padded, n)
     return out
 
 
@@ -202,8 +210,9 @@ def get_rows(table, qtype_spec, shape, ids) -> DeviceArray:
         if q not in MATMUL_TYPES:
             raise ValueError(f"candle has no get_rows kernel for {q.name}")
         data = _weights(table, q, (rows, hidden))
-        name, stride = f"get_rows_{q.name}", row_bytes(q, hidden)
-        block, grid_y = (256, -(-hidden // 512)) if q.qk == 32 else (64, hidden // 256)  # q4_K too: a whole wave64
+        # one block of 256 threads a row (candle's: up to 16 blocks of 32 to 256 threads a row, which
+        # for a 4096-wide table is 131,072 blocks for 8192 ids: block starts bound it)
+        name, stride, block, grid_y = f"get_rows_{q.name}", row_bytes(q, hidden), 256, 1
     ids_host = np.asarray(ids.to_host() if isinstance(ids, DeviceArray) else ids)
     if ids_host.ndim != 1 or (ids_host.size and (ids_host.min() < 0 or ids_host.max() >= rows)):
         raise ValueError(f"ids must be a 1-D array of row indices below {rows}, got {ids_host!r}")

@@ -35,6 +35,17 @@ def wave_device(request):
         return pk.device("cpu", wave_size=request.param)
     return pk.device(request.param)
 
+@pytest.fixture(params=[32, 64, "tiles"] + GPU_KINDS, ids=lambda p: f"cpu{p}" if isinstance(p, int) else p)
+def span_device(request):
+    """``wave_device`` and the CPU with the GPU's tiles (the dequantizers' ``pk.parallel_range``
+    takes 16 bytes of output a thread where aligned: that path is checked here on the CPU too)."""
+    if request.param == "tiles":
+        return pk.device("cpu", wave_size=32, tile_bytes=16)
+    if isinstance(request.param, int):
+        return pk.device("cpu", wave_size=request.param)
+    return pk.device(request.param)
+
+
 U = 2.0 ** -24  # f32 unit roundoff
 TYPES = list(Q.QTYPES)
 MATMUL = [q.name for q in Q.MATMUL_TYPES]
@@ -101,17 +112,22 @@ def padded(blocks: np.ndarray) -> np.ndarray:
 def test_abi_names_and_param_sizes():
     assert abi_mismatches(QUANTIZED) == []
     spec = json.loads(ABI.read_text())["modules"]["quantized"]
-    extras = {f"mul_mat_rows_{q}" for q in MATMUL}  # the wrappers' own MMQ tile, candle's signature
-    assert sorted(QUANTIZED.names()) == sorted(set(spec) | extras) and len(spec) == 142
+    # the wrappers' own MMQ tile and batch-1 MMVQ rows a block, with candle's signatures
+    extras = {f"mul_mat_rows_{q}": f"mul_mat_{q}" for q in MATMUL}
+    extras.update({f"mul_mat_vec_rows_{q}_q8_1": f"mul_mat_vec_{q}_q8_1_cuda1" for q in MATMUL})
+    extras.update({f"mul_mat_cols_{q}": f"mul_mat_vec_{q}_q8_1_cuda8" for q in MATMUL})
+    sizes = {name: spec[like] for name, like in extras.items()}
+    sizes.update({f"dequantize_{q}_{d}": [8, 8, 8] for q in TYPES for d in ("f32", "f16")})  # the wrappers' own
+    assert sorted(QUANTIZED.names()) == sorted(set(spec) | set(sizes)) and len(spec) == 142
     target = pk.device("cpu").target
-    for name in extras:
-        assert [ty.nbytes for _, ty in QUANTIZED.get(name).typed(target).params] == spec[name.replace("_rows", "")]
+    for name, want in sizes.items():
+        assert [ty.nbytes for _, ty in QUANTIZED.get(name).typed(target).params] == want
 
 
 # ------------------------------------------------------------------------------------------------- dequantize
 @pytest.mark.parametrize("qtype", TYPES)
 @pytest.mark.parametrize("dtype", [pk.f32, pk.f16], ids=str)
-def test_dequantize_block_bit_exact(wave_device, qtype, dtype):
+def test_dequantize_block_bit_exact(span_device, qtype, dtype):
     """candle's launch (grid, block, count) for each format; every element equals gguf's."""
     rng = np.random.default_rng(len(qtype) + dtype.nbytes)
     q = Q.QTYPES[qtype]
@@ -119,11 +135,11 @@ def test_dequantize_block_bit_exact(wave_device, qtype, dtype):
                    gaussian_blocks(rng, qtype, 2, 768)):
         el = blocks.size // q.nbytes * q.qk
         per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
-        fn = wave_device.get_or_load_func(f"dequantize_block_{qtype}_{dtype}", QUANTIZED)
+        fn = span_device.get_or_load_func(f"dequantize_block_{qtype}_{dtype}", QUANTIZED)
         want = reference_dequantize(blocks, qtype).reshape(-1).astype(dtype.np)
         for offset in (0, 1):  # 8-byte aligned output (packed 8-byte stores), and not (one element a store)
-            y = wave_device.zeros(el + 64, dtype)  # what is past the output must stay untouched
-            args = (wave_device.to_device(blocks.reshape(-1)), y.offset_view(offset, (el,)))
+            y = span_device.zeros(el + 64, dtype)  # what is past the output must stay untouched
+            args = (span_device.to_device(blocks.reshape(-1)), y.offset_view(offset, (el,)))
             fn[-(-el // per), threads](*args, *(() if unit is None else (el // unit,)))
             got = y.to_host()
             np.testing.assert_array_equal(got[offset:offset + el], want)
@@ -132,7 +148,7 @@ def test_dequantize_block_bit_exact(wave_device, qtype, dtype):
 
 # ------------------------------------------------------------------------------------------------- get_rows
 @pytest.mark.parametrize("qtype", MATMUL + ["f32", "f16", "bf16"])
-def test_get_rows_bit_exact(wave_device, qtype):
+def test_get_rows_bit_exact(span_device, qtype):
     rng = np.random.default_rng(7)
     hidden, rows = 512, 9
     if qtype in Q.QTYPES:
@@ -142,17 +158,17 @@ def test_get_rows_bit_exact(wave_device, qtype):
         row_bytes = hidden // q.qk * q.nbytes
         block = 256 if q.qk == 32 else (32 if qtype == "q4_K" else 64)
         grid_y = -(-hidden // 512) if q.qk == 32 else hidden // 256
-        src = wave_device.to_device(table.reshape(-1))
+        src = span_device.to_device(table.reshape(-1))
     else:
         dt = getattr(pk, qtype)
         table = rng.standard_normal((rows, hidden)).astype(dt.np)
         full = table.astype(np.float32)
         row_bytes, block, grid_y = hidden * dt.nbytes, 256, -(-hidden // 256)
-        src = wave_device.to_device(table)
+        src = span_device.to_device(table)
     ids = np.array([3, 0, 8, 3, 5], np.uint32)
-    dst = wave_device.zeros((len(ids), hidden), pk.f32)
-    wave_device.get_or_load_func(f"get_rows_{qtype}", QUANTIZED)[(len(ids), grid_y), block](
-        src, wave_device.to_device(ids), dst, hidden, row_bytes)
+    dst = span_device.zeros((len(ids), hidden), pk.f32)
+    span_device.get_or_load_func(f"get_rows_{qtype}", QUANTIZED)[(len(ids), grid_y), block](
+        src, span_device.to_device(ids), dst, hidden, row_bytes)
     np.testing.assert_array_equal(dst.to_host(), full[ids])
 
 
@@ -286,6 +302,29 @@ def test_mmvq(wave_device, qtype, width):
     check_q8_1_product(got[:width * nrows].reshape(width, nrows), blocks, qtype, x, qy)
 
 
+def run_mmvq_wrapper_rows(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray):
+    """The wrappers' batch-1 MMVQ (MMVQ_WRAPPER_ROWS rows a block) on exact-size weights: (got, q8_1 bytes)."""
+    vy, qy = quantize_on(device, x)
+    dst = device.zeros(nrows + 8, pk.f32)
+    rows = Q.MMVQ_WRAPPER_ROWS[qtype]
+    device.get_or_load_func(f"mul_mat_vec_rows_{qtype}_q8_1", QUANTIZED)[-(-nrows // rows), (32, 4)](
+        device.to_device(blocks.reshape(-1)), vy, dst, x.shape[1], nrows, qy.shape[1] // 36 * 32, nrows)
+    got = dst.to_host()
+    assert not got[nrows:].any()  # rows past the matrix are not written
+    return got[:nrows].reshape(1, nrows), qy
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmvq_wrapper_rows(wave_device, qtype):
+    """Odd row counts (the last block part empty), rows of 2-byte aligned blocks starting mid-word."""
+    rng = np.random.default_rng(11)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 1, ncols)
+    got, qy = run_mmvq_wrapper_rows(wave_device, qtype, blocks, nrows, x)
+    check_q8_1_product(got, blocks, qtype, x, qy)
+
+
 @pytest.mark.parametrize("qtype", MATMUL)
 @pytest.mark.parametrize("ncols_y", [9, 130, 300])
 def test_mmq(wave_device, qtype, ncols_y):
@@ -305,6 +344,35 @@ def test_mmq(wave_device, qtype, ncols_y):
         got = dst.to_host()
         assert not got[ncols_y * nrows:].any()
         check_q8_1_product(got[:ncols_y * nrows].reshape(ncols_y, nrows), blocks, qtype, x, qy)
+
+
+def run_mmq_wrapper_cols(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray):
+    """The wrappers' MMQ kernel (``mul_mat_cols``: MMQ_ROWS_A_BLOCK rows x MMQ_COLUMNS_A_BLOCK columns
+    a block, the column groups along grid y) on exact-size weights: (got, q8_1 bytes)."""
+    ncols_y, ncols = x.shape
+    assert ncols_y % Q.MMQ_COLUMNS_A_BLOCK == 0  # the API takes the rest to candle's MMVQ
+    vy, qy = quantize_on(device, x)
+    dst = device.zeros(ncols_y * nrows + 8, pk.f32)
+    device.get_or_load_func(f"mul_mat_cols_{qtype}", QUANTIZED)[
+        (-(-nrows // Q.MMQ_ROWS_A_BLOCK), ncols_y // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y)](
+        device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+    got = dst.to_host()
+    assert not got[ncols_y * nrows:].any()  # outputs outside the matrix are not written
+    return got[:ncols_y * nrows].reshape(ncols_y, nrows), qy
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+@pytest.mark.parametrize("ncols_y", [8, 16])
+def test_mmq_wrapper_cols(wave_device, qtype, ncols_y):
+    """Odd row counts (the last block's rows part past the matrix); q4_0 also with rows of 136 chunks,
+    more than the block's 64 threads take in one step."""
+    rng = np.random.default_rng(ncols_y + 1)
+    shapes = [shape_for(qtype)] + ([(5, 4352)] if qtype == "q4_0" else [])
+    for nrows, ncols in shapes:
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, ncols_y, ncols)
+        got, qy = run_mmq_wrapper_cols(wave_device, qtype, blocks, nrows, x)
+        check_q8_1_product(got, blocks, qtype, x, qy)
 
 
 @pytest.mark.parametrize("qtype", list(Q.MOE_NAMES))
@@ -366,7 +434,31 @@ def test_api_dequantize_and_names(wave_device):
     assert qapi.GGUF_TYPES == ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K")
 
 
-@pytest.mark.parametrize("batch", [1, 3, 8, 9, 20])
+@pytest.mark.parametrize("qtype", TYPES)
+def test_api_dequantize_every_format(span_device, qtype):
+    """The wrappers' own launch (``dequantize_{q}_{d}``, DEQUANTIZE_WRAPPER_ELEMENTS a block): 16
+    elements a thread (the 16-byte tiles where aligned) and fewer (a block that is mostly idle)."""
+    rng = np.random.default_rng(9)
+    for rows, cols in ((5, 4096), (1, 256)):
+        blocks = random_blocks(rng, qtype, rows, cols)
+        want = reference_dequantize(blocks, qtype).reshape(rows, cols)
+        for dtype in (pk.f32, pk.f16):
+            got = qapi.dequantize(span_device.to_device(blocks.reshape(-1)), qtype, (rows, cols), dtype,
+                                  device=span_device)
+            np.testing.assert_array_equal(got.to_host(), want.astype(dtype.np))
+
+
+@pytest.mark.parametrize("qtype", ["q4_0", "q5_1", "q3_K", "q6_K"])
+def test_api_get_rows_wide(span_device, qtype):
+    """The wrappers' get_rows launch (a block of 256 a row): 4096-wide rows take the 16-byte tiles."""
+    rng = np.random.default_rng(10)
+    table = random_blocks(rng, qtype, 5, 4096)
+    ids = np.array([4, 0, 2, 2], np.uint32)
+    got = qapi.get_rows(span_device.to_device(table.reshape(-1)), qtype, (5, 4096), ids)
+    np.testing.assert_array_equal(got.to_host(), reference_dequantize(table, qtype)[ids])
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8, 9, 16, 20])
 def test_api_matmul_dispatch(wave_device, batch):
     """Up to 8 rows: q8_1 + MMVQ; more: q8_1 + MMQ (candle's dispatch); both within the bounds above."""
     rng = np.random.default_rng(batch)
@@ -515,6 +607,28 @@ def test_mmvq_odd_rows_stay_in_bounds(checked, qtype, width):
     check_q8_1_product(dst.to_host().reshape(width, nrows), blocks, qtype, x, qy)
 
 
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmvq_wrapper_rows_stay_in_bounds(checked, qtype):
+    """Whole-word reads of 2-byte aligned blocks (``span_words``) never leave the weights, and
+    neither does the last block of rows."""
+    rng = np.random.default_rng(12)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 1, ncols)
+    got, qy = run_mmvq_wrapper_rows(checked, qtype, blocks, nrows, x)
+    check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", ["q5_0", "q3_K", "q4_K"])
+def test_mmq_wrapper_cols_stay_in_bounds(checked, qtype):
+    rng = np.random.default_rng(13)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 16, ncols)
+    got, qy = run_mmq_wrapper_cols(checked, qtype, blocks, nrows, x)
+    check_q8_1_product(got, blocks, qtype, x, qy)
+
+
 def test_other_groups_stay_in_bounds(checked):
     """Every other group under candle's launch with exact-size buffers (one format each)."""
     rng = np.random.default_rng(0)
@@ -545,6 +659,32 @@ def test_other_groups_stay_in_bounds(checked):
     checked.get_or_load_func("indexed_moe_forward_q4k_q8_1", QUANTIZED)[(3, 1, 1), (32, 4)](
         w, vy, checked.to_device(np.array([0], np.uint32)), moe, 3, 512, 1, 1, 512, 1)
     check_q8_1_product(moe.to_host()[None], blocks, "q4_K", x[:1], qy[:1])
+
+
+@pytest.mark.parametrize("qtype,dtype", [("q4_0", pk.f32), ("q6_K", pk.f16), ("q5_1", pk.f16), ("q3_K", pk.f32)],
+                         ids=str)
+def test_dequantize_tiles_stay_in_bounds(qtype, dtype):
+    """The dequantizers' 16-byte tiles (the GPU's path) with exact-size buffers: the whole tiles, the
+    elements after them, and get_rows' rows, every access inside the data."""
+    dev = pk.device("cpu", check_bounds=True, tile_bytes=16)
+    rng = np.random.default_rng(3)
+    q = Q.QTYPES[qtype]
+    cols = 288 if q.qk == 32 else 512          # q5_1: the last CUDA block half full
+    blocks = random_blocks(rng, qtype, 3, cols)
+    want = reference_dequantize(blocks, qtype)
+    el = 3 * cols
+    per, threads, unit = Q.DEQUANTIZE_LAUNCH[qtype]
+    y = dev.zeros(el, dtype)
+    dev.get_or_load_func(f"dequantize_block_{qtype}_{dtype}", QUANTIZED)[-(-el // per), threads](
+        dev.to_device(blocks.reshape(-1)), y, *(() if unit is None else (el // unit,)))
+    np.testing.assert_array_equal(y.to_host(), want.reshape(-1).astype(dtype.np))
+    if qtype in MATMUL:
+        rows = dev.zeros((2, cols), pk.f32)
+        block, grid_y = (256, -(-cols // 512)) if q.qk == 32 else (64, cols // 256)
+        dev.get_or_load_func(f"get_rows_{qtype}", QUANTIZED)[(2, grid_y), block](
+            dev.to_device(blocks.reshape(-1)), dev.to_device(np.array([2, 0], np.uint32)), rows, cols,
+            cols // q.qk * q.nbytes)
+        np.testing.assert_array_equal(rows.to_host(), want[[2, 0]])
 
 
 # ------------------------------------------------------------------------------------------------- GPU code
