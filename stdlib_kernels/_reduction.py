@@ -223,10 +223,9 @@ def block_merge(x: V, w: Ptr[W], sv: Ptr[S], sw: Ptr[R], t: u32, nt: u32, *, mer
                     for k in pk.static_range(merge.extras):
                         sw[k * MAX_WAVES] = w[k]
                 pk.syncthreads()
-                if present < nw:
-                    x = sv[0]
-                    for k in pk.static_range(merge.extras):
-                        w[k] = sw[k * MAX_WAVES]
+                x = sv[0]  # every thread: the same total as the full waves have
+                for k in pk.static_range(merge.extras):
+                    w[k] = sw[k * MAX_WAVES]
         if free:
             pk.syncthreads()
     if gather == WHOLE_WAVES:
