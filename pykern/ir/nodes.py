@@ -142,12 +142,13 @@ class Call(Expr):
 
 @dataclass(eq=False)
 class Intrinsic(Expr):
-    """A built-in operation the lowering maps through the target (ids, barriers, math, atomics).
+    """A call of a built-in (ids, barriers, math, atomics, wave operations).
 
-    ``name`` selects the rule in the lowering's table; ``attrs`` carries compile-time arguments.
+    ``builtin`` is the built-in's registry entry (a ``pykern.lang.builtins.core.Definition``), whose
+    ``lower`` the lowering calls with this node; ``attrs`` carries compile-time arguments.
     """
 
-    name: str
+    builtin: Any
     args: list[Expr]
     attrs: dict = field(default_factory=dict)
 

@@ -35,9 +35,9 @@ def expr(e) -> str:
         return f"{expr(e.ptr)}[{expr(e.index)}]"
     if isinstance(e, N.Intrinsic):
         if e.attrs.keys() == {"axis"} and not e.args:  # thread_idx.x and its kind
-            return f"pk.{e.name}.{'xyz'[e.attrs['axis']]}"
+            return f"pk.{e.builtin.name}.{'xyz'[e.attrs['axis']]}"
         attrs = [f"{k}={v!r}" for k, v in e.attrs.items()]
-        return f"pk.{e.name}({', '.join([expr(a) for a in e.args] + attrs)}):{e.ty}"
+        return f"pk.{e.builtin.name}({', '.join([expr(a) for a in e.args] + attrs)}):{e.ty}"
     if isinstance(e, N.Call):
         name = getattr(e.func, "name", e.func)
         return f"{name}({', '.join(expr(a) for a in e.args)}):{e.ty}"

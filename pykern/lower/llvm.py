@@ -2,13 +2,12 @@
 
 Target-specific spelling (ids, barriers, shuffles, atomics, shared memory, the kernel's own
 declaration and return) goes through the ``KernelFrame`` the target hands out; nothing here asks
-which target it is. Locals live in allocas (in the target's private address space) and become SSA
+which target it is. Built-ins are lowered by their registry entries (``pykern.lang.builtins``), which
+this lowering calls with itself as their context (``expr_Intrinsic``). Locals live in allocas (in the target's private address space) and become SSA
 values in the optimiser's mem2reg. Device functions are inlined at their call sites, so built-ins
 inside them work on every target, including the host's coroutine threads.
 """
 from __future__ import annotations
-
-import math
 
 from llvmlite import ir
 
@@ -17,31 +16,13 @@ from ..ir import nodes as N
 from ..ir import types as T
 from ..targets.base import KernelFrame, KernelSignature, Target
 from . import convert as C
-from .convert import F32, F64, I1, I32, I64, storage_type, value_type
+from .convert import F32, F64, I1, I64, storage_type, value_type
 from ..targets.llvm_ext import BFLOAT
 from .tiles import GridTiles
 
 _FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
 _INT_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_FLOAT_INTRINSICS = {"sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint",
-                     "abs": "fabs", "copysign": "copysign", "fma": "fma", "fmin": "minnum", "fmax": "maxnum",
-                     "minimum": "minimum", "maximum": "maximum"}
-_ATOMIC_OPS = {  # (int signed, int unsigned, float)
-    "add": ("add", "add", "fadd"), "sub": ("sub", "sub", "fsub"), "min": ("min", "umin", "fmin"),
-    "max": ("max", "umax", "fmax"), "exchange": ("xchg", "xchg", "xchg")}
-
-
-def dot4_bytes(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
-    """``acc + sum(x.byte[k] * y.byte[k])`` in wrapping i32 arithmetic, bytes of ``y`` signed, of ``x``
-    signed or not: ``pk.dot4_*`` where the target has no instruction (the products fit in 17 bits)."""
-    total = acc
-    for k in range(4):
-        bx, by = (b.trunc(b.lshr(v, ir.Constant(I32, 8 * k)), ir.IntType(8)) for v in (x, y))
-        bx = (b.sext if x_signed else b.zext)(bx, I32)
-        total = b.add(total, b.mul(bx, b.sext(by, I32)))
-    return total
-
 
 def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
@@ -362,10 +343,6 @@ class FunctionLowering(GridTiles):
             return self.expr(e.operand)
         return self.b.bitcast(self.expr(e.operand), value_type(e.ty))
 
-    def intr_is_aligned(self, e: N.Intrinsic):
-        low = self.b.and_(self.b.ptrtoint(self.expr(e.args[0]), I64), ir.Constant(I64, e.attrs["nbytes"] - 1))
-        return self.b.icmp_unsigned("==", low, ir.Constant(I64, 0))
-
     def expr_BinOp(self, e: N.BinOp):
         return self.arith(e.op, self.expr(e.lhs), self.expr(e.rhs), e.ty)
 
@@ -464,32 +441,31 @@ class FunctionLowering(GridTiles):
     def expr_Call(self, e: N.Call):
         return self.inline_call(e)
 
-    # ------------------------------------------------------------------ intrinsics
+    # ------------------------------------------------------------------ built-ins
+    def expr_Intrinsic(self, e: N.Intrinsic):
+        """A built-in: its registry entry's lowering (``pykern.lang.builtins``) emits it."""
+        return e.builtin.lower(self, e)
+
+    # helpers the built-ins' lowerings share with the operators
+    #: LLVM's bfloat, for the built-ins that hand bf16 to LLVM natively (atomics where the arch has them)
+    bfloat = BFLOAT
+
     def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """``llvm.<name>.<type of the first argument>`` on ``args`` (declared on first use)."""
         suffix = {F32: "f32", F64: "f64"}[args[0].type] if args[0].type in (F32, F64) else str(args[0].type)
-        full = f"llvm.{_FLOAT_INTRINSICS.get(name, name)}.{suffix}"
+        full = f"llvm.{name}.{suffix}"
         fn = self.b.module.globals.get(full)
         if fn is None:
             fn = ir.Function(self.b.module, ir.FunctionType(args[0].type, [a.type for a in args]), full)
         return self.b.call(fn, args)
 
-    def expr_Intrinsic(self, e: N.Intrinsic):
-        return getattr(self, "intr_" + e.name)(e)
+    def widen(self, v: ir.Value, ty: T.DType) -> ir.Value:
+        """A value of ``ty`` as an f32 where ``ty`` is a storage float (f16, bf16, f8), else as it is."""
+        return C.to_f32(self.b, v, ty) if ty.is_storage_float else v
 
-    def _dim(method):  # noqa: N805
-        return lambda self, e: getattr(self.frame, method)(e.attrs["axis"])
-
-    intr_thread_idx, intr_block_idx = _dim("thread_idx"), _dim("block_idx")
-    intr_block_dim, intr_grid_dim = _dim("block_dim"), _dim("grid_dim")
-
-    def intr_lane_id(self, e):
-        return self.frame.lane_id()
-
-    def intr_barrier(self, e):
-        self.frame.barrier(e.loc)
-
-    def intr_fence(self, e):
-        self.frame.fence(e.attrs["scope"])
+    def narrow(self, v: ir.Value, ty: T.DType) -> ir.Value:
+        """An f32 rounded to the storage float ``ty``, as every arithmetic result of ``ty`` is."""
+        return C.from_f32(self.b, v, ty, self.target)
 
     def float_op(self, e: N.Intrinsic, fn) -> ir.Value:
         """Apply ``fn`` to the operands computed in f32/f64 and round back to the storage type."""
@@ -498,188 +474,3 @@ class FunctionLowering(GridTiles):
         if ty.is_storage_float:
             return C.from_f32(self.b, fn([C.to_f32(self.b, a, ty) for a in args]), ty, self.target)
         return fn(args)
-
-    def _fp(name):  # noqa: N805
-        return lambda self, e: self.float_op(e, lambda args: self.call_intrinsic(name, args))
-
-    intr_sqrt, intr_floor, intr_ceil, intr_trunc, intr_rint = map(_fp, ("sqrt", "floor", "ceil", "trunc", "rint"))
-    intr_copysign, intr_fma, intr_fmin, intr_fmax = map(_fp, ("copysign", "fma", "fmin", "fmax"))
-
-    def intr_fast_exp2(self, e):
-        # llvm.exp2.f32 lowers on every target: ex2.approx.f32 (NVIDIA), v_exp_f32 with range
-        # handling (AMDGPU), exp2f (host) -- the one transcendental intrinsic that never fails
-        return self.call_intrinsic("exp2", [self.expr(e.args[0])])
-
-    def intr_fast_rcp(self, e):
-        # an approximate-functions fdiv: rcp.approx.f32 (NVIDIA), v_rcp_f32 (AMDGPU), an exact
-        # division on the host; no branch to a slow path, unlike an IEEE division on GPUs
-        return self.b.fdiv(ir.Constant(F32, 1.0), self.expr(e.args[0]), flags=("afn",))
-
-    def intr_dot4(self, e):
-        """``pk.dot4_i8``/``pk.dot4_u8i8``: the target's dot instruction where it has one
-        (``Target.dot4``), else the four byte products in i32 arithmetic (the same wrapping sum)."""
-        a, b, acc = (self.expr(x) for x in e.args)
-        signed = e.attrs["a_signed"]
-        fast = self.target.dot4(self.b, a, b, acc, signed)
-        return fast if fast is not None else dot4_bytes(self.b, a, b, acc, signed)
-
-    def intr_abs(self, e):
-        ty = e.ty
-        if ty.is_int:
-            v = self.expr(e.args[0])
-            neg = self.b.icmp_signed("<", v, ir.Constant(v.type, 0))
-            return self.b.select(neg, self.b.sub(ir.Constant(v.type, 0), v), v)
-        if ty in (T.bf16, T.f8e4m3):
-            return self.b.and_(self.expr(e.args[0]), ir.Constant(value_type(ty), (1 << (ty.bits - 1)) - 1))
-        return self.float_op(e, lambda args: self.call_intrinsic("abs", args))
-
-    def _minmax(op):  # noqa: N805
-        def handler(self, e):
-            if e.ty.is_float:
-                return self.float_op(e, lambda args: self.call_intrinsic(op, args))
-            return self.arith(op, self.expr(e.args[0]), self.expr(e.args[1]), e.ty)
-        return handler
-
-    intr_minimum, intr_maximum = _minmax("minimum"), _minmax("maximum")
-
-    def intr_select(self, e):
-        c, a, b = (self.expr(x) for x in e.args)
-        return self.b.select(c, a, b)
-
-    def intr_isnan(self, e):
-        ty = e.args[0].ty
-        v = self.expr(e.args[0])
-        v = C.to_f32(self.b, v, ty) if ty.is_storage_float else v
-        return self.b.fcmp_unordered("uno", v, v)
-
-    def intr_isinf(self, e):
-        ty = e.args[0].ty
-        v = self.expr(e.args[0])
-        v = C.to_f32(self.b, v, ty) if ty.is_storage_float else v
-        return self.b.fcmp_ordered("==", self.call_intrinsic("abs", [v]), ir.Constant(v.type, math.inf))
-
-    def intr_atomic(self, e: N.Intrinsic):
-        op, space, elem = e.attrs["op"], e.attrs["space"], e.ty
-        self.target.check(f"atomic.{op}.{space}", elem, e.loc)
-        ptr, _ = self.address(e.args[0], e.args[1])
-        vals = [self.expr(a) for a in e.args[2:]]
-        if op == "cas":
-            if elem.is_float:
-                ity = ir.IntType(elem.bits)
-                old = self.frame.cmpxchg(ptr, self.b.bitcast(vals[0], ity), self.b.bitcast(vals[1], ity), space)
-                return self.b.bitcast(old, value_type(elem))
-            return self.frame.cmpxchg(ptr, vals[0], vals[1], space)
-        llop = _ATOMIC_OPS[op][2 if elem.is_float else (0 if elem.is_signed else 1)]
-        if elem is T.bf16 and llop != "xchg":
-            # bf16 is i16 in registers; LLVM's bfloat atomics are native where the arch has them
-            # (sm_90 atom.add.bf16) and a CAS loop that AtomicExpand writes elsewhere
-            if not self.target.bf16_atomics_in_llvm:
-                return self.bf16_atomic_loop(llop, ptr, vals[0], space)
-            old = self.frame.atomic_rmw(llop, ptr, self.b.bitcast(vals[0], BFLOAT), space)
-            return self.b.bitcast(old, value_type(elem))
-        return self.frame.atomic_rmw(llop, ptr, vals[0], space)
-
-    def bf16_atomic_loop(self, llop: str, ptr: ir.Value, value: ir.Value, space: str) -> ir.Value:
-        """``p[i] = p[i] op value`` for bf16 (i16 bits) as a compare-and-swap loop: computed in f32
-        and rounded like every other bf16 result; returns the old bits."""
-        b = self.b
-        first, entry = b.load_atomic(ptr, "monotonic", 2, typ=value.type), b.block
-        loop, done = b.append_basic_block("bf16.atomic"), b.append_basic_block("bf16.atomic.end")
-        b.branch(loop)
-        b.position_at_end(loop)
-        old = b.phi(value.type)
-        old.add_incoming(first, entry)
-        x, y = C.to_f32(b, old, T.bf16), C.to_f32(b, value, T.bf16)
-        new = C.from_f32(b, b.fadd(x, y) if llop == "fadd" else b.fsub(x, y), T.bf16, self.target)
-        seen = self.frame.cmpxchg(ptr, old, new, space)
-        old.add_incoming(seen, loop)
-        b.cbranch(b.icmp_unsigned("==", seen, old), done, loop)
-        b.position_at_end(done)
-        return seen
-
-    # --- wave operations: split into 32-bit pieces, one shuffle each
-    def to_words(self, v: ir.Value, ty: T.DType) -> list[ir.Value]:
-        bits = 1 if ty.is_bool else ty.bits
-        raw = self.b.bitcast(v, ir.IntType(bits)) if not isinstance(v.type, ir.IntType) else v
-        if bits <= 32:
-            return [self.b.zext(raw, I32) if bits < 32 else raw]
-        return [self.b.trunc(raw, I32), self.b.trunc(self.b.lshr(raw, ir.Constant(I64, 32)), I32)]
-
-    def from_words(self, words: list[ir.Value], ty: T.DType) -> ir.Value:
-        bits = 1 if ty.is_bool else ty.bits
-        if bits > 32:
-            raw = self.b.or_(self.b.zext(words[0], I64), self.b.shl(self.b.zext(words[1], I64), ir.Constant(I64, 32)))
-        else:
-            raw = self.b.trunc(words[0], ir.IntType(bits)) if bits < 32 else words[0]
-        vt = value_type(ty)
-        return raw if raw.type == vt else self.b.bitcast(raw, vt)
-
-    def lanes_present(self) -> tuple[ir.Value, ir.Value]:
-        """(this thread's lane, the number of lanes in its wave): the last wave of a block whose size
-        is not a multiple of the width has fewer lanes than ``wave_size``."""
-        b, f, ws = self.b, self.frame, self.target.wave_size
-        lane = f.lane_id()
-        bx, by, bz = (f.block_dim(i) for i in range(3))
-        lin = b.add(b.mul(b.add(b.mul(f.thread_idx(2), by), f.thread_idx(1)), bx), f.thread_idx(0))
-        left = b.sub(b.mul(b.mul(bx, by), bz), b.sub(lin, lane))
-        return lane, b.select(b.icmp_unsigned("<", left, ir.Constant(I32, ws)), left, ir.Constant(I32, ws))
-
-    def shuffle(self, kind: str, v: ir.Value, ty: T.DType, arg: ir.Value, loc) -> ir.Value:
-        """One semantics on every target: a source lane outside the wave, or absent from a partial
-        wave, yields the caller's own value; ``idx`` wraps modulo the width."""
-        words = [self.frame.shuffle(kind, w, arg, loc) for w in self.to_words(v, ty)]
-        got = self.from_words(words, ty)
-        b, ws = self.b, self.target.wave_size
-        lane, count = self.lanes_present()
-        src = {"idx": lambda: b.and_(arg, ir.Constant(I32, ws - 1)), "xor": lambda: b.xor(lane, arg),
-               "up": lambda: b.sub(lane, arg), "down": lambda: b.add(lane, arg)}[kind]()
-        present = b.icmp_unsigned("<", src, count)
-        if kind == "up":
-            present = b.and_(present, b.icmp_unsigned("<=", arg, lane))
-        return b.select(present, got, v)
-
-    def intr_shuffle(self, e: N.Intrinsic):
-        v, lane = self.expr(e.args[0]), self.expr(e.args[1])
-        return self.shuffle(e.attrs["kind"], v, e.ty, lane, e.loc)
-
-    def intr_ballot(self, e: N.Intrinsic):
-        mask = self.frame.ballot(self.expr(e.args[0]), e.loc)
-        kind = e.attrs["kind"]
-        if kind == "ballot":
-            return mask
-        if kind == "any":
-            return self.b.icmp_unsigned("!=", mask, ir.Constant(I64, 0))
-        return self.b.icmp_unsigned("==", mask, self.frame.ballot(ir.Constant(I1, 1), e.loc))
-
-    def intr_wave_reduce(self, e: N.Intrinsic):
-        ty, kind = e.ty, e.attrs["kind"]
-        op = {"sum": "add", "min": "minimum", "max": "maximum"}[kind]
-        v = self.expr(e.args[0])
-        ws = self.target.wave_size
-        # lanes missing from a partial wave (block size not a multiple of the width) contribute the
-        # identity; lane 0's butterfly then covers the whole wave, and its result is broadcast
-        b = self.b
-        lane, count = self.lanes_present()
-        identity = self.expr(N.Const(ty, self.reduce_identity(kind, ty)))
-        offset = ws // 2
-        while offset >= 1:
-            other = self.shuffle("xor", v, ty, ir.Constant(I32, offset), e.loc)
-            present = b.icmp_unsigned("<", b.xor(lane, ir.Constant(I32, offset)), count)
-            v = self.arith_or_minmax(op, v, b.select(present, other, identity), ty)
-            offset //= 2
-        return self.shuffle("idx", v, ty, ir.Constant(I32, 0), e.loc)
-
-    @staticmethod
-    def reduce_identity(kind: str, ty: T.DType):
-        if kind == "sum":
-            return 0.0 if ty.is_float else 0
-        if ty.is_float:
-            return math.inf if kind == "min" else -math.inf
-        lo, hi = ty.int_range
-        return hi if kind == "min" else lo
-
-    def arith_or_minmax(self, op, a, b, ty):
-        if op in ("minimum", "maximum") and ty.is_storage_float:
-            return C.from_f32(self.b, self.call_intrinsic(op, [C.to_f32(self.b, a, ty), C.to_f32(self.b, b, ty)]), ty,
-                              self.target)
-        return self.arith(op, a, b, ty)

@@ -7,7 +7,7 @@ CPU sits behind two small classes:
   checks, module set-up and the back half of the pipeline (optimise, emit, link).
 * ``KernelFrame`` — one per kernel being lowered: how the kernel function is declared, how the
   built-ins (ids, barriers, shuffles, atomics, shared memory) are spelled in LLVM IR, and how the
-  kernel returns. The CPU target's frame turns barriers into coroutine suspends; the GPU frames emit
+  kernel returns. The built-ins' lowerings (``pykern.lang.builtins``) call these hooks. The CPU target's frame turns barriers into coroutine suspends; the GPU frames emit
   intrinsics.
 
 Adding a target is one subclass of each, registered in ``pykern.targets.registry``.
@@ -122,7 +122,7 @@ class Target(ABC):
     def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value | None:
         """``pk.dot4_i8``/``pk.dot4_u8i8`` (i32 operands: four bytes each, ``y``'s signed) by an
         instruction of this target, or None: the lowering then adds the four products in i32
-        arithmetic (``lower.llvm.dot4_bytes``), the same wrapping sum."""
+        arithmetic (``dot4_bytes`` in ``lang/builtins/math.py``), the same wrapping sum."""
         return None
 
     def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
