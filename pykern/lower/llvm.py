@@ -3,9 +3,10 @@
 Target-specific spelling (ids, barriers, shuffles, atomics, shared memory, the kernel's own
 declaration and return) goes through the ``KernelFrame`` the target hands out; nothing here asks
 which target it is. Built-ins are lowered by their registry entries (``pykern.lang.builtins``), which
-this lowering calls with itself as their context (``expr_Intrinsic``). Locals live in allocas (in the target's private address space) and become SSA
-values in the optimiser's mem2reg. Device functions are inlined at their call sites, so built-ins
-inside them work on every target, including the host's coroutine threads.
+this lowering calls with itself as their context (``expr_Intrinsic``). Locals live in allocas (in
+the target's private address space) and become SSA values in the optimiser's mem2reg. Device
+functions are inlined at their call sites, so built-ins inside them work on every target, including
+the host's coroutine threads.
 """
 from __future__ import annotations
 
@@ -472,5 +473,5 @@ class FunctionLowering(GridTiles):
         ty = e.args[0].ty
         args = [self.expr(a) for a in e.args]
         if ty.is_storage_float:
-            return C.from_f32(self.b, fn([C.to_f32(self.b, a, ty) for a in args]), ty, self.target)
+            return self.narrow(fn([self.widen(a, ty) for a in args]), ty)
         return fn(args)
