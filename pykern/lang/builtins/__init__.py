@@ -28,4 +28,5 @@ __all__ = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads
            "static_range", "is_aligned", "load", "store", "dot4_i8", "dot4_u8i8",
            "thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local", "wave_size",
            "tile_bytes",
-           "Builtin", "Dim3", "Namespace", "TargetConstant", "WaveSize", "TileBytes", "OPERATOR_FUNCS", "REGISTRY", "Definition", "definition", "lookup"]
+           "Builtin", "Dim3", "Namespace", "TargetConstant", "WaveSize", "TileBytes", "OPERATOR_FUNCS", "REGISTRY",
+           "Definition", "definition", "lookup"]

@@ -5,7 +5,7 @@ and Python's own ``min``/``max``/``abs``); the marker does nothing by itself. It
 holds the built-in's whole meaning, registered side by side in one group module of this package:
 
 * ``typing``: the typing rule, called by the front end as ``rule(typer, call, marker)`` with the
-  ``ast.Call`` and the marker called (one rule may serve several markers: the four fences);
+  ``ast.Call`` and the marker called (one rule may serve several markers: the three fences);
   it checks the arguments and returns typed IR (usually an ``ir.nodes.Intrinsic`` that refers back to
   this definition) or a compile-time value;
 * ``lower``: the lowering, called by ``lower/llvm.py`` as ``lower(lowering, node)`` with the
