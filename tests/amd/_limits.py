@@ -43,7 +43,8 @@ LIMITS: tuple[Limit, ...] = (
           "only kernel that has them", kernels=r"cache_policies"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",
           "f64 atomic add on RDNA4 is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64, which "
-          "never succeeds on the emulator: the loop runs until the emulator stops it", kernels=r"sum_f64|atomics"),
+          "never succeeds on the emulator: the loop runs until the emulator stops it",
+          kernels=r"sum_f64|atomics|(ia|sa)_atomic_\w+_f64"),
 )
 
 
@@ -73,11 +74,11 @@ MISMATCHES: tuple[Mismatch, ...] = (
              "V_FMAC_* round twice, so error-free products (pk.fma(a, b, -a*b)) come out 0 (an earlier build "
              "of unormcdf_f32/f64 was 14 / 220 ulps off through its double-word argument; the current one "
              "agrees, so the row names the math-library case only)"),
-    Mismatch(("gfx1100", "gfx1201"), r"atomics|sum_f64", "global_atomic_cmpswap_b64",
+    Mismatch(("gfx1100", "gfx1201"), r"atomics|sum_f64|(ia|sa)_atomic_\w+_f64", "global_atomic_cmpswap_b64",
              "f64 atomic add on RDNA is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64; on "
              "the emulator the loop leaves the value unchanged (0 after every add), while the 32-bit "
              "cmpswap, u64 add/max and f32 add of the same kernel agree with the CPU"),
-    Mismatch(("gfx1201",), r"sum_f16|sum_bf16|half_atomics", "global_atomic_cmpswap_b32",
+    Mismatch(("gfx1201",), r"sum_f16|sum_bf16|half_atomics|(ia|sa)_atomic_\w+_(f16|bf16)", "global_atomic_cmpswap_b32",
              "16-bit float atomic adds on RDNA4 are LLVM's compare-and-swap loops around "
              "global_atomic_cmpswap_b32 (with v_add_f16 on the half shifted out of the word); on the emulator "
              "the add repeats until the value stops changing (1.0 added to an f16 ends at 2048, to a bf16 at "
@@ -87,7 +88,8 @@ MISMATCHES: tuple[Mismatch, ...] = (
 
 
 MISMATCHES += (
-    Mismatch(("gfx942", "gfx90a"), r"atomics|sum_f16|sum_bf16|half_atomics", "global_atomic_cmpswap",
+    Mismatch(("gfx942", "gfx90a"), r"atomics|sum_f16|sum_bf16|half_atomics|(ia|sa)_atomic_\w+_(f16|bf16)",
+             "global_atomic_cmpswap",
              "on the emulator's CDNA4 tables global_atomic_cmpswap returns the value it tried to store instead "
              "of the memory's old value (pk.atomic.cas returns 7, 8, 9 to three blocks where the CPU gives "
              "0, 7, 7; the memory itself is right), so LLVM's compare-and-swap loops for 16-bit float atomic "
@@ -101,3 +103,25 @@ def known_mismatch(arch: str, kernel: str) -> Mismatch | None:
 
 def known_limit(arch: str, kernel: str, detail: str) -> Limit | None:
     return next((lim for lim in LIMITS if lim.matches(arch, kernel, detail)), None)
+
+
+MISMATCHES += (
+    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)", "ds_load_u16_d16_hi",
+             "the emulator runs the DS d16 loads (ds_load_u16_d16 / ds_load_u16_d16_hi / ds_load_u8_d16 / "
+             "ds_load_u8_d16_hi; gfx9's ds_read_*_d16*) as plain zero-extending loads of the whole register: "
+             "the other half is lost and the _hi forms put the value in the low half (a hand-assembled "
+             "kernel loading 0x1234 into a register holding 0xAAAABBBB gets 0x00001234 from all four, on "
+             "RDNA3, RDNA4 and CDNA tables alike; the hardware gives 0xAAAA1234 / 0x1234BBBB). LLVM uses them "
+             "to pack 8- and 16-bit values read back from shared memory: gather_shared's u8 ids beside "
+             "16-bit values, im2col's staged 16-bit pixels"),
+)
+
+
+MISMATCHES += (
+    Mismatch(("gfx942", "gfx90a"), r"mul_mat_cols_\w+|mul_mat_q3_K", "v_cvt_f32_f16",
+             "on the CDNA tables the emulator reads a 16-bit VOP1 source in v128-v255 as the high half of "
+             "v0-v127, RDNA3's true16 encoding: v_cvt_f32_f16 v3, v150 converts the high half of v22 (a "
+             "hand-assembled gfx942 kernel gets 2.0 from v22 = 0x40000000 where v150 holds 1.0). Only kernels "
+             "with more than 128 VGPRs meet it: quantized's mul_mat_cols_* (184) and mul_mat_q3_K (203), "
+             "whose f16 block scales are converted from v149-v167"),
+)

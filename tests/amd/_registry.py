@@ -31,6 +31,22 @@ class Case:
 
 CASES: dict[str, Case] = {}
 
+#: the layer's two halves, one test file each so that xdist's loadfile gives them two workers: the
+#: cases of candle's elementwise families, reduce and the language (``test_emulator.py``), and those of
+#: the families with their own ABIs (``test_emulator_families.py``), by the case name's prefix
+FAMILY_PREFIXES = ("indexing/", "sort/", "conv/", "matmul/", "quantized/")
+GROUPS = ("core", "families")
+
+
+#: the stdlib modules the "families" half launches (its captures keep only their launches: a wrapper's
+#: permuting copy or cast is a unary or cast kernel, which the core half runs)
+FAMILY_MODULES = ("conv", "indexing", "matmul", "quantized", "sort")
+
+
+def group_of(name: str) -> str:
+    """The half a case (by name) or a stdlib module (by ``module.name``) belongs to."""
+    return "families" if name.startswith(FAMILY_PREFIXES) or name in FAMILY_MODULES else "core"
+
 
 def add(name: str, run: Callable, ulps: dict | None = None, why: str = "") -> Case:
     """Register one case (names are unique: they are the test ids)."""

@@ -1,8 +1,10 @@
-"""One test session's emulator runs: capture every case on the CPU (once per wave width), build each
-launched module for each arch, and run each ISA family's launches in its own worker process.
+"""One test session's emulator runs: capture the cases on the CPU (once per half and wave width),
+build each launched module for each arch, and run each ISA family's launches in its own worker process.
 
-Families start one after another as soon as their code objects are built, so a worker's cold
-instruction compile overlaps the builds of the next family's code objects.
+The layer has two halves (``_registry.GROUPS``), one test file each, so that xdist's ``loadfile``
+spreads them over two workers; each file starts its half when its first test runs (``start_selected``).
+Within a half, families start one after another as soon as their code objects are built, so a
+worker's cold instruction compile overlaps the builds of the next family's code objects.
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from pykern.targets.amdgpu import AmdgpuTarget
 
 from tests.amd import _emulator
 from tests.amd._capture import Launch, capture
-from tests.amd._emulator import FAMILIES, Batch, Family, Outcome
-from tests.amd._registry import CASES
-from tests.amd import _language_cases, _stdlib_cases  # noqa: F401,E402 - they fill CASES
+from tests.amd._emulator import FAMILIES, Batch, Family, Outcome, unavailable_reason
+from tests.amd._registry import CASES, group_of
+from tests.amd import _family_cases, _language_cases, _stdlib_cases  # noqa: F401,E402 - they fill CASES
 
 
 @dataclasses.dataclass
@@ -33,20 +35,26 @@ class ArchResult:
 class EmulatorSession:
     def __init__(self, workdir: pathlib.Path):
         self.dir = workdir
-        self.captures: dict[int, tuple[list[Launch], dict[str, str]]] = {}
-        self.batches: dict[str, tuple[Batch, list[tuple[str, int]]]] = {}
-        self.outcomes: dict[str, dict[tuple[str, int], Outcome]] = {}
+        self.captures: dict[tuple[str, int], tuple[list[Launch], dict[str, str]]] = {}
+        self.batches: dict[tuple[str, str], tuple[Batch, list[tuple[str, int]]]] = {}
+        self.outcomes: dict[tuple[str, str], dict[tuple[str, int], Outcome]] = {}
         self.build_errors: dict[tuple[str, int], str] = {}
         self.timings: dict[str, float] = {}
         self._hsaco: dict[tuple[str, int], pathlib.Path | None] = {}
 
     # ---- the CPU side ---------------------------------------------------------------------------
-    def launches(self, wave_size: int) -> tuple[list[Launch], dict[str, str]]:
-        if wave_size not in self.captures:
+    def launches(self, group: str, wave_size: int) -> tuple[list[Launch], dict[str, str]]:
+        """The launches of ``group``'s cases at ``wave_size`` (the "families" half keeps those of its
+        own modules), and each failed case's error."""
+        key = (group, wave_size)
+        if key not in self.captures:
             start = time.perf_counter()
-            self.captures[wave_size] = capture({n: c.run for n, c in CASES.items()}, wave_size)
-            self.timings[f"capture on the CPU, wave{wave_size}"] = time.perf_counter() - start
-        return self.captures[wave_size]
+            launches, errors = capture({n: c.run for n, c in CASES.items() if group_of(n) == group}, wave_size)
+            if group == "families":
+                launches = [launch for launch in launches if group_of(launch.instance.module.name) == group]
+            self.captures[key] = launches, errors
+            self.timings[f"{group}: capture on the CPU, wave{wave_size}"] = time.perf_counter() - start
+        return self.captures[key]
 
     # ---- building ---------------------------------------------------------------------------------
     def hsaco(self, arch: str, module) -> pathlib.Path | None:
@@ -64,13 +72,14 @@ class EmulatorSession:
         return self._hsaco[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def start(self, archs: set[str] | None = None) -> None:
-        """Capture, build and start the worker of each family with an arch in ``archs`` (all by default;
-        the tests pass the archs of the selected tests), each as soon as its builds are done."""
+    def start(self, group: str, archs: set[str] | None = None) -> None:
+        """Capture ``group``, build and start the worker of each family with an arch in ``archs`` (all
+        by default; the tests pass the archs of the selected tests), each as soon as its builds are done."""
         for family in FAMILIES:
-            if family.name in self.batches or (archs is not None and not archs & set(family.archs)):
+            key = (group, family.name)
+            if key in self.batches or (archs is not None and not archs & set(family.archs)):
                 continue
-            launches, _ = self.launches(family.wave_size)
+            launches, _ = self.launches(group, family.wave_size)
             start = time.perf_counter()
             specs, where = [], []
             for arch in family.archs:
@@ -80,25 +89,27 @@ class EmulatorSession:
                         continue
                     specs.append(spec(path, launch))
                     where.append((arch, index))
-            self.timings[f"build {family.name} ({', '.join(family.archs)})"] = time.perf_counter() - start
-            self.batches[family.name] = (Batch(family, specs, self.dir / f"batch-{family.name}"), where)
+            self.timings[f"{group}: build {family.name} ({', '.join(family.archs)})"] = time.perf_counter() - start
+            self.batches[key] = (Batch(family, specs, self.dir / f"batch-{group}-{family.name}"), where)
 
-    def family_outcomes(self, family: Family) -> dict[tuple[str, int], Outcome]:
-        if family.name not in self.outcomes:
-            self.start(set(family.archs))
-            batch, where = self.batches[family.name]
+    def family_outcomes(self, group: str, family: Family) -> dict[tuple[str, int], Outcome]:
+        key = (group, family.name)
+        if key not in self.outcomes:
+            self.start(group, set(family.archs))
+            batch, where = self.batches[key]
             results = batch.wait()
-            self.outcomes[family.name] = {where[i]: results[i] for i in range(len(where))}
-            self.timings[f"emulate {family.name}: {len(where)} launches, {batch.restarts} worker restarts"] = \
+            self.outcomes[key] = {where[i]: results[i] for i in range(len(where))}
+            self.timings[f"{group}: emulate {family.name}: {len(where)} launches, {batch.restarts} worker restarts"] = \
                 batch.wall_s
             (self.dir / "timings.json").write_text(json.dumps(self.timings, indent=1))
-        return self.outcomes[family.name]
+        return self.outcomes[key]
 
     def result(self, case: str, arch: str) -> ArchResult:
         family = _emulator.ARCHS[arch]
-        launches, errors = self.launches(family.wave_size)
+        group = group_of(case)
+        launches, errors = self.launches(group, family.wave_size)
         mine = [(i, launch) for i, launch in enumerate(launches) if launch.case == case]
-        outcomes = self.family_outcomes(family)
+        outcomes = self.family_outcomes(group, family)
         out = []
         for i, launch in mine:
             if (arch, i) in outcomes:
@@ -113,3 +124,15 @@ def spec(path: pathlib.Path, launch: Launch) -> dict:
     """What the worker needs for one launch (plain data: the worker imports no pykern)."""
     return {"hsaco": str(path), "kernel": launch.kernel, "grid": launch.grid, "block": launch.block,
             "shared_mem": launch.shared_mem, "args": launch.args, "buffers": [b.before for b in launch.buffers]}
+
+
+def start_selected(request, group: str) -> None:
+    """Start ``group`` on the archs of the selected tests of the requesting test file (``-k gfx1100``
+    runs RDNA3 alone), so its captures, builds and emulator workers get going before its first test
+    waits for them; nothing where the emulator is unavailable (the tests skip, saying why)."""
+    if unavailable_reason():
+        return
+    session = request.getfixturevalue("emulator")
+    archs = {item.callspec.params["arch"] for item in request.session.items
+             if item.module is request.module and hasattr(item, "callspec") and "arch" in item.callspec.params}
+    session.start(group, archs)

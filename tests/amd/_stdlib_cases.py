@@ -25,6 +25,7 @@ from pykern.ir.types import DType
 from pykern.runtime.launch import storage
 from stdlib_kernels import affine, binary, cast, fill, reduce, ternary, unary
 from stdlib_kernels._common import launch_1d
+from stdlib_kernels.matmul import MATMUL
 
 from tests.amd._registry import add, case, rng
 
@@ -319,6 +320,7 @@ def _rope(dev):
             reduce.rope_thd(xt, cos, sin)
 
 
-#: modules whose every kernel a case must launch (test_every_kernel_is_launched); a family joins
-#: when its cases land
-COVERED_MODULES = (sk.AFFINE, sk.BINARY, sk.CAST, sk.FILL, sk.REDUCE, sk.TERNARY, sk.UNARY)
+#: modules whose every kernel a case must launch (test_every_kernel_is_launched): these cases' families,
+#: and those of ``_family_cases.py`` (conv, indexing, quantized, sort, and the GEMM of conv's wrappers)
+COVERED_MODULES = (sk.AFFINE, sk.BINARY, sk.CAST, sk.FILL, sk.REDUCE, sk.TERNARY, sk.UNARY,
+                   sk.CONV, sk.INDEXING, sk.QUANTIZED, sk.SORT, MATMUL)

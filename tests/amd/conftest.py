@@ -1,5 +1,5 @@
-"""The emulator layer's session: one capture, build and emulator run per test session, shared by every
-test of ``tests/amd`` (see ``test_emulator.py``)."""
+"""The emulator layer's session: one ``EmulatorSession`` per test session (per xdist worker), shared by
+both test files of ``tests/amd`` (see ``test_emulator.py``); each file starts its own half."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from tests.amd._session import EmulatorSession
 
 
 @pytest.fixture(scope="session")
-def emulator(tmp_path_factory, request):
+def emulator(tmp_path_factory):
     """The session's emulator runs; skips every test of the layer, with the reason, where the
     emulator or what it needs is absent."""
     reason = unavailable_reason()
@@ -23,10 +23,7 @@ def emulator(tmp_path_factory, request):
         # PYKERN_AMD_TEST_CACHE keeps them across sessions while working on this layer
         cache = os.environ.get("PYKERN_AMD_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "pykern-cache")
         patch.setenv("PYKERN_CACHE_DIR", cache)
+        # each test file starts its half on its selected archs (_session.start_selected)
         session = EmulatorSession(tmp_path_factory.mktemp("amd_emu"))
-        # only the families of the selected tests run (``-k gfx1100`` runs RDNA3 alone)
-        selected = {item.callspec.params["arch"] for item in request.session.items
-                    if hasattr(item, "callspec") and "arch" in item.callspec.params}
-        session.start(selected)
         yield session
     print("\n[amd emulator] " + json.dumps({k: round(v, 1) for k, v in session.timings.items()}, indent=1))
