@@ -41,6 +41,11 @@ LIMITS: tuple[Limit, ...] = (
           "gfx942's device- and system-scope fences (pk.threadfence / threadfence_system) write back L2 "
           "with buffer_wbl2 and invalidate with buffer_inv; the emulator process dies (SIGSEGV) in the "
           "only kernel that has them", kernels=r"cache_policies"),
+    Limit(("gfx942",), r"emulator process died", "global_store_dword",
+          "im2col1d's staged path (the 1-d input seen as height 1): the emulator process dies (SIGSEGV) at "
+          "global_store_dword v[42:43] on the 18th pass of the unrolled store loop; the same kernel runs "
+          "right on gfx90a, and its gfx942-only instructions (v_lshl_add_u64, v_mov_b64, v_fmamk_f32) run "
+          "right alone. Not yet isolated (emulator or pykern): open in issue 24", kernels=r"im2col1d_\w+"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",
           "f64 atomic add on RDNA4 is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64, which "
           "never succeeds on the emulator: the loop runs until the emulator stops it",
