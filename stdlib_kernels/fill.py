@@ -9,6 +9,7 @@ from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8
 
 from . import FILL, kernel_name
 from ._common import CONTIGUOUS, as_device_array, info_array, launch_stream, layout_kind, strided_index
+from ._common import tile_workers
 from ._common import from_f64
 from pykern.runtime.launch import storage
 
@@ -60,13 +61,24 @@ def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, d
 
 @pk.kernel
 def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
-    """Every thread of candle's grid stores, so each one decides the layout: ``layout_kind``'s one
-    round of loads at constant indices for 2-D ``info`` (a walk over ``info`` cost 60% of the speed)."""
-    if info is None or layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
+    """candle passes ``info`` even for a contiguous destination: as in the elementwise skeleton
+    (``_common.map_layout``), the threads past ``tile_workers`` leave before reading it, and the
+    workers decide the layout once (``layout_kind``) and store whole tiles."""
+    if info is None:
         fill_contiguous(out, value, numel)
+        return
+    workers = tile_workers(numel, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1)
+    g = pk.global_id()
+    if g >= workers:
+        return
+    if layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
+        for i in pk.parallel_range(usize(0), numel, g, workers):
+            out[i] = value
     else:
-        for i in pk.grid_stride(numel):
+        i = g
+        while i < numel:
             out[strided_index(i, num_dims, info, info + num_dims)] = value
+            i += workers
 
 
 for _t in DTYPES + EXTRA:
