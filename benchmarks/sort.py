@@ -20,29 +20,20 @@ Every pykern result is checked once against torch's sorted values.
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu import timed  # noqa: E402  (CUDA-event medians, shared by the benchmarks)
 
 COLS = (128, 1024, 4096, 65536)
 
 
-def back_to_back(torch, fn, calls: int = 10, reps: int = 15) -> float:
-    """Median seconds a call of ``fn`` over ``reps`` samples of ``calls`` calls between two CUDA events:
-    the GPU's time when the host issues calls faster than the GPU runs them (wrappers included)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3 / calls)
-    return statistics.median(out)
+def back_to_back(torch, fn) -> float:
+    """``gpu.timed`` over 10 calls between two events, 15 samples."""
+    return timed(torch, fn, reps=15, calls=10)
 
 
 def check(label: str, x_host: np.ndarray, order: np.ndarray) -> None:
