@@ -203,6 +203,8 @@ def block_merge(x: V, w: Ptr[W], sv: Ptr[S], sw: Ptr[R], t: u32, nt: u32, *, mer
                 x = merge.identity
                 if t < nw:
                     x = sv[t]
+                    for k in pk.static_range(merge.extras):
+                        w[k] = sw[k * MAX_WAVES + t]
                 x = wave_merge(x, w, lane, nw, merge=merge, whole=False)
         else:
             if gather == WHOLE_WAVES:

@@ -654,21 +654,22 @@ ARG_MIN_F32 = RD.ARG_MIN.with_identity(float("inf"))
 
 
 @pk.kernel
-def skeleton_argmin(x: pk.ConstPtr[pk.f32], out: pk.Ptr[pk.u32]):
+def skeleton_argmin(x: pk.ConstPtr[pk.f32], out: pk.Ptr[pk.u32], *, GATHER):
     """One block's (value, index) minimum through ``block_merge`` with an extra (the index)."""
     sv = pk.shared.array(RD.MAX_WAVES, pk.f32)
     si = pk.shared.array(RD.MAX_WAVES, pk.u32)
     t = pk.thread_idx.x
     index = pk.local.array(1, pk.u32)
     index[0] = t
-    RD.block_merge(x[t], index, sv + 0, si + 0, t, pk.block_dim.x, merge=ARG_MIN_F32, gather=RD.EVERY_WAVE,
-                   free=False)
+    RD.block_merge(x[t], index, sv + 0, si + 0, t, pk.block_dim.x, merge=ARG_MIN_F32, gather=GATHER, free=False)
     if t == 0:
         out[0] = index[0]
 
 
-SKELETON_SUMS = {g: skeleton_sums.instance(f"skeleton_sums_{i}", GATHER=g)
-                 for i, g in enumerate((RD.EVERY_WAVE, RD.WHOLE_WAVES, RD.FIRST_WAVE))}
+GATHERS = (RD.EVERY_WAVE, RD.WHOLE_WAVES, RD.FIRST_WAVE)
+SKELETON_SUMS = {g: skeleton_sums.instance(f"skeleton_sums_{i}", GATHER=g) for i, g in enumerate(GATHERS)}
+#: FIRST_WAVE reloads a merge's extras (the index) from shared memory too (it once took only the values)
+SKELETON_ARGMINS = {g: skeleton_argmin.instance(f"skeleton_argmin_{i}", GATHER=g) for i, g in enumerate(GATHERS)}
 
 
 @pytest.mark.parametrize("block", [1, 5, 32, 33, 48, 65, 80, 100, 129, 256, 577, 1000, 1024])
@@ -690,9 +691,10 @@ def test_block_merge_skeleton(wave_device, block):
         if gather == RD.WHOLE_WAVES:
             np.testing.assert_array_equal(got, np.full(block, x.sum()))
     x[-1] = x[block // 2] = x.min() - 1  # a tie: the lower index wins
-    out = wave_device.to_device(np.zeros(1, np.uint32))
-    skeleton_argmin.launch(1, block, wave_device.to_device(x), out, device=wave_device)
-    assert out.to_host()[0] == (block // 2 if block > 1 else 0)
+    for gather, kern in SKELETON_ARGMINS.items():
+        out = wave_device.to_device(np.zeros(1, np.uint32))
+        kern.launch(1, block, wave_device.to_device(x), out, device=wave_device)
+        assert out.to_host()[0] == (block // 2 if block > 1 else 0), gather
 
 
 @pytest.mark.parametrize("block", [33, 48, 65, 80, 129, 577])
