@@ -168,7 +168,7 @@ class ExprTyper:
             return N.BinOp(a.ty, op, a, self.cast_to(b, a.ty), loc=self.loc(node))
         a, b, ty = self.unify(a, b, node, f"'{_opsym(node.op)}'")
         if ty.is_bool and op not in ("and", "or", "xor"):
-            raise self.error(node, f"arithmetic on bool is not supported; convert with pk.i32(...)")
+            raise self.error(node, "arithmetic on bool is not supported; convert with pk.i32(...)")
         if ty.is_float and op in ("and", "or", "xor"):
             raise self.error(node, f"bitwise operators need integers, got {ty!r}")
         if ty.is_int and op == "div":
