@@ -235,7 +235,7 @@ def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core 
 
 for _t in COPY_DTYPES:
     for _tag in (_t.tag, "f8e4m3") if _t is f8e4m3 else (_t,):
-        UNARY.add((unary_wide if _t.nbytes == 8 else unary).instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
+        UNARY.add((unary_wide if _t.nbytes in (1, 8) else unary).instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
 for _name, _op in OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):
