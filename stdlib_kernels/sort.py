@@ -462,16 +462,19 @@ def sort_rows_kernel(x: ConstPtr[T], rows: usize, ncols: u32, dst: Ptr[u32], *, 
 @pk.func
 def sort_run(x: ConstPtr[T], w: Ptr[u64], c: Ptr[u32], ncols: u32, run: u32, *, K, descending, packed) -> u32:
     """Load run ``block_idx.x`` of ``x`` (run ``g % per_row`` of row ``g // per_row``; ``run`` a power of
-    two up to ``HELD * block_dim.x`` columns) into the block's registers ``w``/``c`` and sort it as
-    ``sort_rows_kernel`` does (shared memory likewise, ``HELD * block_dim.x`` u64 words, then as many
-    u32 columns for 64-bit keys); returns its length."""
+    two up to ``HELD * block_dim.x`` columns) into the block's registers ``w``/``c`` and sort it by
+    merge rounds (shared memory as in ``sort_rows_kernel``: ``HELD * block_dim.x`` u64 words, then as
+    many u32 columns for 64-bit keys); returns its length. Always by merging, also for a run within
+    one wave: the wrappers' runs are of several waves (``max_run``), so ``held_sort``'s shuffle
+    network would serve only an explicit short ``run``, and on the CPU target its shuffles (each a
+    coroutine suspension) made up two thirds of these kernels' compile time."""
     nt = pk.block_dim.x
     sm = pk.shared.dynamic(u64)
     first = run_first(usize(pk.block_idx.x), ncols, run)
     m = min(run, u32(usize(ncols) - first))
     load_held(x, w, c, pk.bitcast(sm, Ptr[u32]), run_start(usize(pk.block_idx.x), ncols, run), u32(first), m,
               pk.thread_idx.x, nt, K=K, descending=descending, packed=packed)
-    held_sort(w, c, sm, pk.bitcast(sm + usize(nt * HELD), Ptr[u32]), pk.thread_idx.x, nt, packed=packed)
+    merge_sort_held(w, c, sm, pk.bitcast(sm + usize(nt * HELD), Ptr[u32]), pk.thread_idx.x, nt, packed=packed)
     return m
 
 
