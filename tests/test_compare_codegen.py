@@ -77,9 +77,10 @@ def _check(tmp: Path, target: str, arch: str) -> tuple[Path, Path]:
     b = _build(tmp, "b", AFTER, target, arch)
     status, same = _compare(a, a, arch, tmp)
     assert status == 0 and same["kernels"] == same["identical"] == 3 and not same["different"]
+    assert same["modules"] == same["files_identical"] == 1
     status, r = _compare(a, b, arch, tmp)
     assert status == 1
-    assert (r["kernels"], r["identical"]) == (3, 2)
+    assert (r["kernels"], r["identical"], r["files_identical"]) == (3, 2, 0)
     assert r["only_a"] == [] and r["only_b"] == ["kern/added"]
     [d] = r["different"]
     assert d["kernel"] == "kern/axpy" and not d["code_identical"]

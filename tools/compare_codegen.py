@@ -28,6 +28,7 @@ is missing on one side, 2 on a usage or build error.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -260,16 +261,28 @@ def read_hsaco(path: Path, readobj: str, objdump: str) -> tuple[dict[str, Kernel
     return kernels, shared
 
 
+#: files already read, by content: a module both sides built byte-identically is read (and run
+#: through ptxas, minutes for the stdlib) once; the same input gives the tools' same answer
+_read: dict[tuple[str, str], tuple[dict[str, Kernel], str]] = {}
+#: build folder -> (arch, module) -> the file's sha256
+_digests: dict[Path, dict[tuple[str, str], str]] = {}
+
+
 def load_build(out: Path, tools: dict[str, str]) -> dict[tuple[str, str], tuple[dict[str, Kernel], str]]:
     """(arch, module) -> (kernels by name, the module's code outside its kernels) for a build folder."""
     manifest = json.loads((out / "manifest.json").read_text())
     result = {}
+    digests = _digests.setdefault(out.resolve(), {})
     for entry in manifest["modules"]:
         path = out / entry["file"]
-        if entry["target"] == "cuda":
-            result[(entry["arch"], entry["module"])] = read_ptx(path, entry["arch"], tools["ptxas"])
-        else:
-            result[(entry["arch"], entry["module"])] = read_hsaco(path, tools["readobj"], tools["objdump"])
+        key = (hashlib.sha256(path.read_bytes()).hexdigest(), entry["arch"])
+        if key not in _read:
+            if entry["target"] == "cuda":
+                _read[key] = read_ptx(path, entry["arch"], tools["ptxas"])
+            else:
+                _read[key] = read_hsaco(path, tools["readobj"], tools["objdump"])
+        result[(entry["arch"], entry["module"])] = _read[key]
+        digests[(entry["arch"], entry["module"])] = key[0]
     return result
 
 
@@ -281,12 +294,16 @@ def numbers(k: Kernel) -> dict[str, int]:
     return row
 
 
-def compare(a: dict, b: dict, targets: list[str]) -> dict:
+def compare(a: dict, b: dict, targets: list[str], digests: tuple[dict, dict] = ({}, {})) -> dict:
     report: dict = {"archs": {}, "identical": True}
     for arch in targets:
-        rows = {"kernels": 0, "identical": 0, "different": [], "only_a": [], "only_b": [], "shared_code": []}
+        rows = {"kernels": 0, "identical": 0, "different": [], "only_a": [], "only_b": [], "shared_code": [],
+                "modules": 0, "files_identical": 0}
         modules = sorted({m for (t, m) in a if t == arch} | {m for (t, m) in b if t == arch})
         for module in modules:
+            rows["modules"] += 1
+            da, db = digests[0].get((arch, module)), digests[1].get((arch, module))
+            rows["files_identical"] += da is not None and da == db
             ka, sa = a.get((arch, module), ({}, ""))
             kb, sb = b.get((arch, module), ({}, ""))
             if sa != sb:
@@ -316,11 +333,13 @@ def compare(a: dict, b: dict, targets: list[str]) -> dict:
 
 def render(report: dict, label_a: str, label_b: str) -> str:
     lines = [f"codegen {label_a} -> {label_b}", "",
-             "| arch | kernels in both | identical | different | only in A | only in B | modules whose shared code differs |",
-             "|---|---|---|---|---|---|---|"]
+             "| arch | modules (files byte-identical) | kernels in both | identical | different | only in A "
+             "| only in B | modules whose shared code differs |",
+             "|---|---|---|---|---|---|---|---|"]
     for arch, r in report["archs"].items():
-        lines.append(f"| {arch} | {r['kernels']} | {r['identical']} | {len(r['different'])} | {len(r['only_a'])} "
-                     f"| {len(r['only_b'])} | {', '.join(r['shared_code']) or '-'} |")
+        lines.append(f"| {arch} | {r['modules']} ({r['files_identical']}) | {r['kernels']} | {r['identical']} "
+                     f"| {len(r['different'])} | {len(r['only_a'])} | {len(r['only_b'])} "
+                     f"| {', '.join(r['shared_code']) or '-'} |")
     for arch, r in report["archs"].items():
         if r.get("missing"):
             lines.append(f"\n{arch}: no module built on either side")
@@ -390,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if modules:  # --built folders may hold more; the extra files' modules are named after them
         keep = set(modules) | {m.rsplit(".", 1)[-1] for m in args.extra.split(",") if m}
         sides = [{k: v for k, v in s.items() if k[1] in keep} for s in sides]
-    report = compare(sides[0], sides[1], targets)
+    report = compare(sides[0], sides[1], targets, tuple(_digests.get(o.resolve(), {}) for o in outs))
     print(render(report, args.a, args.b))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
