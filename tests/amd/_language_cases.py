@@ -415,3 +415,24 @@ def _half_atomics(dev):
     gen = rng("lang/half_atomics")
     x = dev.to_device(gen.integers(0, 100, size=300).astype(np.uint32))
     half_atomics.launch(2, 64, 300, x, dev.zeros(8, f16), dev.zeros(8, bf16), device=dev)
+
+
+@pk.kernel
+def mul24(n: usize, a: ConstPtr[i32], b: ConstPtr[i32], out: Ptr[i32]):
+    """Products of operands sign-extended from 24 bits, taken whole in 64 bits: what LLVM selects
+    v_mul_i32_i24 and v_mul_hi_i32_i24 for (LLVM forms loop counts this way too, e.g. im2col1d's)."""
+    for i in pk.grid_stride(n):
+        x = (a[i] << 8) >> 8
+        y = (b[i] << 8) >> 8
+        p = i64(x) * i64(y)
+        out[2 * i] = i32(p >> 32)
+        out[2 * i + 1] = i32(p)
+
+
+@case("lang/mul24")
+def _mul24(dev):
+    gen = rng("lang/mul24")
+    a, b = values(i32, 300, gen), values(i32, 300, gen)
+    a[:6] = (64, 64, 64, 64, -5, 0x7FFFFF)
+    b[:6] = (-1, 0x00FFFFFF, 0x00800000, 5, -3, 0x7FFFFF)
+    mul24.launch(2, 64, 300, dev.to_device(a), dev.to_device(b), dev.zeros(600, i32), device=dev)

@@ -41,11 +41,15 @@ LIMITS: tuple[Limit, ...] = (
           "gfx942's device- and system-scope fences (pk.threadfence / threadfence_system) write back L2 "
           "with buffer_wbl2 and invalidate with buffer_inv; the emulator process dies (SIGSEGV) in the "
           "only kernel that has them", kernels=r"cache_policies"),
-    Limit(("gfx942",), r"emulator process died", "global_store_dword",
-          "im2col1d's staged path (the 1-d input seen as height 1): the emulator process dies (SIGSEGV) at "
-          "global_store_dword v[42:43] on the 18th pass of the unrolled store loop; the same kernel runs "
-          "right on gfx90a, and its gfx942-only instructions (v_lshl_add_u64, v_mov_b64, v_fmamk_f32) run "
-          "right alone. Not yet isolated (emulator or pykern): open in issue 24", kernels=r"im2col1d_\w+"),
+    Limit(("gfx942",), r"emulator process died", "v_mul_hi_i32_i24",
+          "the emulator's V_MUL_HI_I32_I24 multiplies the whole 32-bit registers, unsigned, instead of their "
+          "low 24 bits sign-extended (the MISMATCHES row, reproduced by lang/mul24). im2col1d's staged path "
+          "on gfx942 forms its write loop's trip count from v_mul_hi_i32_i24 of 64 (the wave size) and -1 "
+          "(the first wave's index less one): the high word comes out 0x3f instead of 0xffffffff, the count "
+          "2^32 + 1 instead of 1, and the loop stores past the output until the emulator process dies "
+          "(SIGSEGV at a global_store_dword on its 18th pass; traced register by register). gfx90a's "
+          "launches of that path are refused before it (v_mad_f32)",
+          kernels=r"im2col1d_\w+"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",
           "f64 atomic add on RDNA4 is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64, which "
           "never succeeds on the emulator: the loop runs until the emulator stops it",
@@ -129,4 +133,14 @@ MISMATCHES += (
              "hand-assembled gfx942 kernel gets 2.0 from v22 = 0x40000000 where v150 holds 1.0). Only kernels "
              "with more than 128 VGPRs meet it: quantized's mul_mat_cols_* (184) and mul_mat_q3_K (203), "
              "whose f16 block scales are converted from v149-v167"),
+)
+
+
+MISMATCHES += (
+    Mismatch(ALL, r"mul24", "v_mul_hi_i32_i24",
+             "the emulator's V_MUL_HI_I32_I24 and V_MUL_I32_I24 multiply the whole 32-bit registers, unsigned, "
+             "instead of their low 24 bits sign-extended (the pseudocode's S0.i24 * S1.i24): the language "
+             "case lang/mul24, whose kernel LLVM compiles to exactly these two instructions on every arch, "
+             "gets hi 63 for 64 x -1 (the hardware and the CPU: -1) and lo 0x3fffffc0 for 64 x 0x00ffffff "
+             "(-64). The same defect kills im2col1d's staged path on gfx942 (the LIMITS row)"),
 )

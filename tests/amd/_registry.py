@@ -31,7 +31,7 @@ class Case:
 
 CASES: dict[str, Case] = {}
 
-#: the layer's two halves, one test file each so that xdist's loadfile gives them two workers: the
+#: the layer's two halves, one test file each so that two xdist workers run them (tests/conftest.py): the
 #: cases of candle's elementwise families, reduce and the language (``test_emulator.py``), and those of
 #: the families with their own ABIs (``test_emulator_families.py``), by the case name's prefix
 FAMILY_PREFIXES = ("indexing/", "sort/", "conv/", "matmul/", "quantized/")

@@ -1,10 +1,12 @@
-"""One test session's emulator runs: capture the cases on the CPU (once per half and wave width),
+"""One test session's emulator runs: capture the cases on the CPU (once per case and wave width),
 build each launched module for each arch, and run each ISA family's launches in its own worker process.
 
-The layer has two halves (``_registry.GROUPS``), one test file each, so that xdist's ``loadfile``
-spreads them over two workers; each file starts its half when its first test runs (``start_selected``).
-Within a half, families start one after another as soon as their code objects are built, so a
-worker's cold instruction compile overlaps the builds of the next family's code objects.
+The layer has two halves (``_registry.GROUPS``), one test file each, so that two xdist workers run
+them side by side (tests/conftest.py schedules both files first); each file starts its half when its
+first test runs (``start_selected``), on the cases and archs of its selected tests only, so that
+``-k reduce`` captures, builds and emulates reduce's cases alone. Within a half, families start one
+after another as soon as their code objects are built, so a worker's cold instruction compile
+overlaps the builds of the next family's code objects.
 """
 from __future__ import annotations
 
@@ -35,26 +37,40 @@ class ArchResult:
 class EmulatorSession:
     def __init__(self, workdir: pathlib.Path):
         self.dir = workdir
-        self.captures: dict[tuple[str, int], tuple[list[Launch], dict[str, str]]] = {}
-        self.batches: dict[tuple[str, str], tuple[Batch, list[tuple[str, int]]]] = {}
-        self.outcomes: dict[tuple[str, str], dict[tuple[str, int], Outcome]] = {}
+        self.captured: dict[tuple[str, int], list[Launch]] = {}
+        self.capture_errors: dict[tuple[str, int], str] = {}
+        #: (group, family) -> the batch and, for each of its launches, (arch, case, index in the case)
+        self.batches: dict[tuple[str, str], tuple[Batch, list[tuple[str, str, int]]]] = {}
+        self.outcomes: dict[tuple[str, str], dict[tuple[str, str, int], Outcome]] = {}
+        #: the cases each half runs on the emulator (all of the half's unless start() was given fewer)
+        self.selected: dict[str, list[str]] = {}
         self.build_errors: dict[tuple[str, int], str] = {}
         self.timings: dict[str, float] = {}
         self._hsaco: dict[tuple[str, int], pathlib.Path | None] = {}
 
     # ---- the CPU side ---------------------------------------------------------------------------
-    def launches(self, group: str, wave_size: int) -> tuple[list[Launch], dict[str, str]]:
-        """The launches of ``group``'s cases at ``wave_size`` (the "families" half keeps those of its
-        own modules), and each failed case's error."""
-        key = (group, wave_size)
-        if key not in self.captures:
-            start = time.perf_counter()
-            launches, errors = capture({n: c.run for n, c in CASES.items() if group_of(n) == group}, wave_size)
-            if group == "families":
-                launches = [launch for launch in launches if group_of(launch.instance.module.name) == group]
-            self.captures[key] = launches, errors
-            self.timings[f"{group}: capture on the CPU, wave{wave_size}"] = time.perf_counter() - start
-        return self.captures[key]
+    def capture(self, cases, wave_size: int) -> None:
+        """Run each of ``cases`` not yet captured at ``wave_size`` on a capturing CPU device."""
+        missing = [name for name in cases if (name, wave_size) not in self.captured]
+        if not missing:
+            return
+        start = time.perf_counter()
+        launches, errors = capture({name: CASES[name].run for name in missing}, wave_size)
+        for name in missing:
+            # the "families" half keeps the launches of its own modules: a wrapper's permuting copy or
+            # cast is a unary or cast kernel, which the core half runs
+            self.captured[name, wave_size] = [
+                launch for launch in launches if launch.case == name
+                and (group_of(name) == "core" or group_of(launch.instance.module.name) == "families")]
+            if name in errors:
+                self.capture_errors[name, wave_size] = errors[name]
+        label = f"{group_of(missing[0])}: capture on the CPU, wave{wave_size}"
+        self.timings[label] = self.timings.get(label, 0.0) + time.perf_counter() - start
+
+    def launches(self, case: str, wave_size: int) -> tuple[list[Launch], str | None]:
+        """The launches of ``case`` at ``wave_size``, and its error if it failed on the CPU."""
+        self.capture([case], wave_size)
+        return self.captured[case, wave_size], self.capture_errors.get((case, wave_size))
 
     # ---- building ---------------------------------------------------------------------------------
     def hsaco(self, arch: str, module) -> pathlib.Path | None:
@@ -72,27 +88,31 @@ class EmulatorSession:
         return self._hsaco[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def start(self, group: str, archs: set[str] | None = None) -> None:
-        """Capture ``group``, build and start the worker of each family with an arch in ``archs`` (all
-        by default; the tests pass the archs of the selected tests), each as soon as its builds are done."""
+    def start(self, group: str, archs: set[str] | None = None, cases: list[str] | None = None) -> None:
+        """Capture ``cases`` of ``group`` (all of them by default), build and start the worker of each
+        family with an arch in ``archs`` (all by default), each as soon as its builds are done. The
+        tests pass the cases and archs of the selected tests; the first call fixes a half's cases."""
+        chosen = self.selected.setdefault(group, list(cases) if cases is not None else
+                                          [name for name in CASES if group_of(name) == group])
         for family in FAMILIES:
             key = (group, family.name)
             if key in self.batches or (archs is not None and not archs & set(family.archs)):
                 continue
-            launches, _ = self.launches(group, family.wave_size)
+            self.capture(chosen, family.wave_size)
             start = time.perf_counter()
             specs, where = [], []
             for arch in family.archs:
-                for index, launch in enumerate(launches):
-                    path = self.hsaco(arch, launch.instance.module)
-                    if path is None:
-                        continue
-                    specs.append(spec(path, launch))
-                    where.append((arch, index))
+                for name in chosen:
+                    for index, launch in enumerate(self.captured[name, family.wave_size]):
+                        path = self.hsaco(arch, launch.instance.module)
+                        if path is None:
+                            continue
+                        specs.append(spec(path, launch))
+                        where.append((arch, name, index))
             self.timings[f"{group}: build {family.name} ({', '.join(family.archs)})"] = time.perf_counter() - start
             self.batches[key] = (Batch(family, specs, self.dir / f"batch-{group}-{family.name}"), where)
 
-    def family_outcomes(self, group: str, family: Family) -> dict[tuple[str, int], Outcome]:
+    def family_outcomes(self, group: str, family: Family) -> dict[tuple[str, str, int], Outcome]:
         key = (group, family.name)
         if key not in self.outcomes:
             self.start(group, set(family.archs))
@@ -107,17 +127,17 @@ class EmulatorSession:
     def result(self, case: str, arch: str) -> ArchResult:
         family = _emulator.ARCHS[arch]
         group = group_of(case)
-        launches, errors = self.launches(group, family.wave_size)
-        mine = [(i, launch) for i, launch in enumerate(launches) if launch.case == case]
+        launches, error = self.launches(case, family.wave_size)
         outcomes = self.family_outcomes(group, family)
         out = []
-        for i, launch in mine:
-            if (arch, i) in outcomes:
-                out.append(outcomes[(arch, i)])
+        for index, launch in enumerate(launches):
+            if (arch, case, index) in outcomes:
+                out.append(outcomes[(arch, case, index)])
             else:
-                error = self.build_errors.get((arch, launch.instance.module.uid), "not run")
-                out.append(Outcome("build", detail=error))
-        return ArchResult([launch for _, launch in mine], out, errors.get(case))
+                detail = self.build_errors.get((arch, launch.instance.module.uid),
+                                               f"not run: {case} is not among the cases this session started")
+                out.append(Outcome("build", detail=detail))
+        return ArchResult(launches, out, error)
 
 
 def spec(path: pathlib.Path, launch: Launch) -> dict:
@@ -127,12 +147,16 @@ def spec(path: pathlib.Path, launch: Launch) -> dict:
 
 
 def start_selected(request, group: str) -> None:
-    """Start ``group`` on the archs of the selected tests of the requesting test file (``-k gfx1100``
-    runs RDNA3 alone), so its captures, builds and emulator workers get going before its first test
-    waits for them; nothing where the emulator is unavailable (the tests skip, saying why)."""
+    """Start ``group`` on the cases and archs of the selected ``test_case`` tests of the requesting
+    test file (``-k gfx1100`` runs RDNA3 alone, ``-k reduce`` reduce's cases alone), so its captures,
+    builds and emulator workers get going before its first test waits for them; nothing where the
+    emulator is unavailable (the tests skip, saying why) or no ``test_case`` of the file is selected."""
     if unavailable_reason():
         return
+    selected = [item.callspec.params for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec") and "arch" in item.callspec.params]
+    if not selected:
+        return
     session = request.getfixturevalue("emulator")
-    archs = {item.callspec.params["arch"] for item in request.session.items
-             if item.module is request.module and hasattr(item, "callspec") and "arch" in item.callspec.params}
-    session.start(group, archs)
+    cases = list(dict.fromkeys(params["name"] for params in selected))
+    session.start(group, {params["arch"] for params in selected}, cases)

@@ -12,16 +12,17 @@ from tests.amd._session import EmulatorSession
 
 
 @pytest.fixture(scope="session")
-def emulator(tmp_path_factory):
+def emulator(tmp_path_factory, run_cache_dir):
     """The session's emulator runs; skips every test of the layer, with the reason, where the
     emulator or what it needs is absent."""
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
     with pytest.MonkeyPatch.context() as patch:
-        # builds go to the session's cache (tests/conftest.py's function-scoped fixture comes later);
-        # PYKERN_AMD_TEST_CACHE keeps them across sessions while working on this layer
-        cache = os.environ.get("PYKERN_AMD_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "pykern-cache")
+        # builds go to the test run's cache, which the stdlib tests share (tests/conftest.py; its
+        # function-scoped fixture comes later); PYKERN_AMD_TEST_CACHE keeps them across sessions while
+        # working on this layer
+        cache = os.environ.get("PYKERN_AMD_TEST_CACHE") or str(run_cache_dir)
         patch.setenv("PYKERN_CACHE_DIR", cache)
         # each test file starts its half on its selected archs (_session.start_selected)
         session = EmulatorSession(tmp_path_factory.mktemp("amd_emu"))

@@ -1,8 +1,8 @@
 """pykern's AMD code objects executed on tinygrad's AMD emulator, compared with the CPU target: the
 cases of candle's elementwise families (affine, binary, cast, fill, ternary, unary), reduce and the
 language's own features. ``test_emulator_families.py`` runs those of indexing, sort, conv (with the
-matmul module) and quantized the same way; two files, so that xdist's ``loadfile`` gives the layer two
-workers.
+matmul module) and quantized the same way; two files, which tests/conftest.py's scheduler starts on two
+xdist workers before any other file (test_the_halves_start_on_two_workers).
 
 How it works (``_capture.py``, ``_session.py``, ``_worker.py``): every case of the file's half runs once
 on a capturing CPU device at the wave width of each ISA family (32 for RDNA, 64 for CDNA); every launch
@@ -72,3 +72,46 @@ def test_docs_list_every_limit():
     page = (REPO / "docs" / "targets" / "amdgpu.md").read_text()
     missing = [lim.instruction for lim in LIMITS + MISMATCHES if f"`{lim.instruction}`" not in page]
     assert not missing, f"docs/targets/amdgpu.md does not list the emulator limits {missing}"
+
+
+def test_the_halves_start_on_two_workers(request):
+    """Under ``--dist loadfile`` (pyproject.toml's addopts) the layer's two files go to two xdist
+    workers before any other file is handed out (tests/conftest.py's scheduler), even where they hold
+    the fewest tests and are collected last, which is where plain loadfile let one worker take both."""
+    pytest.importorskip("xdist")
+    import types
+
+    from tests.amd._emulator import REPO
+    conftest = request.config.pluginmanager.get_plugin(str(REPO / "tests" / "conftest.py"))
+    layer = {f"tests/amd/{path.name}" for path in (REPO / "tests" / "amd").glob("test_*.py")}
+    assert set(conftest.LONG_FILES) == layer, "tests/conftest.py's LONG_FILES must name every file of the layer"
+
+    class Config:
+        option = types.SimpleNamespace(loadscopereorder=True)
+
+        def getvalue(self, name):
+            return {"dist": "loadfile", "tx": ["3*popen"]}[name]
+
+    class Node:
+        shutting_down = False
+        gateway = types.SimpleNamespace(id="gw")
+
+        def __init__(self):
+            self.sent: list[int] = []
+
+        def send_runtest_some(self, indices):
+            self.sent += indices
+
+        def shutdown(self):
+            self.shutting_down = True
+
+    small = [f"tests/stdlib/test_{n}.py::test_{i}" for n in ("a", "b", "c") for i in range(50)]
+    collection = small + [f"{path}::test_{i}" for path in sorted(layer) for i in range(3)]
+    scheduler = conftest.pytest_xdist_make_scheduler(config=Config(), log=None)
+    nodes = [Node() for _ in range(3)]
+    for node in nodes:
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    files = [{collection[i].split("::")[0] for i in node.sent} for node in nodes]
+    assert files[:2] == [{path} for path in conftest.LONG_FILES] and not files[2] & layer, files

@@ -1,7 +1,8 @@
 """The emulator layer's second half: indexing, sort, conv (with the matmul module its wrappers
 multiply with) and quantized, whose kernels have their own ABIs (``_family_cases.py``), on the same
 archs and by the same rules as ``test_emulator.py`` (whose docstring says how the layer works). A file
-of its own, so that xdist's ``loadfile`` runs it beside the first half on another worker."""
+of its own, so that xdist runs it beside the first half on another worker (tests/conftest.py's
+scheduler hands the two out first)."""
 from __future__ import annotations
 
 import pytest
