@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,10 @@ def run_cache_dir(tmp_path_factory):
     AMD emulator layer (tests/amd) compile the same stdlib kernels for the CPU at wave widths 32 and
     64, and with a cache per worker each compiled them again. Sharing is safe: an entry is keyed by
     the whole compile key and written to a temporary file then renamed into place (pykern/cache.py),
-    so workers writing the same key at once each leave a whole entry."""
+    so workers writing the same key at once each leave a whole entry. ``PYKERN_TEST_CACHE`` names a
+    folder to use instead, kept across runs (a warm rerun, or a measurement of what a warm cache saves)."""
+    if os.environ.get("PYKERN_TEST_CACHE"):
+        return Path(os.environ["PYKERN_TEST_CACHE"])
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # xdist gives each worker <the run's basetemp>/popen-gwN
