@@ -41,7 +41,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
     ap.add_argument("--dims", type=int, default=2, help="rank of the shape candle describes in info")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated sections: elementwise, fill, u8, reduce, indexing, strided, reduce-strided, conv")
     args = ap.parse_args()
+    only = None if args.only is None else set(args.only.split(","))
+
+    def section(name: str) -> bool:
+        return only is None or name in only
     import torch
 
     import pykern as pk
@@ -67,7 +73,8 @@ def main() -> None:
         print(f"{label:24} {t_info * 1e3:8.3f} {t_null * 1e3:8.3f} {t_torch * 1e3:8.3f} "
               f"{t_null / t_info:9.2f} {t_torch / t_info:10.2f}", flush=True)
 
-    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+    ew = section("elementwise")
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")) if ew or section("fill") else ():
         x = torch.randn(n, device="cuda").to(tdt)
         y = torch.randn(n, device="cuda").to(tdt)
         out = torch.empty_like(x)
@@ -77,36 +84,43 @@ def main() -> None:
         for op, ref in (("exp", torch.exp), ("gelu", lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
                         ("copy", lambda t: out.copy_(t))):
             name = f"u{op}_{tag}"
-            if name in sk.UNARY:
+            if ew and name in sk.UNARY:
                 f = dev.get_or_load_func(name, sk.UNARY)
                 row(name, lambda f=f: f[grid, block](n, nd, info1, px, po),
                     lambda f=f: f[grid, block](n, nd, None, px, po), lambda ref=ref: ref(x))
         for op in ("add", "mul"):
             name = f"b{op}_{tag}"
-            if name in sk.BINARY:
+            if ew and name in sk.BINARY:
                 f = dev.get_or_load_func(name, sk.BINARY)
                 ref = torch.add if op == "add" else torch.mul
                 row(name, lambda f=f: f[grid, block](n, nd, info2, px, py, po),
                     lambda f=f: f[grid, block](n, nd, None, px, py, po), lambda ref=ref: ref(x, y, out=out))
         name = f"where_u8_{tag}"
-        if name in sk.TERNARY:
+        if ew and name in sk.TERNARY:
             f = dev.get_or_load_func(name, sk.TERNARY)
             row(name, lambda f=f: f[grid, block](n, nd, info3, pc, px, py, po),
                 lambda f=f: f[grid, block](n, nd, None, pc, px, py, po), lambda: torch.where(cond.bool(), x, y))
         name = f"affine_{tag}"
-        if name in sk.AFFINE:
+        if ew and name in sk.AFFINE:
             f = dev.get_or_load_func(name, sk.AFFINE)
             row(name, lambda f=f: f[grid, block](n, nd, info1, px, po, 1.5, 0.5),
                 lambda f=f: f[grid, block](n, nd, None, px, po, 1.5, 0.5), lambda: torch.add(x * 1.5, 0.5))
         name = f"const_set_{tag}"
-        if name in sk.FILL:
+        if section("fill") and name in sk.FILL:
             f = dev.get_or_load_func(name, sk.FILL)
             row(name, lambda f=f: f[grid, block](n, nd, info1, 1.0, po),
                 lambda f=f: f[grid, block](n, nd, None, 1.0, po), lambda: out.fill_(1.0))
+    if ew or section("u8"):  # 1-byte copies: a 16-byte tile is 16 elements, so 15 threads in 16 are idle
+        xu, ou = torch.randint(0, 256, (n,), device="cuda", dtype=torch.uint8), torch.empty(n, device="cuda",
+                                                                                           dtype=torch.uint8)
+        f = dev.get_or_load_func("ucopy_u8", sk.UNARY)
+        info1 = candle_info(dev, shape, 1)
+        row("ucopy_u8", lambda: f[grid, block](n, nd, info1, xu.data_ptr(), ou.data_ptr()),
+            lambda: f[grid, block](n, nd, None, xu.data_ptr(), ou.data_ptr()), lambda: ou.copy_(xu))
     xf, xb = torch.randn(n, device="cuda"), torch.empty(n, dtype=torch.bfloat16, device="cuda")
     info1 = candle_info(dev, shape, 1)
     for src, dst, name, ref in ((xf, xb, "cast_f32_bf16", lambda: xf.to(torch.bfloat16)),
-                                (xb, xf, "cast_bf16_f32", lambda: xb.to(torch.float32))):
+                                (xb, xf, "cast_bf16_f32", lambda: xb.to(torch.float32))) if ew else ():
         if name in sk.CAST:
             f = dev.get_or_load_func(name, sk.CAST)
             ps, pd = src.data_ptr(), dst.data_ptr()
@@ -114,7 +128,7 @@ def main() -> None:
                 lambda f=f, ps=ps, pd=pd: f[grid, block](n, nd, None, ps, pd), ref)
     # -- fast_* reductions: a block per row, candle's next_power_of_two(min(1024, cols)) threads
     import stdlib_kernels.reduce_launch as rl
-    for cols in (1024, 4096):
+    for cols in (1024, 4096) if section("reduce") else ():
         rws = n // cols
         kept = (1 << 10,) * (args.dims - 2) + (rws >> (10 * (args.dims - 2)),) if args.dims > 1 else ()
         rshape = kept + (cols,)
@@ -139,7 +153,25 @@ def main() -> None:
                 row(f"{name} cols {cols}", call,
                     lambda f=f, xr=xr, dst=dst: f[shape_r](n, cols, 2, None, xr.data_ptr(), dst.data_ptr()),
                     lambda ref=ref, xr=xr: ref(xr))
-    # -- indexing: index_select of 1 KiB rows, candle's grid over the output, the ids' layout in info
+    if section("indexing"):
+        indexing(dev, sk, n, block, row)
+    if section("strided") or section("reduce-strided") or section("conv"):
+        print(f"{'(no null launch)':24} {'info ms':>8} {'wrap ms':>8} {'torch ms':>8} {'info/wrap':>9} {'info/torch':>10}")
+    if section("strided"):
+        strided(dev, sk, n, grid, block, row)
+    if section("reduce-strided"):
+        strided_reduce(dev, sk, n, row, rl)
+    if section("conv"):
+        conv(dev, sk, block, row)
+    worst = min((r for r in rows if r[3]), key=lambda r: r[1], default=None)
+    geo = float(np.exp(np.mean([np.log(r[2]) for r in rows])))
+    if worst is not None:
+        print(f"worst info/null: {worst[1]:.2f} ({worst[0]}); geometric mean info/torch: {geo:.2f} over {len(rows)} rows")
+
+
+def indexing(dev, sk, n, block, row):
+    """index_select of 1 KiB rows, candle's grid over the output, the ids' layout in info."""
+    import torch
     hidden, vocab = 256, (1 << 26) // 1024
     irows = n // hidden
     table = torch.randn(vocab, hidden, device="cuda")
@@ -155,10 +187,13 @@ def main() -> None:
         lambda: f[ig, block](n, 1, None, ids.data_ptr(), table.data_ptr(), sel.data_ptr(), 1, vocab, irows, hidden),
         lambda: torch.index_select(table, 0, ids, out=sel))
 
-    # -- no null launch: strided layouts and conv, against the wrappers' own launch ("wrap")
-    print(f"{'(no null launch)':24} {'info ms':>8} {'wrap ms':>8} {'torch ms':>8} {'info/wrap':>9} {'info/torch':>10}")
+   
+
+def strided(dev, sk, n, grid, block, row):
+    """Strided layouts candle passes (a transposed operand, a broadcast row), candle's grid against
+    the wrappers' launch."""
+    import torch
     from stdlib_kernels._common import launch_stream
-    from stdlib_kernels.conv import rows_launch
     r0, c0 = 1 << 10, n >> 10
     x = torch.randn(n, device="cuda")
     y = torch.randn(n, device="cuda")
@@ -170,7 +205,7 @@ def main() -> None:
     wgrid16 = launch_stream(n, xa, dev.from_dlpack(cond))
     sinfo = {k: dev.to_device(np.array([r0, c0] + st, np.uint64)) for k, st in (
         ("t", [1, r0]), ("t,b", [1, r0, 0, 1]), ("b,c,c", [0, 1, c0, 1, c0, 1]))}
-    strided = [
+    cases = [
         ("badd_f32 transposed+row", "t,b", sk.BINARY, (x, y), lambda: torch.add(xt, y[:c0], out=out.view(r0, c0)),
          lambda: (xt + y[:c0]).reshape(-1)),
         ("where_u8_f32 row cond", "b,c,c", sk.TERNARY, (cond, x, y),
@@ -179,7 +214,7 @@ def main() -> None:
         ("uexp_f32 transposed", "t", sk.UNARY, (x,), lambda: torch.exp(xt), lambda: torch.exp(xt).reshape(-1)),
         ("ucopy_f32 transposed", "t", sk.UNARY, (x,), lambda: out.view(r0, c0).copy_(xt), lambda: xt.reshape(-1)),
     ]
-    for label, key, mod, ops, theirs, want in strided:
+    for label, key, mod, ops, theirs, want in cases:
         name = label.split()[0]
         f = dev.get_or_load_func(name, mod)
         ptrs = [t.data_ptr() for t in ops]
@@ -193,8 +228,43 @@ def main() -> None:
         assert torch.allclose(out, want(), rtol=1e-6), label + " (wrappers' launch)"
         row(label, lambda f=f, p=ptrs, i=inf: f[grid, block](n, 2, i, *p, out.data_ptr()),
             lambda f=f, p=ptrs, i=inf, g=g_w: f[g](n, 2, i, *p, out.data_ptr()), theirs, gate=False)
-    # conv: 2x2 max pool and 3x3 im2col, candle's grid of a thread an output
+
+
+def strided_reduce(dev, sk, n, row, rl):
+    """``fast_*`` over dim 0 of a (cols, rows) matrix (candle's reduction of a transposed layout):
+    rows of ``cols`` elements at a stride of ``rows``, candle's grid (a block per row) against the
+    wrappers' launch of such rows (a block of up to WRAPPER_BLOCK threads per row)."""
+    import torch
+    for cols in (1024, 4096):
+        rws = n // cols
+        xm = torch.randn(cols, rws, device="cuda")
+        xr = xm.t()  # (rws, cols), strides (1, rws)
+        rinfo = dev.to_device(np.array([rws, cols, 1, rws], np.uint64))
+        wblock = max(rl.WRAPPER_BLOCK, 2 * dev.target.wave_size)
+        for op, ref in (("fast_sum", lambda t: t.sum(-1)), ("fast_argmax", lambda t: t.argmax(-1))):
+            f = dev.get_or_load_func(f"{op}_f32", sk.REDUCE)
+            dst = torch.empty(rws, device="cuda", dtype=torch.int32 if "arg" in op else torch.float32)
+            shape_c = ((rws, 1, 1), (rl.next_power_of_two(min(1024, cols)), 1, 1))
+            shape_w = ((rws, 1, 1), (min(wblock, rl.next_power_of_two(cols)), 1, 1))  # the wrappers' strided rows
+            for shp in (shape_c, shape_w):
+                dst.fill_(-1)
+                f[shp](n, cols, 2, rinfo, xm.data_ptr(), dst.data_ptr())
+                expect = ref(xr)
+                assert (torch.allclose(dst, expect, rtol=1e-3, atol=1e-2) if op == "fast_sum"
+                        else torch.equal(dst.long(), expect)), f"{op} strided {shp}"
+            row(f"{op}_f32 cols {cols} transposed",
+                lambda f=f, dst=dst, s=shape_c, i=rinfo, xm=xm: f[s](n, cols, 2, i, xm.data_ptr(), dst.data_ptr()),
+                lambda f=f, dst=dst, s=shape_w, i=rinfo, xm=xm: f[s](n, cols, 2, i, xm.data_ptr(), dst.data_ptr()),
+                lambda ref=ref, xr=xr: ref(xr), gate=False)
+
+
+def conv(dev, sk, block, row):
+    """2x2 max pool and 3x3 im2col, candle's grid of a thread an output, against the wrappers' launch."""
+    import torch
     import torch.nn.functional as F
+
+    import pykern as pk
+    from stdlib_kernels.conv import im2col_launch, rows_launch
     batch = 8
     xp = torch.randn(batch, 256, 112, 112, device="cuda")
     op_ = torch.empty(batch, 256, 56, 56, device="cuda")
@@ -210,16 +280,12 @@ def main() -> None:
     xi = torch.randn(batch, 64, 56, 56, device="cuda")
     cols = torch.empty(batch, 56, 56, 64, 3, 3, device="cuda")
     infi = dev.to_device(np.array(list(xi.shape) + list(xi.stride()), np.uint64))
-    from stdlib_kernels.conv import im2col_launch
     f = dev.get_or_load_func("im2col_f32", sk.CONV)
     ig = ((-(-cols.numel() // 1024), 1, 1), block)
     iw = im2col_launch(batch, 64, 56, 56, 3, 3, pk.f32)
     row("im2col_f32 3x3 p1", lambda: f[ig](cols.numel(), 56, 56, 3, 3, 1, 1, 1, infi, xi.data_ptr(), cols.data_ptr()),
         lambda: f[iw](cols.numel(), 56, 56, 3, 3, 1, 1, 1, infi, xi.data_ptr(), cols.data_ptr()),
         lambda: F.unfold(xi, 3, padding=1), gate=False)
-    worst = min((r for r in rows if r[3]), key=lambda r: r[1])
-    geo = float(np.exp(np.mean([np.log(r[2]) for r in rows])))
-    print(f"worst info/null: {worst[1]:.2f} ({worst[0]}); geometric mean info/torch: {geo:.2f} over {len(rows)} rows")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ are left out of each merge, so any block size works (blocks narrower than a wave
 
 Below the skeleton (``wave_merge``, ``block_merge``): rows held in registers as words (softmax and
 the norms), softmax's row math, rows placed on a grid (``spread_*``) and in candle's ``info``
-layout (``row_*``), and a wave per row (``wave_rows``, the ``fast_*`` reductions' short rows).
+layout (``row_*``), and a wave per row (``wave_rows``, the ``fast_*`` reductions' short rows;
+``strided_wave_row`` for other layouts under candle's grid).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import dataclasses
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, i32, u16, u32, u64, usize
+
+from ._common import offset_of
 
 T = pk.TypeVar("T")
 V = pk.TypeVar("V")
@@ -601,3 +604,53 @@ def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt
                     index[0] = 0
                 dst[r] = U(index[0])
         r += pk.u64(pk.grid_dim.x) * waves
+
+
+@pk.func
+def strided_wave_row(numel: usize, el: usize, num_dims: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[U],
+                     t: u32, nt: u32, lane: u32, ident: V, *, op, merge):
+    """``wave_rows`` for rows that are not contiguous, under a grid with a block for every row and
+    below 2**32 elements: the wave's row of ``spread_row`` (its block is not ``spread_idle``), element
+    by element through ``offset_of`` (u32 divisions). The idle blocks can then leave before anything
+    reads ``info``, whatever the layout: under candle's grid they are 31 blocks in 32 at 1024 threads,
+    and a round of loads of ``info`` in each cost a 1024-column ``fast_sum`` 30 % of its time
+    (docs/targets/cuda.md, "candle's info"). A loop over the wave's rows, as ``wave_rows`` (one row
+    under that grid): its store then precedes the loop's step, and LLVM does not merge it with the
+    caller's last store (one 64-bit row index live across the caller's block path, spilled)."""
+    r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
+    strides = info + num_dims
+    while r * el < numel:
+        start = r * el
+        n = u32(min(start + el, numel) - start)  # at most WAVE_ROWS
+        if op <= MAX_OP:
+            acc: V = ident
+            k = lane
+            while k < n:
+                acc = combine(acc, V(src[offset_of(start + usize(k), num_dims, info, strides, IDX=u32)]), op)
+                k += u32(pk.wave_size)
+            acc = wave_total(acc, lane, u32(pk.wave_size), merge=merge, whole=False)
+            if lane == 0:
+                first = V(src[offset_of(start, num_dims, info, strides, IDX=u32)])
+                if op != SUM_OP and first != first:  # candle-cpu: a NaN first element is never replaced
+                    acc = first
+                dst[r] = U(acc)
+        else:  # argmin/argmax: (value, index) pairs, ties to the lower index
+            b0: V = ident
+            i0: u32 = 0xFFFFFFFF
+            k = lane
+            while k < n:
+                x = V(src[offset_of(start + usize(k), num_dims, info, strides, IDX=u32)])
+                if better(op == ARGMIN_OP, x, k, b0, i0):
+                    b0 = x
+                    i0 = k
+                k += u32(pk.wave_size)
+            index = pk.local.array(1, u32)
+            index[0] = i0
+            b0 = wave_merge(b0, index, lane, u32(pk.wave_size), merge=merge, whole=True)
+            if lane == 0:
+                first = V(src[offset_of(start, num_dims, info, strides, IDX=u32)])
+                if first != first:
+                    index[0] = 0
+                last = u32(info[num_dims - 1])  # candle: the index along the last reduced dim
+                dst[r] = U(index[0] % last if last != 0 else index[0])
+        r += usize(pk.grid_dim.x) * usize(nt // pk.wave_size)

@@ -59,17 +59,42 @@ def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, d
         r += groups
 
 
+#: under candle's grid, tiles a worker of ``const_set`` stores (a power of two): its block stores the
+#: elements of CONST_SET_SPREAD * W blocks (H100, 2**28 under candle's info: 1 / 2 / 4 / 16 tiles gave
+#: f32 0.68 / 0.80 / 0.83 / 0.84 and bf16 0.84 / 0.94 / 0.96 / 0.96 of the null launch;
+#: docs/targets/cuda.md, "candle's info")
+CONST_SET_SPREAD = 4
+
+
 @pk.kernel
 def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
-    """candle passes ``info`` even for a contiguous destination: as in the elementwise skeleton
-    (``_common.map_layout``), the threads past ``tile_workers`` leave before reading it, and the
-    workers decide the layout once (``layout_kind``) and store whole tiles."""
+    """candle passes ``info`` even for a contiguous destination: see ``set_layout``."""
     if info is None:
         fill_contiguous(out, value, numel)
-        return
-    workers = tile_workers(numel, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1)
+    else:
+        # S = 1 (no spreading) where a thread takes one element a step (AMDGPU, the CPU: no idle threads)
+        set_layout(numel, num_dims, info, value, out, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1,
+                   S=CONST_SET_SPREAD * (pk.tile_bytes // T.nbytes) if pk.tile_bytes > T.nbytes else 1)
+
+
+@pk.func
+def set_layout(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, W, S):
+    """``value`` into every element of ``info``'s layout, by workers of tiles of ``W`` elements.
+    Under candle's grid (a thread for every element) one block in W is enough: the workers are the
+    threads of every ``S``-th block (a power of two, S >= W), each such block storing the elements
+    of its S blocks, and the other blocks leave before reading ``info``, running beside the busy
+    ones: the workers' first, ``tile_workers``' order, left three blocks in four idle after them
+    (f32). Fewer worker blocks (S > W, S / W tiles a thread) pay fewer preambles and rounds of
+    loads of ``info`` (docs/targets/cuda.md, "candle's info"). Other grids take ``tile_workers``.
+    The workers decide the layout once (``layout_kind``)."""
     g = pk.global_id()
-    if g >= workers:
+    workers = tile_workers(numel, W=W)
+    if S > 1 and usize(pk.grid_dim.x) * usize(pk.block_dim.x) >= numel:  # candle's grid
+        if pk.block_idx.x & (S - 1) != 0:  # first: all but one block in S run nothing else
+            return
+        g = usize(pk.block_idx.x // S) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+        workers = usize((pk.grid_dim.x + (S - 1)) // S) * usize(pk.block_dim.x)
+    elif g >= workers:
         return
     if layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
         for i in pk.parallel_range(usize(0), numel, g, workers):

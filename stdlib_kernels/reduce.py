@@ -29,8 +29,8 @@ from ._reduction import (ARGMAX_OP, ARGMIN_OP, ARG_MAX, ARG_MIN, EVERY_WAVE, FIR
                          MAX_OP, MAX_WAVES, MIN_OP, NEG_INF_WORD, ROW_WORD, SOFTMAX, SUM, SUM_OP, WAVE_SUM, WHOLE_WAVES,
                          better, block_merge, block_total, cache_load, chan_mean_m2, combine, exp_diff, hold_words,
                          identity, online_softmax_step, param_word, row_fits, row_offset, row_total, rows_contiguous,
-                         softmax_row_cached, spread_idle, spread_row, store_softmax_words, store_word, wave_rows,
-                         word_element, word_pair)
+                         softmax_row_cached, spread_idle, spread_row, store_softmax_words, store_word, strided_wave_row,
+                         wave_rows, word_element, word_pair)
 from .reduce_launch import (REDUCE_HOST, FAST_DTYPES, GROUP_MIN_THREADS, NARROW_GROUP_COLS, NARROW_GROUP_THREADS, NARROW_LONG_COLS,
                             NARROW_LONG_GROUP_THREADS, NN_DTYPES, NORM_BLOCK_THREADS, NORM_CACHE, NORM_ROWS_CACHE,
                             NORM_TWO_BLOCKS, NORM_TWO_BLOCKS_CACHE, SOFTMAX_CACHE, SOFTMAX_CACHED_LANES,
@@ -56,16 +56,27 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
                 src: ConstPtr[T], dst: Ptr[O], *, T, O, A, K, M):
     """Contiguous rows of up to WAVE_ROWS go one per wave (``wave_rows``) in blocks of several waves;
     longer rows take the block (pk.parallel_range, 16-byte tiles), then ``M``, the op's merge; other
-    layouts read through strided_index. Two blocks of 1024 an SM (32 registers)."""
+    layouts read through strided_index. Under candle's grid (a block per row) the blocks without a
+    row of ``spread_row`` leave before anything reads ``info``, and the rows of other layouts go a wave
+    a row too (``strided_wave_row``). Two blocks of 1024 an SM (32 registers)."""
     sv = pk.shared.array(MAX_WAVES, A)
     si = pk.shared.array(MAX_WAVES, u32)
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     lane = t % pk.wave_size
-    if 0 < el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size \
-            and rows_contiguous(el_to_sum_per_block, num_dims, info):
-        wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(M.identity), op=K, merge=M)
-        return
+    if 0 < el_to_sum_per_block <= WAVE_ROWS and nt % pk.wave_size == 0 and nt > pk.wave_size:
+        # candle's grid (a block per row) below 2**32 elements: the blocks without a row leave first
+        spread = pk.u64(pk.grid_dim.x) * el_to_sum_per_block >= src_numel and src_numel <= pk.u64(0xFFFFFFFF)
+        if spread:
+            if spread_idle(nt // pk.wave_size, pk.block_idx.x):  # before anything reads info
+                return
+        if rows_contiguous(el_to_sum_per_block, num_dims, info):
+            wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(M.identity), op=K, merge=M)
+            return
+        if spread:  # the idle blocks have left: this block's waves take its rows, strided
+            strided_wave_row(src_numel, el_to_sum_per_block, num_dims, info, src, dst, t, nt, lane,
+                             A(M.identity), op=K, merge=M)
+            return
     row = pk.u64(pk.block_idx.x)
     start = row * el_to_sum_per_block
     n = min(start + el_to_sum_per_block, src_numel) - min(start, src_numel)

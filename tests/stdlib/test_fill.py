@@ -90,17 +90,22 @@ def test_copy2d_launch_shapes(device, d1, d2, src_s, dst_s):
 
 @pytest.mark.parametrize("dtype", [f32, u8], ids=str)
 def test_const_set_candle_launch(device, dtype):
-    """candle's grid (a thread an element, blocks of 1024) with ``info`` always passed: contiguous
-    layouts of rank 1-3 (a size-1 dim with any stride counts), and strided ones of rank 2 and 3."""
+    """candle's grid (a thread an element, blocks of 1024; and of 96) with ``info`` always passed:
+    contiguous layouts of rank 1-3 (a size-1 dim with any stride counts), and strided ones of rank 2
+    and 3. Grids of many blocks, none a multiple of a tile's elements: with tiles, the workers are the
+    threads of every S-th block (S = CONST_SET_SPREAD * W), each storing its S blocks' elements."""
     fn = device.get_or_load_func(f"const_set_{dtype.tag}", FILL)
     cases = [((1300,), (1,)), ((13, 100), (100, 1)), ((1, 1300), (7, 1)), ((5, 4, 65), (260, 65, 1)),
-             ((13, 50), (100, 2)), ((5, 4, 30), (300, 65, 2)), ((40, 30), (1, 40))]
+             ((13, 50), (100, 2)), ((5, 4, 30), (300, 65, 2)), ((40, 30), (1, 40)), ((37, 1001), (1001, 1)),
+             ((37, 501), (1, 37)), ((3, 17, 401), (17 * 401, 401, 1))]
     for shape, strides in cases:
-        base = random(dtype, (1500,))
-        x = device.to_device(base)
+        size = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) + 100
         n = int(np.prod(shape))
         info = device.to_device(np.array(list(shape) + list(strides), np.uint64))
-        fn[-(-n // 1024), 1024](n, len(shape), info, fill.from_f64(3, dtype), x)
-        want = base.copy()
-        np.lib.stride_tricks.as_strided(want, shape, [s * want.itemsize for s in strides])[...] = 3
-        assert_bits(x.to_host(), want, f"{dtype} {shape} {strides}")
+        for block in (1024, 96):
+            base = random(dtype, (size,))
+            x = device.to_device(base)
+            fn[-(-n // block), block](n, len(shape), info, fill.from_f64(3, dtype), x)
+            want = base.copy()
+            np.lib.stride_tricks.as_strided(want, shape, [s * want.itemsize for s in strides])[...] = 3
+            assert_bits(x.to_host(), want, f"{dtype} {shape} {strides} blocks of {block}")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pykern as pk
+from pykern.runtime.launch import storage
 from stdlib_kernels import REDUCE
 from stdlib_kernels import _reduction as RD  # the skeleton other families reuse
 from stdlib_kernels import reduce as R
@@ -167,19 +168,40 @@ def test_rows_by_wave_under_any_grid(wave_device, cols):
                 np.testing.assert_array_equal(got, ref, err_msg=f"{op} {grid}x{block}")
 
 
-@pytest.mark.parametrize("op", ["fast_sum", "fast_max", "fast_argmax", "fast_argmin"])
+@pytest.mark.parametrize("op", ["fast_sum", "fast_max", "fast_min", "fast_argmax", "fast_argmin"])
 def test_candle_grid_on_strided_rows(wave_device, op):
     """candle's grid on rows that are not contiguous (a transposed view; 37 rows, no multiple of a
-    block's waves): a block per row, never the waves' rows of ``spread_row``."""
+    block's waves): the blocks without a row leave before reading ``info``, so the waves of the
+    others take the rows of ``spread_row`` through ``offset_of`` (``strided_wave_row``). candle's block
+    and raw launches of 2 to 32 waves (3: a count that is no power of two), a NaN first element
+    (candle-cpu's answer), a tie (the lower index)."""
     x = RNG.standard_normal((37, 300)).astype(np.float32)
+    x[4, 0] = np.nan
+    x[9, 7] = x[9, 200] = x[9].max() + 1  # a tie: the lower index wins
     v = dev_array(wave_device, x, transpose=(1, 0))  # rows of 300 at a stride of 37 elements
-    got = R.fast_reduce_launch(op, v, [1], candle_shape=True).to_host()
-    ref = {"fast_sum": x.astype(np.float64).sum(1), "fast_max": x.max(1), "fast_argmax": x.argmax(1),
-           "fast_argmin": x.argmin(1)}[op]
-    if op == "fast_sum":
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
-    else:
-        np.testing.assert_array_equal(got, ref)
+    nan_row = np.arange(37) == 4
+    ref = {"fast_sum": x.astype(np.float64).sum(1), "fast_max": np.where(nan_row, np.nan, np.nanmax(x, 1)),
+           "fast_min": np.where(nan_row, np.nan, np.nanmin(x, 1)),
+           "fast_argmax": np.where(nan_row, 0, np.nanargmax(x, 1)).astype(np.uint32),
+           "fast_argmin": np.where(nan_row, 0, np.nanargmin(x, 1)).astype(np.uint32)}[op]
+
+    def check(got, what):
+        if op == "fast_sum":
+            np.testing.assert_allclose(got[~nan_row], ref[~nan_row], rtol=1e-5, atol=1e-4, err_msg=what)
+            assert np.isnan(got[4]), what
+        else:
+            np.testing.assert_array_equal(got, ref, err_msg=what)
+
+    check(R.fast_reduce_launch(op, v, [1], candle_shape=True).to_host(), "candle's launch")
+    fn = wave_device.get_or_load_func(f"{op}_f32", REDUCE)
+    info = wave_device.to_device(np.array([37, 300, 1, 37], np.uint64))  # dims (37, 300), strides (1, 37)
+    for waves in (2, 3, 8, 32):
+        block = waves * wave_device.target.wave_size
+        if block > 1024:
+            continue
+        out = wave_device.empty((37,), np.uint32 if "arg" in op else np.float32)
+        fn[(37, 1, 1), (block, 1, 1)](x.size, 300, 2, info, storage(v), out)
+        check(out.to_host(), f"{waves} waves")
 
 
 NAN, INF = float("nan"), float("inf")
