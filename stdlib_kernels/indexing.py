@@ -14,7 +14,7 @@ Semantics follow candle's CPU backend where its CUDA kernels differ (docs/compat
   candle does: no atomics, the same result on every run; ``s`` keeps the last write of a duplicate.
 
 The wrappers (below the kernels) also have kernels of their own that candle never asks for:
-``is_words_*``/``is_rows_*`` copy whole rows, ``gather_shared_*`` gathers from a row staged in
+``is_tiles_*``/``is_words_*``/``is_rows_*`` copy whole rows, ``gather_shared_*`` gathers from a row staged in
 shared memory, ``ia_sorted_*``/``sa_sorted_*`` add in candle's order with the ids' positions
 (``ids_positions_*``) argsorted on the device, and ``sa_atomic_*``/``ia_atomic_*`` add with one
 thread per source element where the order of the adds cannot matter (integers) or the caller allows
@@ -53,6 +53,7 @@ GATHER_MAGIC_MIN = 8
 GATHER_TILES = 4
 #: u64 words a thread of ``select_words`` moves per row it visits
 ROW_WORDS = 8
+
 
 
 @pk.func
@@ -269,6 +270,52 @@ def select_words(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
             g += step
 
 
+@pk.func
+def copy_row_tiles(r: W, rows: W, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
+                   ids_dim: W, row_words: pk.u32, t: pk.u32, nt: pk.u32, *, W):
+    """Output row ``r`` of ``select_tiles`` by its ``nt`` threads (``t`` this one): the id, then the row
+    through ``pk.parallel_range`` over u64 words, so each thread moves 16-byte tiles (one vector load
+    and one vector store a tile) where the row's two addresses are 16-byte aligned. The division by
+    ``ids_dim`` only where there are several ids lists (``left > 1``)."""
+    pre = W(0)
+    q = r
+    if rows > ids_dim:
+        pre = r // ids_dim
+        q = r - pre * ids_dim
+    k = position(ids[usize(q)], src_dim)
+    dst = out + usize(r) * usize(row_words)
+    if k < src_dim:
+        src = inp + (usize(pre) * src_dim + k) * usize(row_words)
+        for j in pk.parallel_range(pk.u32(0), row_words, t, nt):
+            dst[j] = src[j]
+    else:
+        for j in pk.parallel_range(pk.u32(0), row_words, t, nt):
+            dst[j] = pk.u64(0)
+
+
+@pk.kernel
+def select_tiles(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
+                 ids_dim: usize, row_words: pk.u32, *, I):
+    """index_select of whole rows as torch's vectorized gather moves them (the wrappers' launch for
+    dense ids and rows of a multiple of 16 bytes at 16-byte aligned addresses): ``block_dim.x`` threads
+    a row, ``block_dim.y`` rows a block (row ``block_idx.x * block_dim.y + thread_idx.y``, then a
+    grid-stride step in rows where the grid is smaller), each thread a 16-byte load and store per
+    tile. 32-bit row arithmetic where the rows fit."""
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    r = usize(pk.block_idx.x) * usize(pk.block_dim.y) + usize(pk.thread_idx.y)
+    step = usize(pk.grid_dim.x) * usize(pk.block_dim.y)
+    if rows + step <= U32_LIMIT:
+        r32 = pk.u32(r)
+        while r32 < pk.u32(rows):
+            copy_row_tiles(r32, pk.u32(rows), ids, inp, out, src_dim, pk.u32(ids_dim), row_words, t, nt, W=pk.u32)
+            r32 += pk.u32(step)
+    else:
+        while r < rows:
+            copy_row_tiles(r, rows, ids, inp, out, src_dim, ids_dim, row_words, t, nt, W=usize)
+            r += step
+
+
 @pk.kernel
 def gather_shared(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: pk.u32, ids_dim: pk.u32,
                   *, I, T):
@@ -366,6 +413,102 @@ def scatter_add_sorted(order: ConstPtr[pk.u32], pos: ConstPtr[pk.u32], inp: Cons
             add_sorted_run(c, order, pos, inp, out, src_dim, dst_dim, right, W=usize)
 
 
+@pk.func
+def bit_count(m: pk.u64) -> pk.u32:
+    """The set bits of ``m`` (SWAR: a dozen integer operations, no loop)."""
+    m = m - ((m >> pk.u64(1)) & pk.u64(0x5555555555555555))
+    m = (m & pk.u64(0x3333333333333333)) + ((m >> pk.u64(2)) & pk.u64(0x3333333333333333))
+    m = (m + (m >> pk.u64(4))) & pk.u64(0x0F0F0F0F0F0F0F0F)
+    return pk.u32((m * pk.u64(0x0101010101010101)) >> pk.u64(56))
+
+
+@pk.func
+def lane_position(ids: ConstPtr[I], j: usize, src_dim: usize, dst_dim: pk.u32) -> pk.u32:
+    """Source ``j``'s destination in its row, ``dst_dim`` for none (past the row, sentinel, out of range)."""
+    return pk.u32(position(ids[j], usize(dst_dim))) if j < src_dim else dst_dim
+
+
+@pk.func
+def lane_value(inp: ConstPtr[T], j: usize, src_dim: usize) -> T:
+    return inp[j] if j < src_dim else T(0)
+
+
+@pk.func
+def add_chunk(row: Ptr[T], k: pk.u32, v: T, below: pk.u64, bits: pk.u32, dst_dim: pk.u32):
+    """One wave's chunk of sources into the shared ``row`` in lane order: each lane finds the lanes with
+    its destination ``k`` by one ballot per bit (``SA_BALLOTS`` a step, issued back to back), its
+    rank among them is how many come before it, and rounds of the lanes of rank 0, 1, ... add (a
+    barrier after each: the block is one wave) while a vote finds a lane of a higher rank."""
+    same = ~pk.u64(0)
+    b: pk.u32 = 0
+    while b < bits:
+        for s in pk.static_range(SA_BALLOTS):
+            one = ((k >> (b + pk.u32(s))) & pk.u32(1)) != pk.u32(0)  # bits past ``bits`` are 0 in every lane
+            votes = pk.wave.ballot(one)
+            same = same & pk.select(one, votes, ~votes)
+        b += pk.u32(SA_BALLOTS)
+    rank = pk.select(k < dst_dim, bit_count(same & below), pk.u32(0))  # no extra rounds for lanes adding nothing
+    q: pk.u32 = 0
+    more = True
+    while more:
+        if rank == q and k < dst_dim:
+            row[k] = T(row[k] + v)
+        pk.syncthreads()
+        q += 1
+        more = pk.wave.any(rank >= q)
+
+
+@pk.kernel
+def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
+                     *, I, T):
+    """scatter_add along the last dim (``right`` 1) in candle's order, one wave a block and a row at a
+    time (rows ``block_idx.x, + grid_dim.x, ...``), the destination row held in shared memory
+    (``dst_dim`` elements of dynamic shared memory). The row's sources go by chunks of a wave, in
+    order (``add_chunk``), the next three chunks' ids and values in flight while one is added: every
+    destination gets its sources in order of j, each add rounded to T, which is candle's column walk
+    bit for bit, without a sort and without atomics. (Scalars, not a local array, carry the chunks
+    in flight: an array indexed in a loop lives in local memory on GPUs, and unrolled, its copies of
+    the ballots and barriers make the CPU target's coroutines slow to compile.)"""
+    row = pk.shared.dynamic(T)
+    lane = pk.thread_idx.x
+    ws = usize(pk.block_dim.x)
+    below = (pk.u64(1) << pk.u64(lane)) - pk.u64(1)
+    bits: pk.u32 = 0
+    while (dst_dim >> bits) != pk.u32(0):  # positions and the no-position dst_dim fit these bits
+        bits += 1
+    r = usize(pk.block_idx.x)
+    while r < left:
+        dst = out + r * usize(dst_dim)
+        for c in pk.parallel_range(pk.u32(0), dst_dim, lane, pk.block_dim.x):
+            row[c] = dst[c]
+        pk.syncthreads()
+        ri = ids + r * src_dim
+        rv = inp + r * src_dim
+        j = usize(lane)
+        k1 = lane_position(ri, j, src_dim, dst_dim)
+        v1 = lane_value(rv, j, src_dim)
+        k2 = lane_position(ri, j + ws, src_dim, dst_dim)
+        v2 = lane_value(rv, j + ws, src_dim)
+        k3 = lane_position(ri, j + 2 * ws, src_dim, dst_dim)
+        v3 = lane_value(rv, j + 2 * ws, src_dim)
+        c0 = usize(0)
+        while c0 < src_dim:
+            k = k1
+            v = v1
+            k1 = k2
+            v1 = v2
+            k2 = k3
+            v2 = v3
+            k3 = lane_position(ri, j + c0 + 3 * ws, src_dim, dst_dim)
+            v3 = lane_value(rv, j + c0 + 3 * ws, src_dim)
+            add_chunk(row, k, v, below, bits, dst_dim)
+            c0 += ws
+        for c in pk.parallel_range(pk.u32(0), dst_dim, lane, pk.block_dim.x):
+            dst[c] = row[c]
+        pk.syncthreads()  # the row is stored before the next row overwrites it
+        r += usize(pk.grid_dim.x)
+
+
 @pk.kernel
 def count_out_of_range(n: usize, ids: ConstPtr[I], size: usize, bad: Ptr[pk.u32], *, I):
     """How many of ``ids`` are neither a position in ``[0, size)`` nor the sentinel: the wrappers' check
@@ -408,6 +551,7 @@ for _i in INDICES:
 #: ``gather_shared_*`` for every ``gather_*`` pair, ``ia_sorted_*``/``sa_sorted_*`` for every value dtype
 for _i in F8_INDICES:
     INDEXING.add(select_words.instance(kernel_name("is_words", _i), I=_i),
+                 select_tiles.instance(kernel_name("is_tiles", _i), I=_i),
                  id_positions.instance(kernel_name("ids_positions", _i), I=_i))
 for _op, _i, _t, _tag in TABLE:
     if _op == "gather":
@@ -415,16 +559,27 @@ for _op, _i, _t, _tag in TABLE:
 for _t in VALUES + (pk.f8e4m3,):
     INDEXING.add(index_add_sorted.instance(kernel_name("ia_sorted", _t), T=_t),
                  scatter_add_sorted.instance(kernel_name("sa_sorted", _t), T=_t))
+#: ``sa_rows_*`` for every index dtype and float value dtype (integers take the atomic adds)
+ROWS_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16)
+for _i in INDICES:
+    for _t in ROWS_VALUES:
+        INDEXING.add(scatter_add_rows.instance(kernel_name("sa_rows", _i, _t), I=_i, T=_t))
 
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
 #: threads a block for the column kernels (ia/s/sa): each thread walks a whole column
 COLUMN_BLOCK = 256
-#: index_select rows at least this long are copied row by row (``is_words_*`` where rows are whole u64
-#: words at aligned addresses, else ``is_rows_*``): a division per row
+#: index_select rows at least this long are copied row by row (``is_tiles_*`` where rows are whole
+#: 16-byte tiles at 16-byte aligned addresses, ``is_words_*`` where they are whole u64 words at 8-byte
+#: aligned ones, else ``is_rows_*``): a division per row at most
 ROW_BYTES = 256
 #: blocks of STREAM_BLOCK threads an SM a grid-stride row copy (``is_words_*``) launches at most
 SELECT_BLOCKS_PER_SM = 8
+#: ``is_tiles_*``: 16-byte tiles a thread along a row, threads a block, and a cap on the blocks an SM
+#: (None: a block for each group of rows, as torch launches)
+SELECT_THREAD_TILES = 2
+SELECT_BLOCK = 256
+SELECT_TILE_BLOCKS_PER_SM = None
 #: gather along the last dim stages source rows of up to this many bytes in shared memory
 #: (``gather_shared_*``, no opt-in needed on any target), one block a row
 GATHER_SHARED_BYTES = 48 * 1024
@@ -433,6 +588,14 @@ U32_POSITIONS = 0xFFFFFFFF
 #: deterministic float scatter_add: candle's column kernel where ``right`` is at least this (a warp's
 #: columns adjacent in memory), the sorted adds (``sa_sorted_*``) below it
 SORTED_MAX_RIGHT = 32
+#: deterministic float scatter_add along the last dim by ``sa_rows_*`` (a wave a row, the destination
+#: row in shared memory) for at least this many rows (fewer leave most of a GPU idle: one wave walks
+#: a whole row) with destination rows of at most this many bytes (more leave fewer waves an SM)
+SA_ROWS_MIN = 1024
+SA_ROWS_BYTES = 16 * 1024
+#: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
+#: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
+SA_BALLOTS = 4
 #: index_add takes the sorted adds (``ia_sorted_*``) for rows (``right``) of at least this many
 #: elements whatever the dtype, since they beat atomics there (docs/targets/cuda.md)
 SORTED_MIN_ROW = 32
@@ -443,6 +606,21 @@ def _resident_blocks(device, block: int, per_sm: int) -> int | None:
     reports none: the CPU)."""
     sms = getattr(device, "multiprocessors", None)
     return sms * per_sm if sms else None
+
+
+def _tiles_launch(device, rows: int, tiles: int) -> tuple[tuple, tuple]:
+    """``is_tiles_*``'s launch for ``rows`` rows of ``tiles`` 16-byte tiles: about
+    ``SELECT_THREAD_TILES`` tiles a thread along the row (a power of two of threads below a wave, else
+    whole waves, at most 1024), rows side by side in blocks of about ``SELECT_BLOCK`` threads, a block
+    for each group of rows (``SELECT_TILE_BLOCKS_PER_SM`` caps the grid where it is set). Two tiles a
+    thread rather than torch's one: the row's setup (its id, the alignment test) is then paid once for
+    two tiles (docs/targets/cuda.md)."""
+    per = -(-tiles // SELECT_THREAD_TILES)
+    x = min(1024, sort.next_power_of_two(per) if per < 32 else -(-per // 32) * 32)
+    y = max(1, SELECT_BLOCK // x)
+    grid = -(-rows // y)
+    cap = _resident_blocks(device, x * y, SELECT_TILE_BLOCKS_PER_SM) if SELECT_TILE_BLOCKS_PER_SM else None
+    return (min(grid, cap) if cap else min(grid, (1 << 31) - 1), 1, 1), (x, y, 1)
 
 
 def _words(a):
@@ -535,7 +713,13 @@ def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what:
                 info = x.device.to_device(np.array(list(ids.shape) + list(ids.strides), np.uint64))
         grid, block = launch_stream(out.size, x, out)
         row_bytes = right * x.dtype.nbytes
-        if info is None and row_bytes >= ROW_BYTES and row_bytes % 8 == 0 and x.ptr % 8 == 0 and out.ptr % 8 == 0:
+        if (info is None and row_bytes >= ROW_BYTES and row_bytes % 16 == 0 and x.ptr % 16 == 0
+                and out.ptr % 16 == 0):
+            rows = left * ids.size
+            grid, block = _tiles_launch(x.device, rows, row_bytes // 16)
+            x.device.get_or_load_func(kernel_name("is_tiles", ids.dtype), INDEXING)[grid, block](
+                rows, ids, _words(x), _words(out), x.shape[dim], ids.size, row_bytes // 8)
+        elif info is None and row_bytes >= ROW_BYTES and row_bytes % 8 == 0 and x.ptr % 8 == 0 and out.ptr % 8 == 0:
             chunks = left * ids.size * -(-row_bytes // (8 * ROW_WORDS))
             grid = -(-chunks // STREAM_BLOCK)
             cap = _resident_blocks(x.device, STREAM_BLOCK, SELECT_BLOCKS_PER_SM)
@@ -655,16 +839,24 @@ def scatter_add(x, dim: int, ids, src, *, check_ids: bool = True, deterministic:
 
     u32/i64 values take an atomic add per element (exact in any order); floats too with
     ``deterministic=False`` (torch's way: the rounding then depends on the order the adds land in).
-    Otherwise, where a warp's columns are adjacent (``right >= SORTED_MAX_RIGHT``) candle's column
-    kernel walks each (pre, post) column, and elsewhere the ids' positions are argsorted along ``dim``
-    on the device and each destination adds its run of sources in order (``sa_sorted_*``)."""
+    Otherwise, along the last dim of many rows whose destination row fits ``SA_ROWS_BYTES``, a wave a
+    row adds each chunk of sources into the row in shared memory in lane order (``sa_rows_*``); where
+    a warp's columns are adjacent (``right >= SORTED_MAX_RIGHT``) candle's column kernel walks each
+    (pre, post) column, and elsewhere the ids' positions are argsorted along ``dim`` on the device and
+    each destination adds its run of sources in order (``sa_sorted_*``)."""
     name, x, dim, ids, src = _columns("sa", x, dim, ids, src, check_ids, "scatter_add")
     if ids.shape != src.shape:
         raise ValueError(f"scatter_add: ids must have src's shape {src.shape}, got {ids.shape}")
     left, right = _sizes(src.shape, dim)
     atomic = _atomic("sa", ids, x, deterministic)
+    rows = kernel_name("sa_rows", ids.dtype, x.dtype)
     if atomic:
         _launch_atomic(x, atomic, src, (ids, src.shape[dim], src, x, src.shape[dim], x.shape[dim], right))
+    elif (right == 1 and rows in INDEXING and left >= SA_ROWS_MIN and x.shape[dim] * x.dtype.nbytes <= SA_ROWS_BYTES
+          and src.size and x.size):
+        x.device.get_or_load_func(rows, INDEXING)[(min(left, (1 << 31) - 1), 1, 1), (x.device.target.wave_size, 1, 1),
+                                                   None, x.shape[dim] * x.dtype.nbytes](
+            ids, src, x, left, src.shape[dim], x.shape[dim])
     elif right < SORTED_MAX_RIGHT and x.shape[dim] < U32_POSITIONS and src.size and x.size:
         order, pos = _sorted_positions(ids, x.shape[dim], dim)
         x.device.get_or_load_func(kernel_name("sa_sorted", x.dtype), INDEXING)[launch_stream(src.size, src, x)](

@@ -24,9 +24,10 @@ OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op
        | {kernel_name(op, i, v) for op in ("sa_atomic", "ia_atomic") for i in indexing.INDICES for v in indexing.ATOMIC_VALUES}
        | {kernel_name("ia_segments", v) for v in indexing.VALUES + (f8e4m3,)}
        | {kernel_name("ids_out_of_range", i) for i in indexing.F8_INDICES}
-       | {kernel_name(op, i) for op in ("is_words", "ids_positions") for i in indexing.F8_INDICES}
+       | {kernel_name(op, i) for op in ("is_words", "is_tiles", "ids_positions") for i in indexing.F8_INDICES}
        | {kernel_name("gather_shared", i, tag) for op, i, v, tag in indexing.TABLE if op == "gather"}
-       | {kernel_name(op, v) for op in ("ia_sorted", "sa_sorted") for v in indexing.VALUES + (f8e4m3,)})
+       | {kernel_name(op, v) for op in ("ia_sorted", "sa_sorted") for v in indexing.VALUES + (f8e4m3,)}
+       | {kernel_name("sa_rows", i, v) for i in indexing.INDICES for v in indexing.ROWS_VALUES})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
 
@@ -279,6 +280,35 @@ def test_index_select_words(wave_device, dt, idt):
             assert_bits(out.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, launch {grid}x{block}")
 
 
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u32), (pk.f64, u8), (f8e4m3, i16)], ids=str)
+def test_index_select_tiles(wave_device, dt, idt):
+    """Rows of a multiple of 16 bytes at 16-byte aligned addresses move as 16-byte tiles
+    (``is_tiles_*``): rows narrower than a wave of threads, of several threads' tiles and of more tiles than
+    the launch has threads along a row, one and several ids lists (the division by ``ids_dim``), the
+    sentinel's row of zeros, 16- and 8-byte aligned addresses (the u64 loop) and an odd-element offset
+    (``is_rows_*``) through the wrapper; by name, launches whose rows do not divide among the blocks
+    (a grid-stride step in rows) and threads along a row past the row's tiles."""
+    dev = wave_device
+    for row_bytes, left in ((indexing.ROW_BYTES, 1), (indexing.ROW_BYTES + 16 * 37, 2),
+                            (16 * (32 * indexing.SELECT_THREAD_TILES + 3), 3)):
+        right = row_bytes // dt.nbytes
+        host = values(dt, (left, 9, right))
+        ids = np.array([8, 0, sentinel(idt), 8, 3, 5, 1, 2, 2, 7, 4], idt.np)
+        for label, x in (("contiguous", dev.to_device(host)), ("offset", offset_copy(dev, host, 16 // dt.nbytes)),
+                         ("8-byte offset", offset_copy(dev, host, 8 // dt.nbytes) if dt.nbytes <= 8 else None),
+                         ("odd offset", offset_copy(dev, host, 1) if dt.nbytes < 8 else None)):
+            if x is not None:
+                got = indexing.index_select(x, dev.to_device(ids), 1)
+                assert_bits(got.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, {label}")
+        x = dev.to_device(host)
+        for grid, block in ((1, (32, 2, 1)), (3, (8, 4, 1)), (2, (64, 1, 1))):
+            out = dev.empty((left, len(ids), right), dt)
+            dev.get_or_load_func(kernel_name("is_tiles", idt), INDEXING)[(grid, 1, 1), block](
+                left * len(ids), dev.to_device(ids), indexing._words(x), indexing._words(out), 9, len(ids),
+                row_bytes // 8)
+            assert_bits(out.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, launch {grid}x{block}")
+
+
 def test_deterministic_adds_are_candles_sums(wave_device):
     """Float scatter_add and index_add without atomics are candle's column walks bit for bit: the sorted
     adds (``sa_sorted_*``, ``ia_sorted_*``: positions argsorted on the device, many duplicates, the
@@ -301,6 +331,34 @@ def test_deterministic_adds_are_candles_sums(wave_device):
         indexing.index_add(x, dim, dev.to_device(rows), dev.to_device(hsrc))
         want = ref_index_add(d3(acc), rows, d3(hsrc), u32, pk.f32)
         assert_bits(x.to_host(), want.reshape(shape), f"index_add {shape} dim {dim}")
+
+
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u8), (pk.f64, u32), (pk.f16, i64)], ids=str)
+def test_scatter_add_rows_are_candles_sums(wave_device, dt, idt):
+    """``sa_rows_*`` (a wave a row, the destination row in shared memory, each chunk of a wave added in
+    lane order by ballot ranks) is candle's column walk bit for bit: rows of fewer sources than a
+    wave, of a partial last chunk and of several chunks, many duplicates within a chunk (few
+    destinations), the sentinel and indices out of range (skipped), grids smaller than the rows;
+    through the wrapper with ``SA_ROWS_MIN`` rows along the last dim."""
+    dev = wave_device
+    ws = dev.target.wave_size
+    for left, n, m in ((5, 7, 3), (3, 4 * ws + 5, 2), (4, 3 * ws, 40), (2, 2 * ws + 1, 257)):
+        hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
+        ids = index_data(idt, left * n, m).reshape(left, n)
+        want = ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, True)[:, :, 0]
+        for grid in (1, 2, left):
+            x = dev.to_device(acc)
+            dev.get_or_load_func(kernel_name("sa_rows", idt, dt), INDEXING)[(grid, 1, 1), (ws, 1, 1), None,
+                                                                             m * dt.nbytes](
+                dev.to_device(ids), dev.to_device(hsrc), x, left, n, m)
+            assert_bits(x.to_host(), want, f"sa_rows {left}x{n} into {m}, grid {grid}")
+    left, n, m = indexing.SA_ROWS_MIN, 9, 5
+    hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
+    ids = RNG.integers(0, m, (left, n)).astype(idt.np)
+    ids[:, ::4] = sentinel(idt)
+    x = dev.to_device(acc)
+    indexing.scatter_add(x, 1, dev.to_device(ids), dev.to_device(hsrc))
+    assert_bits(x.to_host(), ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, True)[:, :, 0])
 
 
 def test_atomic_float_adds_within_bound(wave_device):
