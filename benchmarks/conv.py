@@ -6,7 +6,7 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
   im2col1d one block of 256 per staged work item, ``im2col_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor; col2im1d
-  ``launch_stream``, a 16-byte tile of output a thread in blocks of 256) and under candle's (one thread per output,
+  the wrappers' own ``col2im1d_staged_*``, one block of 256 per staged work item, ``col2im1d_launch``) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
   read once and its output written once; the device's copy bandwidth, measured in the same run, is
@@ -22,6 +22,7 @@ difference between pykern's output and torch's (the GEMM: relative to a float64 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import numpy as np
@@ -31,8 +32,8 @@ from gpu import timed  # benchmarks/gpu.py: CUDA-event medians, shared by the be
 
 
 class Bench:
-    def __init__(self, torch, dev, reps: int):
-        self.torch, self.dev, self.reps = torch, dev, reps
+    def __init__(self, torch, dev, reps: int, match: str | None = None):
+        self.torch, self.dev, self.reps, self.match = torch, dev, reps, match
         self.rows: list[tuple] = []
         x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
         y = torch.empty_like(x)
@@ -42,7 +43,10 @@ class Bench:
 
     def case(self, label: str, nbytes: int, ours, theirs=None, same=None) -> None:
         """A bandwidth case: pykern's time, torch's (if any), % of copy bandwidth, torch/pykern time;
-        ``same()`` gives (pykern's output, torch's, in one layout) after the runs: their largest difference."""
+        ``same()`` gives (pykern's output, torch's, in one layout) after the runs: their largest difference.
+        Cases whose label matches no ``--match`` pattern are skipped."""
+        if self.match and not re.search(self.match, label):
+            return
         t_ours = timed(self.torch, ours, self.reps)
         t_theirs = timed(self.torch, theirs, self.reps) if theirs else float("nan")
         bw = nbytes / t_ours
@@ -61,6 +65,18 @@ class Bench:
         self.rows.append((label, t_ours, t_theirs, t_theirs / t_ours))
         print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f}   pykern {flop / t_ours / 1e12:6.1f} TFLOP/s, "
               f"torch {flop / t_theirs / 1e12:6.1f} TFLOP/s, pk/torch {t_theirs / t_ours:5.2f}", flush=True)
+
+
+class Lazy:
+    """A kernel loaded (compiled) on its first launch: cases skipped by ``--match`` compile nothing."""
+
+    def __init__(self, dev, name: str, module):
+        self.dev, self.name, self.module, self.fn = dev, name, module, None
+
+    def __getitem__(self, launch):
+        if self.fn is None:
+            self.fn = self.dev.get_or_load_func(self.name, self.module)
+        return self.fn[launch]
 
 
 def as_array(dev, t):
@@ -99,14 +115,14 @@ def data_movement(b: Bench, quick: bool) -> None:
     import torch.nn.functional as F
 
     from stdlib_kernels import CONV
-    from stdlib_kernels.conv import im2col_launch
+    from stdlib_kernels.conv import col2im1d_launch, im2col_launch
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         # im2col 3x3, padding 1, on [32,256,56,56]: output (b, 56, 56, 256, 3, 3)
         x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
-        fn = dev.get_or_load_func(f"im2col_{tag}", CONV)
+        fn = Lazy(dev, f"im2col_{tag}", CONV)
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
         launches = {"wrapper": im2col_launch(batch, 256, 56, 56, 3, 3, as_array(dev, x).dtype),
@@ -121,7 +137,7 @@ def data_movement(b: Bench, quick: bool) -> None:
         l = 8192
         x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
         cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
-        fn = dev.get_or_load_func(f"im2col1d_{tag}", CONV)
+        fn = Lazy(dev, f"im2col1d_{tag}", CONV)
         inf1 = info(torch, x1)
         threads = batch * l * 256
         launches1 = {"wrapper": im2col_launch(batch, 256, 1, l, 1, 3, as_array(dev, x1).dtype),
@@ -137,12 +153,14 @@ def data_movement(b: Bench, quick: bool) -> None:
         col = torch.randn(batch, l_in, 256, 4, device="cuda").to(tdt)
         l_out = (l_in - 1) * 2 + 4
         im = torch.empty(batch, 256, l_out, device="cuda", dtype=tdt)
-        fn = dev.get_or_load_func(f"col2im1d_{tag}", CONV)
+        fns = {"wrapper": Lazy(dev, f"col2im1d_staged_{tag}", CONV), "candle": Lazy(dev, f"col2im1d_{tag}", CONV)}
         col_torch = col.permute(0, 2, 3, 1).reshape(batch, 256 * 4, l_in)  # F.fold's (b, c*k, blocks), made once
-        for shape, (grid, block) in shapes(b, im.numel(), col, im).items():
+        launches2 = {"wrapper": col2im1d_launch(batch, l_in, 256, 4, 2, as_array(dev, col).dtype),
+                     "candle": shapes(b, im.numel(), col, im)["candle"]}
+        for shape, (grid, block) in launches2.items():
             b.case(f"col2im1d k4 s2 [{batch},{l_in},256,4] {tag} [{shape}]", col.nbytes + im.nbytes,
-                   lambda g=grid, bl=block: fn[g, bl](im.numel(), l_out, l_in, 256, 4, 2, col.data_ptr(),
-                                                      im.data_ptr()),
+                   lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](im.numel(), l_out, l_in, 256, 4, 2, col.data_ptr(),
+                                                                      im.data_ptr()),
                    lambda: F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)),
                    lambda: (im, F.fold(col_torch, (1, l_out), (1, 4), stride=(1, 2)).view(batch, 256, l_out)))
         # pools 2x2 stride 2 on [32,256,112,112]
@@ -150,7 +168,7 @@ def data_movement(b: Bench, quick: bool) -> None:
         op_ = torch.empty(batch, 256, 56, 56, device="cuda", dtype=tdt)
         infp = info(torch, xp)
         for op, ref in (("max_pool2d", F.max_pool2d), ("avg_pool2d", F.avg_pool2d)):
-            fn = dev.get_or_load_func(f"{op}_{tag}", CONV)
+            fn = Lazy(dev, f"{op}_{tag}", CONV)
             for shape, (grid, block) in row_shapes(b, op_, tiles=False).items():
                 b.case(f"{op} 2x2 [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
                        lambda fn=fn, g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
@@ -160,13 +178,13 @@ def data_movement(b: Bench, quick: bool) -> None:
         xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
         infu = info(torch, xu)
-        fn = dev.get_or_load_func(f"upsample_nearest2d_{tag}", CONV)
+        fn = Lazy(dev, f"upsample_nearest2d_{tag}", CONV)
         for shape, (grid, block) in row_shapes(b, ou).items():
             b.case(f"upsample_nearest2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
                    lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),
                    lambda: (ou, F.interpolate(xu, size=(112, 112), mode="nearest")))
-        fn = dev.get_or_load_func(f"upsample_bilinear2d_{tag}", CONV)
+        fn = Lazy(dev, f"upsample_bilinear2d_{tag}", CONV)
         for shape, (grid, block) in row_shapes(b, ou).items():
             b.case(f"upsample_bilinear2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
@@ -227,13 +245,14 @@ def main() -> None:
     ap.add_argument("--only", choices=["data", "gemm", "conv2d"])
     ap.add_argument("--quick", action="store_true", help="smaller batches and a 2048^3 GEMM")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--match", help="a regular expression: only the bandwidth cases whose label matches")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
         sys.exit("benchmarks/conv.py needs a CUDA GPU")
     torch.cuda.init()
     dev = pk.device("cuda")
-    b = Bench(torch, dev, args.reps)
+    b = Bench(torch, dev, args.reps, args.match)
     for name, part in (("data", data_movement), ("gemm", gemm), ("conv2d", conv2d)):
         if args.only in (None, name):
             part(b, args.quick)

@@ -29,9 +29,13 @@ Every kernel covers its output whatever the grid (grid-stride loops, or block-un
 work items), so candle's launch (one thread per output element, blocks of 1024) and any smaller grid
 are both correct. The data-movement kernels index in u32 where every size fits (``div_by``: division
 by multiplication), and im2col under blocks of 32 threads or more gathers through shared memory
-(``im2col_staged``, a 3x3 window's taps unrolled). The pools (2x2 and 3x3 windows) and the upsamplings
-go by output rows (``pool_rows``, ``nearest_rows``, ``bilinear_rows``): a row's index arithmetic once a
-row, per-column source offsets from tables in shared memory; ``rows_launch`` is the wrappers' grid. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
+(``im2col_staged``, a 3x3 window's taps unrolled, im2col1d's two channels at once). The pools (2x2
+and 3x3 windows) and the upsamplings go by output rows (``pool_rows``, ``nearest_rows``,
+``bilinear_rows``): a row's index arithmetic once a row, per-column source offsets from tables in
+shared memory; 2x2 stride-2 pools over contiguous rows (``pool_rows_vec``) and exact 2x nearest
+upsampling (``nearest2x_rows``) are plain vector tiles of a row. ``rows_launch`` is the wrappers' grid.
+The wrappers' own ``col2im1d_staged_{f32,f16,bf16}`` (candle's col2im1d, staged through shared memory;
+``col2im1d_launch``) are the one addition to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
 way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
 (``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
 """
@@ -280,10 +284,10 @@ def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, paddi
         as_2d[7] = info[5]
         if l_k == 3:
             im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
-                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=1, KW=3)
+                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=1, KW=3, U=2)
         else:
             im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
-                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=0, KW=0)
+                          src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=0, KW=0, U=1)
         return
     numel = dst_numel * l_k
     reach = max(l_out * stride + l_k * dilation, padding + info[2])
@@ -333,7 +337,7 @@ STAGE_BYTES = 32768
 @pk.func
 def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
                   pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
-                  dst: Ptr[T], chunk: usize, pixels: usize, sh: Ptr[T], *, P, KH, KW):
+                  dst: Ptr[T], chunk: usize, pixels: usize, sh: Ptr[T], *, P, KH, KW, U):
     """Work items (P pixels, ``chunk`` channels) go to blocks in turn (block-uniform loop and barriers).
     Gather: thread t takes pixel ``t % P`` of the item and channels ``t // P`` apart, storing its
     window at ``sh[p * seg + (c - c0) * K + j]`` (``seg`` odd: no bank conflicts). Write: the block's
@@ -351,6 +355,9 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
     w = min(usize(pk.wave_size), nt)  # the write-out's groups: whole waves (the block, if smaller)
     writers = nt // w
     p = t % P
+    taps = pk.local.array(max(KH * KW, 1), usize)
+    tap_in = pk.local.array(max(KH * KW, 1), bool)
+    vals = pk.local.array(max(KH * KW, 1) * U, T)
     item = usize(pk.block_idx.x)
     while item < items:
         p0 = item // c_tiles * P
@@ -362,10 +369,31 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
             ow = pixel % w_out
             oh = pixel // w_out % h_out
             b = pixel // (w_out * h_out)
-            for c in range(c0 + t // P, c0 + cn, groups):
-                base = src + b * info[4] + c * info[5]
-                out = sh + p * seg + (c - c0) * kk
-                if KH > 0:  # a window of KH x KW (compile-time): its loads in flight together
+            if KH > 0 and U > 1:  # a small window of KH x KW (compile-time): the taps' offsets once a
+                # pixel, then U channels' windows loaded (all in flight) before any is stored
+                for kh in pk.static_range(KH):
+                    ih = padded_source(oh * stride_h + usize(kh) * dil_h, pad_h, info[2])
+                    for kw in pk.static_range(KW):
+                        iw = padded_source(ow * stride_w + usize(kw) * dil_w, pad_w, info[3])
+                        inside = ih < info[2] and iw < info[3]
+                        taps[kh * KW + kw] = pk.select(inside, ih * info[6] + iw * info[7], usize(0))
+                        tap_in[kh * KW + kw] = inside
+                at = src + b * info[4]
+                for c in range(c0 + t // P, c0 + cn, groups * U):
+                    for u in pk.static_range(U):
+                        base = at + min(c + usize(u) * groups, c0 + cn - 1) * info[5]
+                        for j in pk.static_range(KH * KW):
+                            vals[u * KH * KW + j] = base[taps[j]]
+                    for u in pk.static_range(U):
+                        cu = c + usize(u) * groups
+                        if cu < c0 + cn:
+                            out = sh + p * seg + (cu - c0) * kk
+                            for j in pk.static_range(KH * KW):
+                                out[j] = pk.select(tap_in[j], vals[u * KH * KW + j], T(0))
+            elif KH > 0:  # a window of KH x KW: its loads in flight together (more lost: registers)
+                for c in range(c0 + t // P, c0 + cn, groups):
+                    base = src + b * info[4] + c * info[5]
+                    out = sh + p * seg + (c - c0) * kk
                     for kh in pk.static_range(KH):
                         ih = padded_source(oh * stride_h + usize(kh) * dil_h, pad_h, info[2])
                         for kw in pk.static_range(KW):
@@ -373,7 +401,10 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
                             inside = ih < info[2] and iw < info[3]
                             v = base[pk.select(inside, ih * info[6] + iw * info[7], usize(0))]
                             out[kh * KW + kw] = pk.select(inside, v, T(0))
-                else:
+            else:
+                for c in range(c0 + t // P, c0 + cn, groups):
+                    base = src + b * info[4] + c * info[5]
+                    out = sh + p * seg + (c - c0) * kk
                     for kh in range(h_k):
                         ih = padded_source(oh * stride_h + kh * dil_h, pad_h, info[2])
                         for kw in range(w_k):
@@ -403,10 +434,10 @@ def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usi
     if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
         if h_k == 3 and w_k == 3:
             im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3)
+                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3, U=1)
         else:
             im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=0, KW=0)
+                          chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=0, KW=0, U=1)
         return
     reach = max(max(h_out, w_out) * stride + max(h_k, w_k) * dilation, padding + max(info[2], info[3]))
     if dst_numel <= NARROW and reach <= INDEX_31 and small_layout(info, usize(8)):
@@ -436,9 +467,130 @@ def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size
         dst[i] = acc
 
 
+#: col2im1d's staged path: each staged source row holds about COL_ROW_BYTES of (channel, tap) values
+#: (one cache line), and a work item's (li, channel) tile must span at least COL_MIN_ROWS new rows
+COL_ROW_BYTES = 128
+COL_MIN_ROWS = 16
+#: the staging loads a thread issues before storing any of them
+COL_LOADS = 8
+#: col2im1d's stage: one work item's source rows
+COL_STAGE_BYTES = STAGE_BYTES
+
+
+@pk.func
+def col2im1d_tile(c_out: usize, k_size: usize, stride: usize, tbytes: usize) -> u64:
+    """The staged path's tile: ``chunk`` channels a staged row (about COL_ROW_BYTES), and ``span`` new
+    source positions an item (what COL_STAGE_BYTES holds after the ``(k - 1) // stride`` rows of overlap
+    with the previous item), packed as ``chunk | span << 32``; span 0 where the tile is too small
+    (``col2im1d_launch`` computes the same)."""
+    chunk = min(c_out, max(usize(COL_ROW_BYTES) // tbytes // max(k_size, usize(1)), usize(1)))
+    pitch = chunk * k_size | 1
+    rows = usize(COL_STAGE_BYTES) // tbytes // pitch
+    halo = (k_size - 1) // stride
+    span = rows - halo if rows > halo else usize(0)
+    if span < COL_MIN_ROWS or span <= halo:
+        span = usize(0)
+    return u64(chunk) | (u64(span) << 32)
+
+
+@pk.func
+def col2im1d_staged(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                    src: ConstPtr[T], dst: Ptr[T], chunk: usize, span: usize, sh: Ptr[T]):
+    """col2im1d as a transpose through shared memory: a work item (batch b, ``span`` source positions
+    from li0, ``chunk`` channels from c0) stages the rows li0 - halo ... li0 + span - 1 (each row's
+    ``chunk * k`` values are contiguous in src: whole lines; COL_LOADS loads a thread in flight) at
+    an odd pitch, then writes the outputs it owns, ``ol`` in ``[li0 * stride, (li0 + span) * stride)`` (the last item: up to
+    ``l_out``), lanes along ``ol`` (contiguous stores), each summing its taps in col2im1d_loop's order.
+    Items go to blocks in turn (block-uniform loop and barriers)."""
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    w = min(usize(pk.wave_size), nt)
+    waves = nt // w
+    lane = t % w
+    wave = t // w
+    pitch = chunk * k_size | 1
+    halo = (k_size - 1) // stride
+    c_tiles = (c_out + chunk - 1) // chunk
+    l_tiles = (l_in + span - 1) // span
+    batches = dst_el // (c_out * l_out)
+    items = batches * l_tiles * c_tiles
+    s32 = u32(stride)
+    m_s = divisor_magic(stride)
+    vals = pk.local.array(COL_LOADS, T)
+    offs = pk.local.array(COL_LOADS, u32)
+    item = usize(pk.block_idx.x)
+    while item < items:
+        ct = item % c_tiles
+        bl = item // c_tiles
+        lt = bl % l_tiles
+        b = bl // l_tiles
+        c0 = ct * chunk
+        cn = min(chunk, c_out - c0)
+        li0 = lt * span
+        r0 = li0 - min(halo, li0)  # the first staged source row
+        r1 = min(li0 + span, l_in)
+        run = cn * k_size
+        total = (r1 - r0) * run
+        m_run = divisor_magic(run)
+        rows = src + ((b * l_in + r0) * c_out + c0) * k_size
+        for j0 in range(usize(0), total, nt * COL_LOADS):  # COL_LOADS loads a thread in flight at once
+            for u in pk.static_range(COL_LOADS):
+                j = u32(min(j0 + t + usize(u) * nt, total - 1))
+                r = div_by(j, u32(run), m_run)
+                e = j - r * u32(run)
+                vals[u] = rows[usize(r) * c_out * k_size + usize(e)]
+                offs[u] = r * u32(pitch) + e
+            for u in pk.static_range(COL_LOADS):
+                if j0 + t + usize(u) * nt < total:
+                    sh[offs[u]] = vals[u]
+        pk.syncthreads()
+        oa = min(li0 * stride, l_out)
+        ob = l_out if li0 + span >= l_in else min((li0 + span) * stride, l_out)
+        if t < waves * w:
+            for c in range(wave, cn, waves):
+                out = dst + (b * c_out + c0 + c) * l_out
+                col = sh + c * k_size
+                for ol in range(oa + lane, ob, w):
+                    o = u32(ol)
+                    first = u32(0)
+                    if ol + 1 > k_size:
+                        first = div_by(o + 1 + s32 - 1 - u32(k_size), s32, m_s)
+                    last = min(div_by(o, s32, m_s) + 1, u32(l_in))
+                    acc = T(0)
+                    for li in range(first, last):
+                        acc += col[usize(li - u32(r0)) * pitch + usize(o - li * s32)]
+                    out[ol] = acc
+        pk.syncthreads()
+        item += usize(pk.grid_dim.x)
+
+
 @pk.kernel
 def col2im1d_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
                 src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    if dst_el <= NARROW and l_out <= INDEX_31 and c_out <= INDEX_31:
+        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, divisor_magic(l_out), divisor_magic(c_out),
+                      I=u32)
+    else:
+        col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, u64(0), u64(0), I=usize)
+
+
+@pk.kernel
+def col2im1d_staged_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                       src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
+    """The wrappers' own col2im1d (``col2im1d_staged_{T}``, candle's signature): blocks of at least
+    STAGE_PIXELS threads take the staged path where its tile is large enough (``col2im1d_tile``),
+    anything else col2im1d_op's loop. A kernel of its own so that candle's ``col2im1d_{T}`` keeps the
+    loop's registers and no shared memory under candle's blocks of 1024 (the staged path there: 2
+    blocks an SM, a block's 8 channels leaving 24 of its 32 waves idle while it sums)."""
+    sh = pk.shared.array(COL_STAGE_BYTES // T.nbytes, T)
+    if (usize(pk.block_dim.x) >= STAGE_PIXELS and dst_el > 0 and dst_el <= NARROW and l_out <= INDEX_31
+            and l_in <= INDEX_31 and c_out <= INDEX_31 and stride > 0 and stride <= INDEX_31
+            and l_out + stride + k_size <= INDEX_31):
+        tile = col2im1d_tile(c_out, k_size, stride, usize(T.nbytes))
+        span = usize(tile >> 32)
+        if span > 0:
+            col2im1d_staged(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, usize(u32(tile)), span, sh)
+            return
     if dst_el <= NARROW and l_out <= INDEX_31 and c_out <= INDEX_31:
         col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, divisor_magic(l_out), divisor_magic(c_out),
                       I=u32)
@@ -534,6 +686,62 @@ def pool_rows(w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, out2: us
             return
     pool_rows_loop(first + grp, rows, step, lane, g, o2n, cn, m_2, m_c, ws, hs, s6, s7, out3, info, src, dst, A=A,
                    MAX=MAX, K2=K2, K3=K3, W=W, H=H, PAIRS=False)
+
+
+@pk.func
+def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
+                  A, MAX, W, H):
+    """A 2x2 pool with stride 2 along dim 3 over rows contiguous along it, every window on a pair
+    (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
+    of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
+    16 bytes of output a lane (32 of each source row) where a lane took one output before."""
+    g = row_group(out3, usize(16 // T.nbytes))
+    groups = usize(pk.block_dim.x) // g
+    rows = info[0] * info[1] * out2
+    t = usize(pk.thread_idx.x)
+    grp = t // g
+    first = usize(pk.block_idx.x) * groups + grp
+    if first >= rows or grp >= groups:
+        return
+    lane = t % g
+    s6 = info[6]
+    ws = w_stride * s6
+    o2n = u32(out2)
+    cn = u32(info[1])
+    m_2 = divisor_magic(out2)
+    m_c = divisor_magic(info[1])
+    for row in range(first, rows, usize(pk.grid_dim.x) * groups):
+        q = div_by(u32(row), o2n, m_2)
+        o2 = u32(row) - q * o2n
+        b = div_by(q, cn, m_c)
+        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(o2) * ws)
+        ra = pk.bitcast(s, ConstPtr[W])
+        rb = pk.bitcast(s + s6, ConstPtr[W])
+        o = dst + row * out3
+        for e in pk.parallel_range(usize(0), out3, lane, g):
+            o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=MAX, W=W, H=H)
+
+
+@pk.func
+def pool_words(wa: W, wb: W, *, T, A, MAX, W, H) -> T:
+    """pool_window_pairs on a 2x2 window already loaded as two words (its rows), in the same order."""
+    a0 = pk.bitcast(H(wa), T)
+    a1 = pk.bitcast(H(wa >> W(8 * T.nbytes)), T)
+    b0 = pk.bitcast(H(wb), T)
+    b1 = pk.bitcast(H(wb >> W(8 * T.nbytes)), T)
+    if MAX:
+        largest = a0
+        largest = pk.select(largest < a0, a0, largest)
+        largest = pk.select(largest < a1, a1, largest)
+        largest = pk.select(largest < b0, b0, largest)
+        return pk.select(largest < b1, b1, largest)
+    else:
+        acc = A(0)
+        acc += A(a0)
+        acc += A(a1)
+        acc += A(b0)
+        acc += A(b1)
+        return T(average(acc, usize(4)))
 
 
 @pk.func
@@ -653,6 +861,50 @@ def nearest_rows(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: C
 
 
 @pk.func
+def nearest2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, W, H):
+    """nearest_rows for an exact 2x upsampling of rows contiguous along dim 3 (``w_scale == h_scale ==
+    0.5``: output (o2, o3) reads (o2 // 2, o3 // 2)): a group of lanes takes a source row, each lane a
+    16-byte tile of it (one vector load), and stores every element twice as one word of type W (twice
+    T's size, built from T's bits as H; ``T`` itself where no such word exists) to both output rows it feeds, ``2 * o2`` and
+    ``2 * o2 + 1``. No tables, no per-output index arithmetic, each source element read once."""
+    in2 = info[2]
+    in3 = info[3]
+    g = row_group(in3, usize(16 // T.nbytes))
+    nt = usize(pk.block_dim.x)
+    groups = nt // g
+    rows = info[0] * info[1] * in2
+    t = usize(pk.thread_idx.x)
+    grp = t // g
+    first = usize(pk.block_idx.x) * groups + grp
+    if first >= rows or grp >= groups:
+        return
+    lane = t % g
+    n2 = u32(in2)
+    cn = u32(info[1])
+    m_2 = divisor_magic(in2)
+    m_c = divisor_magic(info[1])
+    out3 = 2 * in3
+    for row in range(first, rows, usize(pk.grid_dim.x) * groups):
+        q = div_by(u32(row), n2, m_2)  # b * c
+        s2 = u32(row) - q * n2
+        b = div_by(q, cn, m_c)
+        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(s2) * info[6])
+        o = dst + (usize(q) * in2 + usize(s2)) * 2 * out3
+        for u in pk.static_range(2):  # a loop per output row: one row's stores merge into vectors
+            if W is T:
+                ot = o + usize(u) * out3
+                for e in pk.parallel_range(usize(0), in3, lane, g):
+                    v = s[e]
+                    ot[2 * e] = v
+                    ot[2 * e + 1] = v
+            else:
+                wo = pk.bitcast(o + usize(u) * out3, Ptr[W])
+                for e in pk.parallel_range(usize(0), in3, lane, g):
+                    x = W(pk.bitcast(s[e], H))
+                    wo[e] = x | (x << W(8 * T.nbytes))
+
+
+@pk.func
 def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
                   info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64]):
     """bilinear_loop by rows (u32 indices): each column's two source offsets and weight from tables,
@@ -719,6 +971,16 @@ def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_strid
     numel = info[0] * info[1] * out2 * out3
     if numel <= NARROW and small_layout(info, usize(8)) and max(w_stride, h_stride) <= INDEX_31:
         if w_k == 2 and h_k == 2:
+            adjacent = (h_stride == 2 and info[7] == 1 and info[6] % 2 == 0 and info[4] % 2 == 0 and info[5] % 2 == 0
+                        and pk.is_aligned(src, 2 * T.nbytes))
+            if T.nbytes == 2:
+                if adjacent:
+                    pool_rows_vec(w_stride, out2, out3, info, src, dst, A=A, MAX=MAX, W=u32, H=u16)
+                    return
+            elif T.nbytes == 4:
+                if adjacent:
+                    pool_rows_vec(w_stride, out2, out3, info, src, dst, A=A, MAX=MAX, W=u64, H=u32)
+                    return
             if T.nbytes == 2:
                 pool_rows(w_k, h_k, w_stride, h_stride, out2, out3, info, src, dst, A=A, MAX=MAX, K2=2, K3=2,
                           PAIR=True, W=u32, H=u16)
@@ -767,6 +1029,17 @@ def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64
         return
     tab2 = pk.shared.array(ROW_TABLE, u32)
     tab3 = pk.shared.array(ROW_TABLE, u32)
+    if (numel <= NARROW and small_layout(info, usize(8)) and w_out == 2 * info[2] and h_out == 2 * info[3]
+            and w_scale == 0.5 and h_scale == 0.5 and info[7] == 1 and info[2] * info[6] <= INDEX_31):
+        if T.nbytes == 1:
+            nearest2x_rows(info, src, dst, W=u16, H=u8)
+        elif T.nbytes == 2:
+            nearest2x_rows(info, src, dst, W=u32, H=u16)
+        elif T.nbytes == 4:
+            nearest2x_rows(info, src, dst, W=u64, H=u32)
+        else:
+            nearest2x_rows(info, src, dst, W=T, H=T)
+        return
     if (numel <= NARROW and small_layout(info, usize(8)) and max(w_out, h_out) <= ROW_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
         nearest_rows(w_out, h_out, w_scale, h_scale, info, src, dst, tab2, tab3)
@@ -871,6 +1144,12 @@ for _op, (_kernel, _) in OPS.items():
     for _t in DTYPES:
         CONV.add(_kernel.instance(kernel_name(_op, _t), **instance_params(_op, _t)))
 
+#: the wrappers' own kernels (not candle's names; ``docs/compat.md``): col2im1d's staged path for the
+#: dtypes whose conv_transpose1d goes through the GEMM and col2im1d
+STAGED_COL2IM_DTYPES = (f32, f16, bf16)
+for _t in STAGED_COL2IM_DTYPES:
+    CONV.add(col2im1d_staged_op.instance(kernel_name("col2im1d_staged", _t), **instance_params("col2im1d", _t)))
+
 
 # ---- host side: the wrappers' launch shapes -----------------------------------------------------------
 #: the wrappers' block for im2col's staged path: 8 groups of STAGE_PIXELS lanes
@@ -887,6 +1166,20 @@ def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int,
         return max(1, -(-b * h_out * w_out * c_in * kk // (STAGE_BLOCK * 4))), STAGE_BLOCK
     items = -(-(b * h_out * w_out) // STAGE_PIXELS) * -(-c_in // chunk)
     return max(1, items), STAGE_BLOCK
+
+
+def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -> tuple[int, int]:
+    """The wrappers' grid for ``col2im1d_staged_{dtype}``: one block of STAGE_BLOCK per staged work item
+    (``col2im1d_tile``'s tile, computed as the kernel does), or blocks of 256 over the outputs where the
+    kernel takes its loop."""
+    chunk = min(c_out, max(COL_ROW_BYTES // dtype.nbytes // max(k, 1), 1))
+    rows = COL_STAGE_BYTES // dtype.nbytes // (chunk * k | 1)
+    halo = (k - 1) // stride
+    span = rows - halo if rows > halo else 0
+    if span < COL_MIN_ROWS or span <= halo or c_out == 0:
+        l_out = (l_in - 1) * stride + k
+        return max(1, -(-b * c_out * l_out // STAGE_BLOCK)), STAGE_BLOCK
+    return max(1, b * -(-l_in // span) * -(-c_out // chunk)), STAGE_BLOCK
 
 
 #: the wrappers' block for the pools and upsamplings, and their most blocks a multiprocessor: each

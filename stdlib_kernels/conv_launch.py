@@ -4,8 +4,9 @@ with PyTorch's argument names (``stride``, ``padding``, ``dilation``, ``output_p
 * ``conv1d`` / ``conv2d``: im2col1d / im2col, pykern's GEMM (``matmul``) with the weight as
   ``(c_in*k, c_out)``, then the permuting copy (``ucopy``) to ``(b, c_out, ...)``. dtypes the GEMM lacks
   (f64, u8, u32) take the direct ``conv1d_*`` / ``conv2d_*`` kernel.
-* ``conv_transpose1d``: the GEMM ``(b, l_in, c_in) x (c_in, c_out*k)`` then ``col2im1d`` where candle
-  takes it (dilation 1, no padding or output padding), else the direct kernel; ``conv_transpose2d``:
+* ``conv_transpose1d``: the GEMM ``(b, l_in, c_in) x (c_in, c_out*k)`` then col2im1d (pykern's own
+  ``col2im1d_staged_*``, candle's semantics) where candle takes it (dilation 1, no padding or output
+  padding), else the direct kernel; ``conv_transpose2d``:
   the direct kernel.
 * ``avg_pool2d`` / ``max_pool2d`` (no padding), ``upsample_nearest2d`` (candle's in/out scales),
   ``upsample_bilinear2d`` (PyTorch's rules, ``size`` or ``scale_factor``).
@@ -23,7 +24,7 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import as_device_array
-from .conv import DTYPES, im2col_launch, rows_launch
+from .conv import DTYPES, col2im1d_launch, im2col_launch, rows_launch
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -184,8 +185,8 @@ def conv_transpose1d(x, weight, stride: int = 1, padding: int = 0, output_paddin
     if (dt in GEMM_DTYPES and x.size and weight.is_contiguous and dilation == 1 and padding == 0
             and output_padding == 0):
         cols = matmul(x.transpose(1, 2), weight.reshape(c_in, c_out * k))  # (b, l_in, c_out * k)
-        fn = dev.get_or_load_func(kernel_name("col2im1d", dt), CONV)
-        fn[_direct_launch(out.size)](out.size, l_out, l_in, c_out, k, stride, cols, out)
+        fn = dev.get_or_load_func(kernel_name("col2im1d_staged", dt), CONV)  # the wrappers' own (conv.py)
+        fn[col2im1d_launch(b, l_in, c_out, k, stride, dt)](out.size, l_out, l_in, c_out, k, stride, cols, out)
     else:
         fn = dev.get_or_load_func(kernel_name("conv_transpose1d", dt), CONV)
         fn[_direct_launch(out.size)](x.size, l_out, stride, padding, output_padding, dilation, _info(x, weight),

@@ -38,7 +38,7 @@ DTYPES = (f32, f16, bf16)
 
 BLOCK_M = 128
 BLOCK_N = 128
-BLOCK_K = 8
+BLOCK_K = 16
 #: each thread's register block: REG x REG outputs, as two groups of REG // 2 rows (and columns)
 REG = 8
 THREADS = (BLOCK_M // REG) * (BLOCK_N // REG)

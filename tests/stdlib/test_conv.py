@@ -307,15 +307,41 @@ def test_col2im1d(wave_device, dtype):
     run_col2im1d(wave_device, dtype)
 
 
-def run_col2im1d(dev, dtype, module=CONV):
+def run_col2im1d(dev, dtype, module=CONV, name="col2im1d"):
     for n, (b, l_in, c_out, k, stride) in enumerate([(2, 5, 3, 3, 1), (1, 4, 2, 2, 3), (2, 7, 2, 4, 2), (1, 1, 3, 5, 2),
                                                        (1, 6, 2, 1, 1)]):
         col = values(dtype, (b, l_in, c_out, k))
         want = col2im1d_ref(col, stride)
         out = dev.empty(want.shape, dtype)
-        launch(dev, f"col2im1d_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride,
+        launch(dev, f"{name}_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride,
                dev.to_device(col), out, small=n % 2 == 1, module=module)
         assert_bits(out.to_host(), want, f"col2im1d case {n}")
+
+
+@pytest.mark.parametrize("dtype", conv.STAGED_COL2IM_DTYPES, ids=[t.tag for t in conv.STAGED_COL2IM_DTYPES])
+def test_col2im1d_staged(wave_device, dtype):
+    """The wrappers' own ``col2im1d_staged_*`` (candle's col2im1d semantics), first on test_col2im1d's
+    cases, then its staged path over several work items: source positions past one item's span (about
+    250 for a 4-tap kernel) with the overlap rows (k - 1) // stride between items, channels past one
+    chunk (a partial last chunk), stride larger than the kernel (outputs with no tap), a one-tap
+    kernel, source positions an exact multiple of the span (the last item owns the outputs past its
+    span); the wrappers' grid (``col2im1d_launch``), fewer blocks than items, candle's launch, one block
+    of 64; and a kernel too long for a staged tile (the loop path)."""
+    dev = wave_device
+    run_col2im1d(dev, dtype, name="col2im1d_staged")
+    chunk = min(6, max(conv.COL_ROW_BYTES // dtype.nbytes // 4, 1))
+    span = conv.COL_STAGE_BYTES // dtype.nbytes // (chunk * 4 | 1) - 1  # (b, l_in, 6, 4, 3)'s: l_in a multiple of it
+    for n, (b, l_in, c_out, k, stride) in enumerate([(2, 600, 10, 4, 2), (1, 530, 3, 3, 1), (1, 700, 5, 2, 5),
+                                                       (2, 520, 9, 1, 1), (1, 2 * span, 6, 4, 3), (1, 40, 2, 200, 1)]):
+        col = values(dtype, (b, l_in, c_out, k))
+        want = col2im1d_ref(col, stride)
+        src = dev.to_device(col)
+        launches = [conv.col2im1d_launch(b, l_in, c_out, k, stride, dtype), (3, 256), None, (1, 64)]
+        for shape in launches:
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"col2im1d_staged_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride, src,
+                   out, shape=shape)
+            assert_bits(out.to_host(), want, f"col2im1d staged case {n} launch {shape}")
 
 
 # ---- pools ------------------------------------------------------------------------------------------
@@ -385,6 +411,31 @@ def run_pools(dev, dtype, op, module=CONV):
         assert_bits(out.to_host(), want, f"{op} case {n}")
 
 
+@pytest.mark.parametrize("op", ["avg_pool2d", "max_pool2d"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_pool_2x2_adjacent_windows(wave_device, dtype, op):
+    """2x2 windows with stride 2 along dim 3 over contiguous rows (``pool_rows_vec`` for 16- and 32-bit
+    types, each output's window rows read as words of a vector tile): widths around the tiles, odd
+    widths (the last column unused), rows 0 or 2 elements past an aligned address, strides 1-3 along
+    dim 2, NaNs first in a window and inside one; candle's launch and one block of 64."""
+    dev = wave_device
+    for n, (shape, s2, start) in enumerate([((1, 1, 2, 2), 2, 0), ((2, 3, 4, 16), 2, 0), ((1, 2, 5, 33), 1, 2),
+                                            ((2, 1, 7, 64), 3, 0), ((1, 2, 6, 18), 2, 2), ((1, 1, 3, 130), 2, 0)]):
+        x = values(dtype, shape)
+        if dtype.is_float:
+            x.reshape(-1)[0] = np.nan
+            x.reshape(-1)[shape[3] + 1] = np.nan
+        buf = np.zeros(start + x.size, x.dtype)
+        buf[start:] = x.reshape(-1)
+        xd = dev.to_device(buf).as_strided(shape, [int(np.prod(shape[d + 1:])) for d in range(4)], offset=start)
+        want = avg_pool_ref(x, (2, 2), (s2, 2), dtype) if op == "avg_pool2d" else max_pool_ref(x, (2, 2), (s2, 2))
+        for small in (False, True):
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"{op}_{dtype.tag}", max(1, out.size), x.size, 2, 2, s2, 2, info_of(dev, xd), xd, out,
+                   small=small)
+            assert_bits(out.to_host(), want, f"{op} adjacent case {n} small={small}")
+
+
 # ---- upsampling -------------------------------------------------------------------------------------
 UPSAMPLE_CASES = [((2, 3, 4, 5), (8, 10)), ((1, 2, 5, 3), (7, 4)), ((1, 1, 6, 6), (3, 4)), ((2, 1, 1, 3), (1, 7)),
                   ((1, 2, 3, 3), (3, 3)), ((2, 2, 5, 9), (11, 37))]
@@ -411,6 +462,38 @@ def run_upsample_nearest2d(dev, dtype, module=CONV):
         launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, shape[2] / o2, shape[3] / o3,
                info_of(dev, xd), xd, out, small=n % 2 == 0, module=module)
         assert_bits(out.to_host(), want, f"upsample_nearest2d case {n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_upsample_nearest2d_exact_2x(wave_device, dtype):
+    """The exact-2x path (``nearest2x_rows``: rows contiguous along dim 3, both scales 0.5): widths
+    around the 16-byte tiles, rows starting 0-3 elements past an aligned address (the tiles' unaligned
+    loop), a non-unit row stride, candle's launch and one block of 64; and a 2x case whose dim 3 is
+    strided, which takes the table path."""
+    dev = wave_device
+    for n, (shape, start) in enumerate([((1, 1, 1, 1), 0), ((2, 3, 3, 8), 0), ((1, 2, 4, 17), 1), ((2, 1, 5, 64), 3),
+                                        ((1, 3, 2, 33), 2), ((1, 1, 3, 40), 0)]):
+        x = values(dtype, shape)
+        pitch = shape[3] + (n % 2) * 3  # every other case: rows farther apart than their width
+        buf = np.zeros(start + int(np.prod(shape[:3])) * pitch, x.dtype)
+        view_host = np.lib.stride_tricks.as_strided(buf[start:], shape, [shape[1] * shape[2] * pitch * x.itemsize,
+                                                                         shape[2] * pitch * x.itemsize,
+                                                                         pitch * x.itemsize, x.itemsize])
+        view_host[...] = x
+        xd = dev.to_device(buf).as_strided(shape, [shape[1] * shape[2] * pitch, shape[2] * pitch, pitch, 1],
+                                           offset=start)
+        o2, o3 = 2 * shape[2], 2 * shape[3]
+        want = nearest_ref(x, o2, o3)
+        for small in (False, True):
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, 0.5, 0.5, info_of(dev, xd), xd, out,
+                   small=small)
+            assert_bits(out.to_host(), want, f"upsample_nearest2d 2x case {n} small={small}")
+    x = values(dtype, (2, 2, 3, 5))
+    xd = view(dev, x, "offset")
+    out = dev.empty((2, 2, 6, 10), dtype)
+    launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, 6, 10, 0.5, 0.5, info_of(dev, xd), xd, out)
+    assert_bits(out.to_host(), nearest_ref(x, 6, 10), "upsample_nearest2d 2x strided")
 
 
 def bilinear_axis(n_in, n_out, align_corners, scale_factor):
@@ -469,9 +552,15 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
+    """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*`` (same signature)."""
     assert abi_mismatches(CONV) == []
-    assert sorted(CONV.names()) == sorted(json.loads(ABI.read_text())["modules"]["conv"])
-    assert len(CONV) == 66
+    own = sorted(kernel_name("col2im1d_staged", t) for t in conv.STAGED_COL2IM_DTYPES)
+    assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + own)
+    assert len(CONV) == 66 + len(own)
+    target = pk.device("cpu").target
+    for t in conv.STAGED_COL2IM_DTYPES:
+        sizes = [ty.nbytes for _, ty in CONV.get(kernel_name("col2im1d_staged", t)).typed(target).params]
+        assert sizes == [ty.nbytes for _, ty in CONV.get(kernel_name("col2im1d", t)).typed(target).params]
 
 
 # ---- the wrappers (stdlib_kernels/conv_launch.py) -------------------------------------------------------
