@@ -5,7 +5,7 @@
 # pointer. So a decorated, type-annotated kernel and the code that launches it check under
 # ``mypy --strict`` with no ignores (tests/test_typing.py). Keep this file beside __init__.py's
 # exports: a name added there is added here.
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeAlias, TypeVar as _TypeVar, overload
 
 import numpy as np
@@ -93,7 +93,7 @@ class Module:
 @overload
 def kernel(fn: Callable[..., None], /) -> KernelDef: ...
 @overload
-def kernel(*, max_block_size: int = ..., min_blocks_per_sm: int = ...) -> Callable[[Callable[..., None]], KernelDef]: ...
+def kernel(*, max_block_size: int = ..., min_blocks_per_sm: int | Mapping[str, int] = ...) -> Callable[[Callable[..., None]], KernelDef]: ...
 def func(fn: _F, /) -> _F: ...
 
 # ---- devices and arrays ---------------------------------------------------------------------------

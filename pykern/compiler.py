@@ -61,7 +61,8 @@ def rendered(module: ir.Module) -> str:
 def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[KernelSignature]]:
     """The LLVM IR module holding every kernel instance of ``kernels`` for ``target``."""
     module = target.new_module(name)
-    sigs = [lower_kernel(target, module, inst.typed(target), inst.max_block_size, inst.kdef.min_blocks_per_sm)
+    sigs = [lower_kernel(target, module, inst.typed(target), inst.max_block_size,
+                        inst.kdef.min_blocks_for(target.name))
             for inst in kernels]
     return module, sigs
 

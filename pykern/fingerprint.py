@@ -161,7 +161,8 @@ def fingerprint(module) -> str:
     for inst in getattr(module, "kernels", module):
         src = inst.kdef.source
         params = ",".join(f"{k}={_param_token(v, files, seen, values)}" for k, v in sorted(inst.params.items()))
-        lines.append(f"{inst.name}|{src.source_hash}|{inst.max_block_size}|{params}\n")
+        bounds = f"{inst.max_block_size}|{inst.kdef.min_blocks_per_sm}"
+        lines.append(f"{inst.name}|{src.source_hash}|{bounds}|{params}\n")
         _collect(src, files, seen, values)
     for line in sorted(lines):  # the order kernels were added in does not change what they are
         h.update(line.encode())

@@ -41,6 +41,8 @@ def _unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T
 #: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
 unary = pk.kernel(min_blocks_per_sm=2)(_unary)
 unary_wide = pk.kernel(_unary)
+#: 1-byte copies: the bound on CUDA only (on gfx90a its waves-per-EU limit spills SGPRs; docs/targets/cuda.md)
+unary_narrow = pk.kernel(min_blocks_per_sm={"cuda": 2})(_unary)
 
 
 TILE = 32  # transposes move tiles of TILE elements along i by TILE * LOADS[T] along j; see transpose_tiles
@@ -235,7 +237,8 @@ def _tags(t):  # candle spells fp8 ops "fp8_e4m3", ucopy "f8_e4m3"; candle-core 
 
 for _t in COPY_DTYPES:
     for _tag in (_t.tag, "f8e4m3") if _t is f8e4m3 else (_t,):
-        UNARY.add((unary_wide if _t.nbytes in (1, 8) else unary).instance(kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
+        UNARY.add({1: unary_narrow, 8: unary_wide}.get(_t.nbytes, unary).instance(
+            kernel_name("ucopy", _tag), T=_t, W=_t, op=copy_))
 for _name, _op in OPS.items():
     for _t in FLOATS:
         for _tag in _tags(_t):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from ..errors import close_matches
@@ -43,14 +44,21 @@ def set_launcher(config: Callable, launch: Callable) -> None:
 class KernelDef(KernelObject):
     """A kernel definition; instantiate it with ``.instance(name, **compile_time_params)``."""
 
-    def __init__(self, pyfunc: Callable, max_block_size: int = 1024, min_blocks_per_sm: int = 0):
+    def __init__(self, pyfunc: Callable, max_block_size: int = 1024,
+                 min_blocks_per_sm: int | Mapping[str, int] = 0):
         self.source = SourceFunction(pyfunc)
         self.name = self.source.name
         self.max_block_size = max_block_size
-        self.min_blocks_per_sm = min_blocks_per_sm
+        self.min_blocks_per_sm = _checked_bound(min_blocks_per_sm)
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
         self._default: KernelInstance | None = None
+
+    def min_blocks_for(self, target_name: str) -> int:
+        """The occupancy bound for one target: a register budget that pays on one target can spill on
+        another (its registers are counted differently), so a kernel may ask per target."""
+        bound = self.min_blocks_per_sm
+        return bound.get(target_name, 0) if isinstance(bound, Mapping) else bound
 
     def instance(self, name: str | None = None, **params: Any) -> "KernelInstance":
         missing = [p for p in self.source.compile_params if p not in params]
@@ -186,11 +194,25 @@ class Module:
         return f"<pykern module {self.name} index={self.index} kernels={len(self)}>"
 
 
-def kernel(fn: Callable | None = None, *, max_block_size: int = 1024, min_blocks_per_sm: int = 0):
+_BOUND_TARGETS = ("amdgpu", "cuda", "cpu")
+
+
+def _checked_bound(bound: int | Mapping[str, int]) -> int | Mapping[str, int]:
+    values = bound.values() if isinstance(bound, Mapping) else [bound]
+    unknown = [t for t in bound if t not in _BOUND_TARGETS] if isinstance(bound, Mapping) else []
+    if unknown or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise ValueError(f"min_blocks_per_sm must be an int >= 0 or a mapping of {_BOUND_TARGETS} to "
+                         f"such ints, got {bound!r}")
+    return dict(bound) if isinstance(bound, Mapping) else bound
+
+
+def kernel(fn: Callable | None = None, *, max_block_size: int = 1024,
+           min_blocks_per_sm: int | Mapping[str, int] = 0):
     """Declare a kernel: ``@pykern.kernel`` or ``@pykern.kernel(max_block_size=256)``.
 
     ``min_blocks_per_sm`` asks the compiler to fit that many blocks of ``max_block_size`` threads on
     one SM (CU) at once, limiting registers per thread: occupancy for kernels that wait at barriers.
+    A mapping (``{"cuda": 2}``) bounds only the targets it names.
     """
     if not 1 <= max_block_size <= 1024:
         raise ValueError(f"max_block_size must be in 1..1024, got {max_block_size}")
