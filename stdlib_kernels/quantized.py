@@ -35,6 +35,7 @@ import pykern.math as pkm
 from pykern import ConstPtr, Ptr, f16, f32, i32, i64, u8, u32, usize
 
 from . import QUANTIZED, kernel_name
+from ._reduction import FIRST_WAVE, SUM, block_total
 
 D = pk.TypeVar("D")
 T = pk.TypeVar("T")
@@ -454,37 +455,92 @@ def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
 
 
 @pk.func
-def wave_total(v: f32, lane: u32, present: u32) -> f32:
-    """The sum over the wave's first ``present`` lanes, exact on lane 0 (xor butterfly; any wave width)."""
-    off: u32 = pk.wave_size // 2
-    while off > 0:
-        other = pk.wave.shuffle_xor(v, off)
-        if (lane ^ off) < present:
-            v += other
-        off = off // 2
-    return v
+def halve(v: Ptr[f32], lane: u32, present: u32, *, off):
+    """One step of ``wave_scatter``: lanes with bit ``off`` keep the upper half of ``v[0 .. 2 off)``
+    (moved down to ``v[0 .. off)``), the others the lower, each adding its partner's copy of the half
+    it keeps (none from a lane past ``present``)."""
+    upper = (lane & off) != 0
+    ok = (lane ^ off) < present
+    for i in pk.static_range(off):
+        theirs = pk.wave.shuffle_xor(pk.select(upper, v[i], v[i + off]), off)
+        v[i] = pk.select(upper, v[i + off], v[i]) + pk.select(ok, theirs, f32(0))
 
 
 @pk.func
-def block_totals(acc: Ptr[f32], sm: Ptr[f32], t: u32, nt: u32, *, count):
-    """``acc[0 .. count)`` summed over the block's ``nt`` threads, the totals left in thread 0's
-    ``acc``: a butterfly per wave, then thread 0 adds the waves' sums (``sm``: count per wave).
-    Every thread of the block calls it."""
+def wave_scatter(v: Ptr[f32], lane: u32, present: u32, *, count) -> f32:
+    """The wave's sums of ``v[0 .. count)`` (at most 32; ``v`` zero from ``count`` to the next power
+    of two m), value ``lane % m`` on each lane: recursive halving (m - 1 shuffles, where a butterfly
+    a value takes count log2(wave) of them: MMQ's 32 sums compiled to 160 coroutine suspends on the
+    CPU target), then a butterfly over the lanes that hold the same value."""
+    if count > 16:
+        halve(v, lane, present, off=16)
+    if count > 8:
+        halve(v, lane, present, off=8)
+    if count > 4:
+        halve(v, lane, present, off=4)
+    if count > 2:
+        halve(v, lane, present, off=2)
+    if count > 1:
+        halve(v, lane, present, off=1)
+    x = v[0]
+    off: u32 = 1
+    while off < count:
+        off = off * 2
+    while off < pk.wave_size:
+        theirs = pk.wave.shuffle_xor(x, off)
+        if (lane ^ off) < present:
+            x += theirs
+        off = off * 2
+    return x
+
+
+#: block_sums up to this many values a thread takes wave_scatter; more go through shared memory
+SCATTER_MAX = 4
+#: the floats of shared memory ``block_sums`` of n values takes, by n (blocks up to MAX_BLOCK; a wave's
+#: lanes x (n + 1) at the widest wave, 64, above SCATTER_MAX)
+SHARED_SUMS = {n: MAX_WAVES * n if n <= SCATTER_MAX else 64 * (n + 1) for n in range(1, MAX_SUMS + 1)}
+
+
+@pk.func
+def block_sums(acc: Ptr[f32], sm: Ptr[f32], t: u32, nt: u32, *, count) -> f32:
+    """``acc[0 .. count)`` (count <= MAX_SUMS) summed over the block's ``nt`` threads: value ``t`` on
+    thread ``t < count``. ``sm``: ``SHARED_SUMS[count]`` floats. Every thread calls it; ``acc`` is
+    overwritten. One value: the reduction skeleton (``_reduction.block_total``). Up to SCATTER_MAX:
+    each wave's ``wave_scatter``, then thread t adds value t of every wave (one barrier). More (MMQ's
+    4 x 8): no shuffles at all (each is a coroutine suspend on the CPU target, where 32 butterflies
+    made most of mul_mat_cols' compile time): the waves in turn add their lanes' values into a plane
+    of a wave's lanes x ``count`` (rows padded by one word: lanes write, and threads read down, along
+    distinct banks), then thread t adds value t of every lane."""
     lane = t % pk.wave_size
     wave = t // pk.wave_size
-    present = min(nt - wave * pk.wave_size, u32(pk.wave_size))
-    for i in pk.static_range(count):
-        acc[i] = wave_total(acc[i], lane, present)
     waves = (nt + pk.wave_size - 1) // pk.wave_size
-    if waves > 1:
-        if lane == 0:
-            for i in pk.static_range(count):
-                sm[wave * count + i] = acc[i]
-        pk.syncthreads()
-        if t == 0:
-            for other in range(u32(1), waves):
+    if count == 1:
+        return block_total(acc[0], sm, t, nt, merge=SUM, gather=FIRST_WAVE, free=False)
+    elif count <= SCATTER_MAX:
+        for i in pk.static_range(count, SCATTER_MAX):  # the padding to a power of two
+            acc[i] = 0.0
+        x = wave_scatter(acc, lane, min(nt - wave * pk.wave_size, u32(pk.wave_size)), count=count)
+        if waves > 1:
+            if lane < count:
+                sm[wave * count + lane] = x
+            pk.syncthreads()
+            if t < count:
+                x = sm[t]
+                for other in range(u32(1), waves):
+                    x += sm[other * count + t]
+        return x
+    else:
+        row = sm + lane * (count + 1)
+        for w in range(u32(0), waves):
+            if wave == w:
                 for i in pk.static_range(count):
-                    acc[i] += sm[other * count + i]
+                    row[i] = acc[i] if w == 0 else row[i] + acc[i]
+            pk.syncthreads()
+        x = f32(0)
+        if t < count:
+            for other in range(u32(0), min(nt, u32(pk.wave_size))):
+                x += sm[other * (count + 1) + t]
+        return x
 
 
 @pk.func
@@ -508,8 +564,7 @@ def row_dot(wrow: ConstPtr[u8], yrow: ConstPtr[u8], chunks: u32, sm: Ptr[f32], *
     per_block: u32 = Q.qk // Q8_1_QK
     for c in range(t, chunks, nt):
         acc[0] += chunk_dot(wrow + usize(c // per_block) * Q.nbytes, c % per_block, yrow + usize(c) * Q8_1_BYTES, Q=Q)
-    block_totals(acc, sm, t, nt, count=1)
-    return acc[0]
+    return block_sums(acc, sm, t, nt, count=1)
 
 
 # ---- dequantize_block_{q}_{f32,f16} ------------------------------------------------------------------
@@ -632,9 +687,9 @@ def dmmv_row(vx: ConstPtr[u8], y: ConstPtr[f32], dst: Ptr[f32], ncols: i32, row:
         dequantize_word(wrow + usize(w // per_block) * Q.nbytes, w % per_block, vals, Q=Q)
         for k in pk.static_range(4):
             acc[0] += vals[k] * y[4 * w + k]
-    block_totals(acc, sm, t, nt, count=1)
+    total = block_sums(acc, sm, t, nt, count=1)
     if t == 0:
-        dst[row] = acc[0]
+        dst[row] = total
 
 
 @pk.kernel(max_block_size=MAX_BLOCK)
@@ -671,7 +726,7 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     from ``N * block_idx.y`` (candle's grid has one: the wrappers' MMQ takes N = 8 columns a block
     along y). Every thread of the block takes every nt-th 32-element chunk of the row, for all its
     rows and columns."""
-    sm = pk.shared.array(MAX_WAVES * MAX_SUMS, f32)
+    sm = pk.shared.array(SHARED_SUMS[rows * N], f32)
     acc = pk.local.array(MAX_SUMS, f32)
     for i in pk.static_range(rows * N):
         acc[i] = 0.0
@@ -704,12 +759,9 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
                        c % per_block, words, params, Q=Q)
             for j in pk.static_range(N):
                 acc[r * N + j] += dot_words(words, params, yw, d8[j], sums, Q=Q, y_at=8 * j, sums_at=2 * j)
-    block_totals(acc, sm, t, nt, count=rows * N)
-    if t == 0:
-        for r in pk.static_range(rows):
-            if i32(first + r) < nrows_x:
-                for j in pk.static_range(N):
-                    dst[usize(j) * usize(nrows_dst) + usize(first + r)] = acc[r * N + j]
+    total = block_sums(acc, sm, t, nt, count=rows * N)
+    if t < rows * N and i32(first + t // N) < nrows_x:  # thread t has sum t: row t // N, column t % N
+        dst[usize(t % N) * usize(nrows_dst) + usize(first + t // N)] = total
 
 
 def mmvq_rows(width: int) -> int:
@@ -721,9 +773,8 @@ def mmvq_rows(width: int) -> int:
 MMVQ_WIDTHS = range(1, 9)
 #: rows a block of the wrappers' own batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, block (32, 4))
 #: computes: a thread then has a chunk of each row in flight at once, and one reduction serves them
-#: all (H100, 14336 x 4096, % of copy for rows 1 / 2 / 4: q4_0 78 / 83 / 83, q4_K 72 / 81 / 78,
-#: q6_K 74 / 74 / 83, q8_0 112 / 112 / 106; docs/targets/cuda.md, "The quantized family")
-MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q6_K" else 2 for q in MATMUL_TYPES}
+#: all (measured per format: docs/targets/cuda.md, "The quantized family")
+MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q4_K" else 2 for q in MATMUL_TYPES}
 #: the wrappers' MMQ (more than 8 activation columns): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
 #: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
 #: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':
@@ -908,4 +959,4 @@ __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH",
            "MMQ_BLOCK_Y",
            "MOE_NAMES",
            "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
-           "group_sums", "dot_words", "dot_loaded", "chunk_dot", "block_totals"]
+           "group_sums", "dot_words", "dot_loaded", "chunk_dot", "block_sums"]
