@@ -268,12 +268,15 @@ _read: dict[tuple[str, str], tuple[dict[str, Kernel], str]] = {}
 _digests: dict[Path, dict[tuple[str, str], str]] = {}
 
 
-def load_build(out: Path, tools: dict[str, str]) -> dict[tuple[str, str], tuple[dict[str, Kernel], str]]:
-    """(arch, module) -> (kernels by name, the module's code outside its kernels) for a build folder."""
+def load_build(out: Path, tools: dict[str, str], targets: list[str]) -> dict[tuple[str, str], tuple[dict[str, Kernel], str]]:
+    """(arch, module) -> (kernels by name, the module's code outside its kernels) for a build folder,
+    for the archs in ``targets``."""
     manifest = json.loads((out / "manifest.json").read_text())
     result = {}
     digests = _digests.setdefault(out.resolve(), {})
     for entry in manifest["modules"]:
+        if entry["arch"] not in targets:
+            continue
         path = out / entry["file"]
         key = (hashlib.sha256(path.read_bytes()).hexdigest(), entry["arch"])
         if key not in _read:
@@ -292,6 +295,18 @@ def numbers(k: Kernel) -> dict[str, int]:
     row = {k2: v for k2, v in k.stats.items() if isinstance(v, int)}
     row["instructions"] = k.instructions
     return row
+
+
+def totals(kernels: list[Kernel]) -> dict[str, int]:
+    """Figures over an arch's kernels, to show what was read (and where two sides differ, by how much)."""
+    rows = [numbers(k) for k in kernels]
+    spills = ("spill_stores", "spill_loads", "vgpr_spill", "sgpr_spill")
+    out = {"kernels": len(rows), "instructions": sum(r["instructions"] for r in rows),
+           "with_spills": sum(any(r.get(s, 0) for s in spills) for r in rows)}
+    for key in ("registers", "vgpr", "sgpr", "agpr", "smem", "lds", "scratch", "stack"):
+        if any(key in r for r in rows):
+            out[f"max_{key}"] = max(r.get(key, 0) for r in rows)
+    return out
 
 
 def compare(a: dict, b: dict, targets: list[str], digests: tuple[dict, dict] = ({}, {})) -> dict:
@@ -323,6 +338,8 @@ def compare(a: dict, b: dict, targets: list[str], digests: tuple[dict, dict] = (
                                 if na.get(key) != nb.get(key)},
                     "metadata_changed": sorted(key for key in set(x.stats.get("meta", {})) | set(y.stats.get("meta", {}))
                                                if x.stats.get("meta", {}).get(key) != y.stats.get("meta", {}).get(key))})
+        rows["totals"] = [totals([k for (t, _), (ks, _) in side.items() if t == arch for k in ks.values()])
+                          for side in (a, b)]
         if not modules:
             rows["missing"] = True
         if rows["different"] or rows["only_a"] or rows["only_b"] or rows["shared_code"] or not modules:
@@ -340,6 +357,11 @@ def render(report: dict, label_a: str, label_b: str) -> str:
         lines.append(f"| {arch} | {r['modules']} ({r['files_identical']}) | {r['kernels']} | {r['identical']} "
                      f"| {len(r['different'])} | {len(r['only_a'])} | {len(r['only_b'])} "
                      f"| {', '.join(r['shared_code']) or '-'} |")
+    for arch, r in report["archs"].items():
+        ta, tb = r["totals"]
+        lines.append(f"{arch} A: " + ", ".join(f"{k} {v}" for k, v in ta.items())
+                     + ("" if ta == tb else "\n" + f"{arch} B: " + ", ".join(f"{k} {v}" for k, v in tb.items())))
+    lines.append("")
     for arch, r in report["archs"].items():
         if r.get("missing"):
             lines.append(f"\n{arch}: no module built on either side")
@@ -402,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.keep:
                 for tree in made:
                     run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
-        sides = [load_build(o, tools) for o in outs]
+        sides = [load_build(o, tools, targets) for o in outs]
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"compare_codegen: {exc}", file=sys.stderr)
         return 2
