@@ -156,6 +156,7 @@ def ptx_instructions(body: str) -> int:
 
 
 PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+PTXAS_PROPS = re.compile(r"Function properties for ([\w$.]+)")
 PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 PTXAS_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 
@@ -168,6 +169,8 @@ def ptxas_stats(path: Path, arch: str, ptxas: str) -> dict[str, dict[str, int]]:
     for line in out.splitlines():
         if m := PTXAS_ENTRY.search(line):
             current = stats.setdefault(m.group(1), {})
+        elif m := PTXAS_PROPS.search(line):  # a device function's own properties are not the entry's
+            current = stats.get(m.group(1))
         elif current is not None and (m := PTXAS_FRAME.search(line)):
             current.update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
         elif current is not None and (m := PTXAS_USED.search(line)):
