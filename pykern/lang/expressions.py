@@ -130,6 +130,8 @@ class ExprTyper:
         c = self.visit(node)
         if isinstance(c, CT):
             return CT(bool(c.value)) if isinstance(c.value, (bool, int, float, type(None), T.DType)) else c
+        if _int_const(c):  # a compile-time local (``if per > 4``): the branch is chosen here
+            return CT(bool(c.value))
         return self.truth(c, node)
 
     def truth(self, c: N.Expr, node) -> N.Expr:
@@ -237,8 +239,10 @@ class ExprTyper:
         for v, src in zip(vals, node.values):
             if isinstance(v, CT):  # fold: True and x -> x; False and x -> False
                 short = (op == "and") != bool(v.value)
-                if short:
-                    return CT(bool(v.value)) if out is None else N.Logical(T.bool_, op, out, self.const(bool(v.value), T.bool_, src), loc=self.loc(node))
+                if short:  # x and False -> False where x has no effect to keep (a call's stores, an atomic)
+                    if out is None or _pure(out):
+                        return CT(bool(v.value))
+                    return N.Logical(T.bool_, op, out, self.const(bool(v.value), T.bool_, src), loc=self.loc(node))
                 continue
             out = v if out is None else N.Logical(T.bool_, op, out, v, loc=self.loc(node))
         return out if out is not None else CT(op == "and")
@@ -288,6 +292,9 @@ class ExprTyper:
             except TypeError:
                 raise self.error(node, f"cannot compare {describe(a.value)} with {describe(b.value)}") from None
         a, b, ty = self.unify(a, b, node, "comparison")
+        if _int_const(a) and _int_const(b):  # compile-time locals of one integer type: exact
+            return CT({"eq": a.value == b.value, "ne": a.value != b.value, "lt": a.value < b.value,
+                       "le": a.value <= b.value, "gt": a.value > b.value, "ge": a.value >= b.value}[name])
         return N.Compare(T.bool_, name, a, b, loc=self.loc(node))
 
     def visit_IfExp(self, node: ast.IfExp):
@@ -351,6 +358,22 @@ class ExprTyper:
         if idx is None:
             return base
         return N.Load(base.ty.elem, base, idx, loc=self.loc(node))
+
+
+def _int_const(e) -> bool:
+    """A typed integer or bool constant (its value is exact: ``const`` checked its range)."""
+    return isinstance(e, N.Const) and isinstance(e.ty, T.DType) and (e.ty.is_int or e.ty.is_bool)
+
+
+#: expressions that compute a value and nothing else (no call, no built-in: those may store, sync
+#: or be atomic); a load only reads
+_PURE = (N.Const, N.Var, N.BinOp, N.UnaryOp, N.Compare, N.Logical, N.IfExp, N.Cast, N.Bitcast, N.Load,
+         N.PtrAdd, N.IsNull, N.ArrayRef)
+
+
+def _pure(e: N.Expr) -> bool:
+    """Dropping ``e`` unevaluated changes nothing but its value."""
+    return all(isinstance(n, _PURE) for n in N.walk([e]))
 
 
 def _opsym(op: ast.operator) -> str:

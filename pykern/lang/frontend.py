@@ -67,6 +67,8 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
         self.ret_type: T.Type = T.void
         self.uses_sync = False
         self.loop_depth = 0
+        self.runtime_depth = 0  # run-time ifs and loops around the statement being typed
+        self.const_locals: dict[str, Any] = {}  # compile-time locals (StmtTyper.compile_time_local)
         self._tmp = 0
         self.pending: list[N.Stmt] = []  # hidden assignments a statement needs first (chains)
         self.node: ast.AST = src.tree
@@ -161,6 +163,8 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
                 out.extend(r)
             elif r is not None:
                 out.append(r)
+            if out and isinstance(out[-1], (N.Return, N.Break, N.Continue)):
+                break  # the rest of the block is unreachable (often after a compile-time if's return)
         return out
 
     # ------------------------------------------------------------------ names
@@ -177,6 +181,9 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
             return self.array_names[node.id]
         if node.id in self.locals:
             return N.Var(self.locals[node.id], node.id, loc=self.loc(node))
+        held = self.const_locals.get(node.id)
+        if held is not None:
+            return held if isinstance(held, CT) else N.Const(held.ty, held.value, loc=self.loc(node))
         try:
             val = self._lookup_global(node.id)
         except KeyError:

@@ -8,7 +8,7 @@ import ast
 from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir import types as T
-from .builtins import Builtin, definition
+from .builtins import Builtin, TargetConstant, definition
 from .source import FuncDef
 from .values import CT, describe, type_name
 
@@ -87,7 +87,36 @@ class StmtTyper:
         value = self.visit(node.value)
         if isinstance(value, CT) and isinstance(value.value, T.DType) and isinstance(target, ast.Name):
             return self.alias_type(target, value.value)
+        if isinstance(value, CT) and isinstance(target, ast.Name) and self.compile_time_local(target, value):
+            return self.pending or None
         return self.pending + self.assign_to(target, value, node)
+
+    def compile_time_local(self, target: ast.Name, value: CT) -> bool:
+        """``per = spec.cache // T.nbytes``, ``ln = spec.layernorm``, ``shape = (4, 8)``: a name the
+        function assigns once, unconditionally, from a compile-time value stays compile-time, so an
+        ``if`` on it is chosen while compiling instead of lowered with both branches. A number keeps
+        the type a variable would have had (``const_locals``: a typed constant, the same arithmetic);
+        a bool, None, a tuple or any other Python object is a compile-time binding (the last were
+        errors as variables). Returns False where the name must stay a run-time variable: assigned
+        elsewhere too, inside a run-time branch or loop, already a variable, or shadowing a global."""
+        name = target.id
+        if (self.runtime_depth or name in self.locals or name in self.array_names or name in self.static_vars
+                or assignment_counts(self.src).get(name, 0) != 1):
+            return False
+        if name not in self.const_locals:
+            try:
+                self._lookup_global(name)
+                return False  # the variable would shadow it: keep today's rules (and messages)
+            except KeyError:
+                pass
+        val = value.value
+        if isinstance(val, TargetConstant):
+            val = val.value(self.target)
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            self.const_locals[name] = CT(val)
+        else:
+            self.const_locals[name] = self.materialize(CT(val), target)
+        return True
 
     def alias_type(self, target: ast.Name, ty: T.DType) -> None:
         """``W = u32 if T is f16 else T``: a compile-time name for a type (no run-time variable)."""
@@ -135,7 +164,10 @@ class StmtTyper:
         pre = self.pending
         if isinstance(c, CT):
             return pre + self.block(node.body if c.value else node.orelse)
-        return pre + [N.If(c, self.block(node.body), self.block(node.orelse), loc=self.loc(node))]
+        self.runtime_depth += 1
+        body, orelse = self.block(node.body), self.block(node.orelse)
+        self.runtime_depth -= 1
+        return pre + [N.If(c, body, orelse, loc=self.loc(node))]
 
     def visit_While(self, node: ast.While):
         if node.orelse:
@@ -149,8 +181,10 @@ class StmtTyper:
                 return None
             c = self.const(True, T.bool_, node.test)
         self.loop_depth += 1
+        self.runtime_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
+        self.runtime_depth -= 1
         return N.While(c, body, loc=self.loc(node))
 
     def visit_For(self, node: ast.For):
@@ -181,8 +215,10 @@ class StmtTyper:
                                           f"but the range is {start.ty!r}")
         self.locals[name] = start.ty
         self.loop_depth += 1
+        self.runtime_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
+        self.runtime_depth -= 1
         return pre + [N.ForRange(name, start, stop, step, sign, body, grid, offset, descending, loc=self.loc(node))]
 
     def range_args(self, it: ast.Call):
@@ -237,6 +273,26 @@ class StmtTyper:
         self.pending = []
         v = self.coerce_assign(self.visit(node.value), self.ret_type, node, "the return value")
         return self.pending + [N.Return(v, loc=self.loc(node))]
+
+
+def assignment_counts(src) -> dict[str, int]:
+    """How many statements of ``src``'s function assign each plain name (``=``, ``+=``, annotated,
+    ``for`` targets), counted once per source function."""
+    counts = getattr(src, "_assignment_counts", None)
+    if counts is None:
+        counts = {}
+        for n in ast.walk(src.tree):
+            targets: list = []
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For)):
+                targets = [n.target]
+            for t in targets:
+                for name in ast.walk(t):
+                    if isinstance(name, ast.Name):
+                        counts[name.id] = counts.get(name.id, 0) + 1
+        src._assignment_counts = counts
+    return counts
 
 
 def _as_load(target: ast.AST) -> ast.AST:

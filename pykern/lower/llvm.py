@@ -48,10 +48,43 @@ def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_si
     return sig
 
 
+def ssa_locals(fn: N.Function) -> frozenset[str]:
+    """The variables of ``fn`` that live as plain SSA values rather than in allocas: those assigned
+    only by statements of the function's own top level (not inside a run-time ``if`` or loop; a
+    parameter counts as assigned on entry), never a loop variable, never a global pointer (grid-stride
+    tiles swap those for aligned copies in their slots). A read takes the value of the assignment
+    lowered last.
+
+    Sound because the flow check (``lang/flow.py``) has proved every reachable read follows an
+    assignment on every path, and a top-level statement dominates everything lowered after it: the
+    last one lowered before a read is the one that reaches it. (``pk.static_range`` copies and
+    compile-time ``if`` branches are top-level statements by then.) The point is size: an inlined
+    device function's parameters and locals were an alloca, a zeroing store, a store and loads
+    each, which LLVM's mem2reg removed again; stdlib modules were megabytes of them, paid for in
+    lowering, rendering, parsing and the first passes."""
+    cached = getattr(fn, "_ssa_locals", None)
+    if cached is not None:
+        return cached
+    nested: set[str] = set()
+    for s in fn.body:
+        if isinstance(s, (N.If, N.While, N.ForRange)):
+            for node in N.walk([s]):
+                if isinstance(node, N.Assign):
+                    nested.add(node.name)
+                elif isinstance(node, N.ForRange):
+                    nested.add(node.var)  # rebound by the loop itself
+    out = frozenset(name for name, ty in fn.locals.items() if name not in nested
+                    and not (isinstance(ty, T.PtrType) and ty.space == "global"))
+    fn._ssa_locals = out
+    return out
+
+
 class FunctionLowering(GridTiles):
     def __init__(self, target: Target, frame: KernelFrame):
         self.target, self.frame = target, frame
         self.scope: dict[str, tuple[ir.Value, T.Type]] = {}
+        #: variables assigned at the top level only (``ssa_locals``): their value itself, no alloca
+        self.values: dict[str, tuple[ir.Value | None, T.Type]] = {}
         self.loops: list[tuple[ir.Block, ir.Block]] = []
         self.ret_target: tuple[ir.Block, ir.Value | None] | None = None
         self.shared: dict[str, ir.Value] = {}
@@ -86,7 +119,11 @@ class FunctionLowering(GridTiles):
             self.frame.ret()
 
     def bind_locals(self, fn: N.Function, args: list[ir.Value]) -> None:
+        ssa = ssa_locals(fn)
         for name, ty in fn.locals.items():
+            if name in ssa:
+                self.values[name] = (None, ty)
+                continue
             slot = self.frame.alloca(self.ltype(ty), name)
             self.frame.entry_builder.store(self.zero(ty), slot)
             self.scope[name] = (slot, ty)
@@ -94,7 +131,10 @@ class FunctionLowering(GridTiles):
             if ty.space == "local":
                 self.scope[name] = (self.frame.alloca(ir.ArrayType(storage_type(ty.elem), ty.count), name), ty)
         for (name, ty), value in zip(fn.params, args):
-            self.b.store(value, self.scope[name][0])
+            if name in self.values:
+                self.values[name] = (value, ty)
+            else:
+                self.b.store(value, self.scope[name][0])
 
     def zero(self, ty: T.Type) -> ir.Constant:
         lt = self.ltype(ty)
@@ -111,17 +151,17 @@ class FunctionLowering(GridTiles):
     def inline_call(self, call: N.Call) -> ir.Value | None:
         fn = call.func
         args = [self.expr(a) for a in call.args]
-        saved = (self.scope, self.loops, self.ret_target)
+        saved = (self.scope, self.values, self.loops, self.ret_target)
         exit_block = self.b.append_basic_block(f"{fn.name}.exit")
         ret_slot = self.frame.alloca(self.ltype(fn.ret), f"{fn.name}.ret") if fn.ret != T.void else None
         if ret_slot is not None:
             self.frame.entry_builder.store(self.zero(fn.ret), ret_slot)
-        self.scope, self.loops, self.ret_target = {}, [], (exit_block, ret_slot)
+        self.scope, self.values, self.loops, self.ret_target = {}, {}, [], (exit_block, ret_slot)
         self.bind_locals(fn, args)
         self.stmts(fn.body)
         if not self.b.block.is_terminated:
             self.b.branch(exit_block)
-        self.scope, self.loops, self.ret_target = saved
+        self.scope, self.values, self.loops, self.ret_target = saved
         self.b.position_at_end(exit_block)
         return self.b.load(ret_slot) if ret_slot is not None else None
 
@@ -134,6 +174,9 @@ class FunctionLowering(GridTiles):
             getattr(self, "stmt_" + type(s).__name__)(s)
 
     def stmt_Assign(self, s: N.Assign):
+        if s.name in self.values:
+            self.values[s.name] = (self.expr(s.value), self.values[s.name][1])
+            return
         self.b.store(self.expr(s.value), self.scope[s.name][0])
 
     def stmt_ExprStmt(self, s: N.ExprStmt):
@@ -246,6 +289,11 @@ class FunctionLowering(GridTiles):
         return ir.Constant(value_type(ty), bits)
 
     def expr_Var(self, e: N.Var):
+        held = self.values.get(e.name)
+        if held is not None:
+            # None: a read the flow check let through because no path reaches it (code after a
+            # return); any value will do there
+            return held[0] if held[0] is not None else self.zero(held[1])
         return self.b.load(self.scope[e.name][0])
 
     def expr_ArrayRef(self, e: N.ArrayRef):
