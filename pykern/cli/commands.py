@@ -332,17 +332,24 @@ class Progress:
     arch); nothing at all when ``stream`` is not a terminal (logs, pipes, CI)."""
 
     def __init__(self, stream: TextIO, total: int):
-        self.stream, self.total, self.done = stream, total, 0
+        self.stream, self.total, self.done, self.shown = stream, total, 0, False
         self.live = bool(getattr(stream, "isatty", lambda: False)())
 
     def advance(self, kernels: int, what: str) -> None:
         self.done += kernels
-        if self.live and kernels:
+        if kernels:
+            self.note(what)
+
+    def note(self, what: str) -> None:
+        """Rewrite the line without advancing: what is being worked on (the first module takes a
+        while to finish, and a silent terminal looks hung)."""
+        if self.live:
             self.stream.write(f"\rpykern build: {self.done}/{self.total} kernels  {what}\033[K")
             self.stream.flush()
+            self.shown = True
 
     def close(self) -> None:
-        if self.live and self.done:
+        if self.shown:
             self.stream.write("\n")
             self.stream.flush()
 
@@ -401,6 +408,10 @@ def cmd_build(modules: list[str] | None, target: str = "amdgpu", archs: list[str
         count["total"] = len(arch_list) * (len(mods) - len(empty))
         progress = Progress(err, total_kernels)
         progress.advance(sum(b.kernels for b in current), f"{len(current)} up to date")
+        todo = count["total"] - count["done"]
+        if todo:
+            progress.note(f"[{count['done']}/{count['total']}] building {todo} module{'s' * (todo != 1)} x arch "
+                          f"({', '.join(arch_list)})")
 
     def on_built(b) -> None:
         count["done"] += 1

@@ -61,7 +61,7 @@ def ssa_locals(fn: N.Function) -> frozenset[str]:
     compile-time ``if`` branches are top-level statements by then.) The point is size: an inlined
     device function's parameters and locals were an alloca, a zeroing store, a store and loads
     each, which LLVM's mem2reg removed again; stdlib modules were megabytes of them, paid for in
-    lowering, rendering, parsing and the first passes."""
+    lowering, rendering, parsing and the first passes. Used for inlined device functions."""
     cached = getattr(fn, "_ssa_locals", None)
     if cached is not None:
         return cached
@@ -113,13 +113,18 @@ class FunctionLowering(GridTiles):
 
     # ------------------------------------------------------------------ functions
     def lower_kernel_body(self, fn: N.Function) -> None:
-        self.bind_locals(fn, [self.from_memory(a, ty) for a, (_, ty) in zip(self.frame.args, fn.params)])
+        # the kernel's own variables keep their allocas: as SSA values they changed LLVM's early
+        # SimplifyCFG (which runs before SROA) enough to cost sm_90 spills in the gather_* kernels
+        # for a few kilobytes of IR (docs/cli.md)
+        self.bind_locals(fn, [self.from_memory(a, ty) for a, (_, ty) in zip(self.frame.args, fn.params)], ssa=False)
         self.stmts(fn.body)
         if not self.b.block.is_terminated:
             self.frame.ret()
 
-    def bind_locals(self, fn: N.Function, args: list[ir.Value]) -> None:
-        ssa = ssa_locals(fn)
+    def bind_locals(self, fn: N.Function, args: list[ir.Value], ssa: bool = True) -> None:
+        """Slots (or, with ``ssa``, SSA values: ``ssa_locals``) for ``fn``'s variables, the parameters
+        bound to ``args``."""
+        ssa = ssa_locals(fn) if ssa else frozenset()
         for name, ty in fn.locals.items():
             if name in ssa:
                 self.values[name] = (None, ty)

@@ -101,9 +101,11 @@ def test_progress_is_one_line_on_a_terminal_and_nothing_elsewhere():
     tty, pipe = _Terminal(), io.StringIO()
     for stream in (tty, pipe):
         p = commands.Progress(stream, 30)
+        p.note("[0/2] building 2 modules x arch (gfx90a)")  # at once, before the first module is done
         p.advance(10, "[1/2] unary gfx90a")
         p.advance(20, "[2/2] binary gfx90a")
         p.close()
     assert pipe.getvalue() == ""
     text = tty.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n") and "30/30 kernels  [2/2] binary gfx90a" in text
+    assert text.count("\r") == 3 and text.endswith("\n") and "30/30 kernels  [2/2] binary gfx90a" in text
+    assert text.startswith("\rpykern build: 0/30 kernels  [0/2] building 2 modules x arch (gfx90a)")
