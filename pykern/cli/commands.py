@@ -114,17 +114,26 @@ def resolve_kernel(module, name: str):
 
 
 def load_user_file(path: str):
-    """Import a user's ``.py`` file (its directory goes on ``sys.path`` for its own imports)."""
+    """Import a user's ``.py`` file (its directory goes on ``sys.path`` for its own imports). A file
+    inside a package (``__init__.py`` beside it) is imported as that package's module, so its
+    relative imports work (``pykern build stdlib_kernels/matmul.py``)."""
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"no such file: {path}")
-    sys.path.insert(0, str(p.resolve().parent))
-    name = f"_pykern_user_{p.stem}"
-    spec = importlib.util.spec_from_file_location(name, p)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
+    root, parts = p.resolve().parent, [p.stem]
+    while (root / "__init__.py").is_file() and root.parent != root:
+        parts.insert(0, root.name)
+        root = root.parent
+    sys.path.insert(0, str(root))
+    name = ".".join(parts) if len(parts) > 1 else f"_pykern_user_{p.stem}"
     try:
-        spec.loader.exec_module(mod)
+        if len(parts) > 1:
+            mod = importlib.import_module(name)
+        else:
+            spec = importlib.util.spec_from_file_location(name, p)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
     except SyntaxError as exc:  # the user's file, not pykern: its location and the reason, exit 2
         sys.modules.pop(name, None)
         where = f"{path}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
@@ -132,6 +141,10 @@ def load_user_file(path: str):
     except (ImportError, NameError, AttributeError, TypeError, ValueError) as exc:
         sys.modules.pop(name, None)
         raise UsageError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+    found = Path(getattr(mod, "__file__", "") or "").resolve()
+    if found != p.resolve():  # the package was imported already, from elsewhere
+        raise UsageError(f"{path} imports as {name}, which Python finds at {found}: run pykern from a "
+                         f"directory where {parts[0]} is this checkout's")
     return mod
 
 

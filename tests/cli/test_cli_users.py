@@ -67,6 +67,29 @@ def test_a_file_with_no_kernel_is_a_usage_error(tmp_path):
                       "defines no kernel to build")
 
 
+def test_a_file_inside_a_package_keeps_its_relative_imports(tmp_path):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "consts.py").write_text("SCALE = 3.0\n")
+    (pkg / "kern.py").write_text(textwrap.dedent('''
+        import pykern as pk
+        from pykern import f32, usize, Ptr
+        from .consts import SCALE
+
+        @pk.kernel
+        def scale(n: usize, y: Ptr[f32]):
+            for i in pk.grid_stride(n):
+                y[i] = y[i] * SCALE
+    '''))
+    out = tmp_path / "out"
+    r = pykern("build", str(pkg / "kern.py"), "--target", "cuda", "--out", str(out), cache=tmp_path / "cache")
+    assert "1 modules (1 kernels)" in r.stdout, r.stdout
+    assert "mul" in (out / "sm_90" / "kern.ptx").read_text()
+    r = pykern("show", f"{pkg / 'kern.py'}:scale", "--target", "cpu", "--stage", "typed", cache=tmp_path / "cache")
+    assert "3.0" in r.stdout, r.stdout
+
+
 def test_show_a_generic_kernel_with_sig(user_file, tmp_path):
     r = pykern("show", f"{user_file}:copy", "--sig", "T=bf16", "--stage", "typed", cache=tmp_path)
     assert "def copy(n: u64, x: ConstPtr[bf16], y: Ptr[bf16]) -> None:" in r.stdout
