@@ -126,6 +126,18 @@ def _entry(marker: Any) -> Definition:
     return d
 
 
+def _registrar(field: str, doc: str):
+    """A decorator factory filling ``field`` of each marker's definition with the decorated function."""
+    def decorator(*markers: Any):
+        def register(fn):
+            for m in markers:
+                setattr(_entry(m), field, fn)
+            return fn
+        return register
+    decorator.__doc__ = doc
+    return decorator
+
+
 def typing_rule(*markers: Any, keywords: tuple[str, ...] = ()):
     """Register the decorated ``rule(typer, call, marker)`` as the typing rule of each of ``markers``."""
     def register(rule):
@@ -136,40 +148,14 @@ def typing_rule(*markers: Any, keywords: tuple[str, ...] = ()):
     return register
 
 
-def lowering(*markers: Any):
-    """Register the decorated ``lower(lowering, node)`` as the lowering of each of ``markers``."""
-    def register(lower):
-        for m in markers:
-            _entry(m).lower = lower
-        return lower
-    return register
-
-
-def loop_rule(*markers: Any):
-    """Register the decorated ``rule(typer, for_statement, marker)`` for ``for ... in marker(...)``."""
-    def register(rule):
-        for m in markers:
-            _entry(m).loop = rule
-        return rule
-    return register
-
-
-def declaration_rule(*markers: Any):
-    """Register the decorated ``rule(typer, name, call, target, marker)`` for ``name = marker(...)``."""
-    def register(rule):
-        for m in markers:
-            _entry(m).declare = rule
-        return rule
-    return register
-
-
-def attribute_rule(*markers: Any):
-    """Register the decorated ``rule(typer, attribute, marker)`` for ``marker.name`` (``pk.thread_idx.x``)."""
-    def register(rule):
-        for m in markers:
-            _entry(m).attribute = rule
-        return rule
-    return register
+lowering = _registrar("lower", "Register the decorated ``lower(lowering, node)`` as the lowering of each "
+                               "of ``markers``.")
+loop_rule = _registrar("loop", "Register the decorated ``rule(typer, for_statement, marker)`` for "
+                               "``for ... in marker(...)``.")
+declaration_rule = _registrar("declare", "Register the decorated ``rule(typer, name, call, target, marker)`` "
+                                         "for ``name = marker(...)``.")
+attribute_rule = _registrar("attribute", "Register the decorated ``rule(typer, attribute, marker)`` for "
+                                         "``marker.name`` (``pk.thread_idx.x``).")
 
 
 def lookup(marker: Any) -> Definition:
