@@ -35,7 +35,7 @@ import pykern.math as pkm
 from pykern import ConstPtr, Ptr, f16, f32, i32, i64, u8, u32, usize
 
 from . import QUANTIZED, kernel_name
-from ._reduction import FIRST_WAVE, SUM, block_total
+from ._reduction import block_sums, block_sums_shared
 
 D = pk.TypeVar("D")
 T = pk.TypeVar("T")
@@ -454,93 +454,8 @@ def chunk_dot(wb: ConstPtr[u8], chunk: u32, yb: ConstPtr[u8], *, Q) -> f32:
     return dot_loaded(words, params, yb, Q=Q)
 
 
-@pk.func
-def halve(v: Ptr[f32], lane: u32, present: u32, *, off):
-    """One step of ``wave_scatter``: lanes with bit ``off`` keep the upper half of ``v[0 .. 2 off)``
-    (moved down to ``v[0 .. off)``), the others the lower, each adding its partner's copy of the half
-    it keeps (none from a lane past ``present``)."""
-    upper = (lane & off) != 0
-    ok = (lane ^ off) < present
-    for i in pk.static_range(off):
-        theirs = pk.wave.shuffle_xor(pk.select(upper, v[i], v[i + off]), off)
-        v[i] = pk.select(upper, v[i + off], v[i]) + pk.select(ok, theirs, f32(0))
-
-
-@pk.func
-def wave_scatter(v: Ptr[f32], lane: u32, present: u32, *, count) -> f32:
-    """The wave's sums of ``v[0 .. count)`` (at most 32; ``v`` zero from ``count`` to the next power
-    of two m), value ``lane % m`` on each lane: recursive halving (m - 1 shuffles, where a butterfly
-    a value takes count log2(wave) of them: MMQ's 32 sums compiled to 160 coroutine suspends on the
-    CPU target), then a butterfly over the lanes that hold the same value."""
-    if count > 16:
-        halve(v, lane, present, off=16)
-    if count > 8:
-        halve(v, lane, present, off=8)
-    if count > 4:
-        halve(v, lane, present, off=4)
-    if count > 2:
-        halve(v, lane, present, off=2)
-    if count > 1:
-        halve(v, lane, present, off=1)
-    x = v[0]
-    off: u32 = 1
-    while off < count:
-        off = off * 2
-    while off < pk.wave_size:
-        theirs = pk.wave.shuffle_xor(x, off)
-        if (lane ^ off) < present:
-            x += theirs
-        off = off * 2
-    return x
-
-
-#: block_sums up to this many values a thread takes wave_scatter; more go through shared memory
-SCATTER_MAX = 4
-#: the floats of shared memory ``block_sums`` of n values takes, by n (blocks up to MAX_BLOCK; a wave's
-#: lanes x (n + 1) at the widest wave, 64, above SCATTER_MAX)
-SHARED_SUMS = {n: MAX_WAVES * n if n <= SCATTER_MAX else 64 * (n + 1) for n in range(1, MAX_SUMS + 1)}
-
-
-@pk.func
-def block_sums(acc: Ptr[f32], sm: Ptr[f32], t: u32, nt: u32, *, count) -> f32:
-    """``acc[0 .. count)`` (count <= MAX_SUMS) summed over the block's ``nt`` threads: value ``t`` on
-    thread ``t < count``. ``sm``: ``SHARED_SUMS[count]`` floats. Every thread calls it; ``acc`` is
-    overwritten. One value: the reduction skeleton (``_reduction.block_total``). Up to SCATTER_MAX:
-    each wave's ``wave_scatter``, then thread t adds value t of every wave (one barrier). More (MMQ's
-    4 x 8): no shuffles at all (each is a coroutine suspend on the CPU target, where 32 butterflies
-    made most of mul_mat_cols' compile time): the waves in turn add their lanes' values into a plane
-    of a wave's lanes x ``count`` (rows padded by one word: lanes write, and threads read down, along
-    distinct banks), then thread t adds value t of every lane."""
-    lane = t % pk.wave_size
-    wave = t // pk.wave_size
-    waves = (nt + pk.wave_size - 1) // pk.wave_size
-    if count == 1:
-        return block_total(acc[0], sm, t, nt, merge=SUM, gather=FIRST_WAVE, free=False)
-    elif count <= SCATTER_MAX:
-        for i in pk.static_range(count, SCATTER_MAX):  # the padding to a power of two
-            acc[i] = 0.0
-        x = wave_scatter(acc, lane, min(nt - wave * pk.wave_size, u32(pk.wave_size)), count=count)
-        if waves > 1:
-            if lane < count:
-                sm[wave * count + lane] = x
-            pk.syncthreads()
-            if t < count:
-                x = sm[t]
-                for other in range(u32(1), waves):
-                    x += sm[other * count + t]
-        return x
-    else:
-        row = sm + lane * (count + 1)
-        for w in range(u32(0), waves):
-            if wave == w:
-                for i in pk.static_range(count):
-                    row[i] = acc[i] if w == 0 else row[i] + acc[i]
-            pk.syncthreads()
-        x = f32(0)
-        if t < count:
-            for other in range(u32(0), min(nt, u32(pk.wave_size))):
-                x += sm[other * (count + 1) + t]
-        return x
+#: the floats of shared memory ``block_sums`` of n values takes, by n (blocks up to MAX_BLOCK)
+SHARED_SUMS = {n: block_sums_shared(n, MAX_WAVES) for n in range(1, MAX_SUMS + 1)}
 
 
 @pk.func
@@ -959,4 +874,4 @@ __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH",
            "MMQ_BLOCK_Y",
            "MOE_NAMES",
            "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
-           "group_sums", "dot_words", "dot_loaded", "chunk_dot", "block_sums"]
+           "group_sums", "dot_words", "dot_loaded", "chunk_dot"]
