@@ -121,15 +121,16 @@ _register_indexing()
 
 @case("indexing/rows")
 def _indexing_rows(dev):
-    """index_select's whole-row kernels: ``is_words_*`` through the wrapper (aligned rows of a multiple
-    of 8 bytes), ``is_rows_*`` by name for every pair (the wrapper takes it only for unaligned rows),
+    """index_select's whole-row kernels: ``is_words_*`` and ``is_tiles_*`` through the wrapper (aligned
+    rows of a multiple of 8 or of 16 bytes), ``is_rows_*`` by name for every pair (the wrapper takes it only for unaligned rows),
     ``gather_shared_*`` (source rows staged in dynamic shared memory) through the gather wrapper along
     the last dim for every pair."""
     gen = rng("indexing/rows")
-    for index in indexing.F8_INDICES:  # f8 rows of 264 bytes as 33 words (f8 takes every index type)
-        x = dev.to_device(values(pk.f8e4m3, 7 * 264, gen).reshape(7, 264))
-        ids = dev.to_device(np.array([6, 0, 3, 3, index.int_range[1]], dtype=object).astype(index.np))
-        indexing.index_select(x, ids, 0)
+    for index in indexing.F8_INDICES:  # f8 takes every index type: rows of 264 bytes as 33 words
+        for row in (264, 272):         # (is_words_*), of 272 as 17 16-byte tiles (is_tiles_*)
+            x = dev.to_device(values(pk.f8e4m3, 7 * row, gen).reshape(7, row))
+            ids = dev.to_device(np.array([6, 0, 3, 3, index.int_range[1]], dtype=object).astype(index.np))
+            indexing.index_select(x, ids, 0)
     for _, index, value, tag in (t for t in indexing.TABLE if t[0] == "is"):
         right = max(1, 260 // value.nbytes)  # rows of 260 bytes: several tiles a row
         x = dev.to_device(values(value, 5 * right, gen))
@@ -147,7 +148,7 @@ def _indexing_rows(dev):
 @case("indexing/adds")
 def _indexing_adds(dev):
     """The wrappers' adds: ``ids_positions_*`` and the stable argsort behind ``ia_sorted_*`` /
-    ``sa_sorted_*`` (candle's order, deterministic), the atomic adds (one thread an element: integers,
+    ``sa_sorted_*`` (candle's order, deterministic), ``sa_rows_*`` (two blocks over three rows), the atomic adds (one thread an element: integers,
     or floats with ``deterministic=False``; small integer values keep every order exact),
     ``ia_segments_*`` (the host-sorted fallback), scatter's columns, and the GPU's ids check."""
     gen = rng("indexing/adds")
@@ -163,6 +164,13 @@ def _indexing_adds(dev):
         x = dev.to_device(_index_values(value, 4 * 6 * 3, gen).reshape(4, 6, 3))
         src = dev.to_device(_index_values(value, 4 * 5 * 3, gen).reshape(4, 5, 3))
         indexing._index_add_segments(x, 1, dev.to_device(np.array([2, 0, 2, 5, 2], np.uint32)), src, 4, 3)
+    for index in indexing.INDICES:  # sa_rows_* by name (the wrapper takes it for 1024+ rows): rows
+        for value in indexing.ROWS_VALUES:  # of 100 sources, chunks of a wave, into rows of 6
+            ids = dev.to_device(_ids(index, 3 * 100, 6, gen).reshape(3, 100))
+            src = dev.to_device(_index_values(value, 3 * 100, gen).reshape(3, 100))
+            x = dev.to_device(_index_values(value, 3 * 6, gen).reshape(3, 6))
+            _launch(dev, sk.INDEXING, kernel_name("sa_rows", index, value), 2, dev.target.wave_size, ids, src, x,
+                    3, 100, 6, shared=6 * value.nbytes)
     for index in indexing.F8_INDICES:  # every index type's positions: scatter_add's sorted path (f32
         # takes u8/u32/i64 ids; i16/i32, f8's own, by the wrappers' helper)
         x = dev.to_device(_index_values(pk.f32, 6 * 5, gen).reshape(6, 5))

@@ -115,14 +115,15 @@ def known_limit(arch: str, kernel: str, detail: str) -> Limit | None:
 
 
 MISMATCHES += (
-    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)", "ds_load_u16_d16_hi",
+    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16",
+             "ds_load_u16_d16_hi",
              "the emulator runs the DS d16 loads (ds_load_u16_d16 / ds_load_u16_d16_hi / ds_load_u8_d16 / "
              "ds_load_u8_d16_hi; gfx9's ds_read_*_d16*) as plain zero-extending loads of the whole register: "
              "the other half is lost and the _hi forms put the value in the low half (a hand-assembled "
              "kernel loading 0x1234 into a register holding 0xAAAABBBB gets 0x00001234 from all four, on "
              "RDNA3, RDNA4 and CDNA tables alike; the hardware gives 0xAAAA1234 / 0x1234BBBB). LLVM uses them "
              "to pack 8- and 16-bit values read back from shared memory: gather_shared's u8 ids beside "
-             "16-bit values, im2col's staged 16-bit pixels"),
+             "16-bit values, im2col's staged 16-bit pixels, sa_rows' bf16 destination row"),
 )
 
 
