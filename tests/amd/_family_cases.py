@@ -360,8 +360,9 @@ def _pool_upsample(dev):
                 _launch(dev, sk.CONV, f"{op}_{t}", *_candle_or_small(out.size, n == 2), x.size, k[0], k[1], s[0],
                         s[1], _info(dev, x), x, out)
                 getattr(conv_launch, op)(x, k, s)  # the wrappers' rows path
-        for n, (shape, (o2, o3)) in enumerate((((2, 2, 4, 5), (8, 11)), ((1, 2, 6, 6), (3, 4)))):
-            x = _view(dev, _conv_values(dtype, shape, gen), ("offset", "permuted")[n])
+        for n, (shape, (o2, o3)) in enumerate((((2, 2, 4, 5), (8, 11)), ((1, 2, 6, 6), (3, 4)),
+                                                ((1, 2, 3, 5), (6, 10)))):  # exact 2x: nearest2x_rows
+            x = _view(dev, _conv_values(dtype, shape, gen), ("offset", "permuted", "contiguous")[n])
             out = dev.empty(shape[:2] + (o2, o3), dtype)
             _launch(dev, sk.CONV, f"upsample_nearest2d_{t}", *_candle_or_small(out.size, n == 1), o2, o3,
                     shape[2] / o2, shape[3] / o3, _info(dev, x), x, out)
