@@ -115,7 +115,8 @@ def known_limit(arch: str, kernel: str, detail: str) -> Limit | None:
 
 
 MISMATCHES += (
-    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16",
+    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16"
+                  r"|col2im1d_staged_(f16|bf16)",
              "ds_load_u16_d16_hi",
              "the emulator runs the DS d16 loads (ds_load_u16_d16 / ds_load_u16_d16_hi / ds_load_u8_d16 / "
              "ds_load_u8_d16_hi; gfx9's ds_read_*_d16*) as plain zero-extending loads of the whole register: "
@@ -123,17 +124,22 @@ MISMATCHES += (
              "kernel loading 0x1234 into a register holding 0xAAAABBBB gets 0x00001234 from all four, on "
              "RDNA3, RDNA4 and CDNA tables alike; the hardware gives 0xAAAA1234 / 0x1234BBBB). LLVM uses them "
              "to pack 8- and 16-bit values read back from shared memory: gather_shared's u8 ids beside "
-             "16-bit values, im2col's staged 16-bit pixels, sa_rows' bf16 destination row"),
+             "16-bit values, im2col's staged 16-bit pixels, sa_rows' bf16 destination row, col2im1d_staged's "
+             "16-bit columns"),
 )
 
 
 MISMATCHES += (
-    Mismatch(("gfx942", "gfx90a"), r"mul_mat_cols_\w+|mul_mat_q3_K", "v_cvt_f32_f16",
+    Mismatch(("gfx942", "gfx90a"),
+             r"mul_mat_cols_\w+|mul_mat_q3_K|mul_mat_vec_(q5_1|q2_K|q5_K|q6_K)_q8_1_cuda8|mul_mat_vec_q3_K_q8_1_cuda7",
+             "v_cvt_f32_f16",
              "on the CDNA tables the emulator reads a 16-bit VOP1 source in v128-v255 as the high half of "
              "v0-v127, RDNA3's true16 encoding: v_cvt_f32_f16 v3, v150 converts the high half of v22 (a "
              "hand-assembled gfx942 kernel gets 2.0 from v22 = 0x40000000 where v150 holds 1.0). Only kernels "
              "with more than 128 VGPRs meet it: quantized's mul_mat_cols_* (184) and mul_mat_q3_K (203), "
-             "whose f16 block scales are converted from v149-v167"),
+             "whose f16 block scales are converted from v149-v167, and since the products' block sums "
+             "(e72af19) candle's 8-column MMVQ of q5_1, q2_K, q5_K, q6_K and q3_K's 7-column one "
+             "(130-140 VGPRs, 2-9 such conversions each)"),
 )
 
 
