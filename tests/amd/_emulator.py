@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from tests.amd._worker import RESTART_EXIT
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ENV = "PYKERN_AMD_EMU"
 #: the tinygrad release the emulator's third_party copy was taken beside (its README)
@@ -120,6 +122,10 @@ class Batch:
                 for i in range(missing, len(self.specs)):
                     self.crashes[i] = f"the {self.family.name} batch ran past {BATCH_TIMEOUT_S:.0f}s (PYKERN_AMD_EMU_TIMEOUT)"
                 break
+            if rc == RESTART_EXIT:  # the worker asked for a fresh process after a runaway launch
+                self.restarts += 1
+                self._start(missing)
+                continue
             self.crashes[missing] = f"the emulator process died (exit status {rc}) in this launch:\n{tail}"
             if missing + 1 < len(self.specs):
                 self.restarts += 1

@@ -41,13 +41,14 @@ LIMITS: tuple[Limit, ...] = (
           "gfx942's device- and system-scope fences (pk.threadfence / threadfence_system) write back L2 "
           "with buffer_wbl2 and invalidate with buffer_inv; the emulator process dies (SIGSEGV) in the "
           "only kernel that has them", kernels=r"cache_policies"),
-    Limit(("gfx942",), r"emulator process died", "v_mul_hi_i32_i24",
+    Limit(("gfx942",), r"emulator process died|exceeded 1M instructions", "v_mul_hi_i32_i24",
           "the emulator's V_MUL_HI_I32_I24 multiplies the whole 32-bit registers, unsigned, instead of their "
           "low 24 bits sign-extended (the MISMATCHES row, reproduced by lang/mul24). im2col1d's staged path "
           "on gfx942 forms its write loop's trip count from v_mul_hi_i32_i24 of 64 (the wave size) and -1 "
           "(the first wave's index less one): the high word comes out 0x3f instead of 0xffffffff, the count "
           "2^32 + 1 instead of 1, and the loop stores past the output until the emulator process dies "
-          "(SIGSEGV at a global_store_dword on its 18th pass; traced register by register). gfx90a's "
+          "(SIGSEGV at a global_store_dword on its 18th pass; traced register by register) or stops the "
+          "wave after 1M instructions (the worker then restarts: the stores may have corrupted it). gfx90a's "
           "launches of that path are refused before it (v_mad_f32)",
           kernels=r"im2col1d_\w+"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",

@@ -75,6 +75,12 @@ def run_one(rh, spec: dict) -> tuple:
             alloc.free(buf, buf.size, BufferSpec())
 
 
+#: the emulator's message for a wave stopped after 1M instructions, and the exit status that asks for a
+#: fresh worker at the next launch (the runaway's stores may have corrupted this one's memory)
+RUNAWAY = "exceeded 1M instructions"
+RESTART_EXIT = 3
+
+
 def main(emulator_dir: str, batch_dir: str, start: int) -> None:
     sys.path.insert(0, emulator_dir)
     import run_hsaco as rh  # before tinygrad: it picks the ISA family
@@ -87,6 +93,8 @@ def main(emulator_dir: str, batch_dir: str, start: int) -> None:
             result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
         _write(batch_dir, index, result)
         sys.stdout.flush()
+        if result[0] == "error" and RUNAWAY in result[1]:
+            sys.exit(RESTART_EXIT)  # a runaway loop may have stored past its buffers: a fresh emulator
     print(f"[worker] {len(specs) - start} launches, {time.process_time():.1f}s CPU", flush=True)
 
 
