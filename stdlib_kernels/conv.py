@@ -695,31 +695,45 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
     (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
     of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
     16 bytes of output a lane (32 of each source row) where a lane took one output before."""
-    g = row_group(out3, usize(16 // T.nbytes))
+    vec_rows(out2, w_stride * info[6], out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row)
+
+
+@pk.func
+def vec_rows(n2: usize, pitch2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
+             T, A, MAX, W, H, ROW):
+    """The row loop shared by ``pool_rows_vec`` and ``nearest2x_rows``: groups of lanes (``row_group``,
+    16-byte tiles of ``cols``) take the rows ``(b, c, i2)`` of a ``n2``-row plane in turn, the source row
+    at ``i2 * pitch2``, and ``ROW`` does a row's tiles (the divisions by multiplication, once a thread)."""
+    g = row_group(cols, usize(16 // T.nbytes))
     groups = usize(pk.block_dim.x) // g
-    rows = info[0] * info[1] * out2
+    rows = info[0] * info[1] * n2
     t = usize(pk.thread_idx.x)
     grp = t // g
     first = usize(pk.block_idx.x) * groups + grp
     if first >= rows or grp >= groups:
         return
     lane = t % g
-    s6 = info[6]
-    ws = w_stride * s6
-    o2n = u32(out2)
+    n2u = u32(n2)
     cn = u32(info[1])
-    m_2 = divisor_magic(out2)
+    m_2 = divisor_magic(n2)
     m_c = divisor_magic(info[1])
     for row in range(first, rows, usize(pk.grid_dim.x) * groups):
-        q = div_by(u32(row), o2n, m_2)
-        o2 = u32(row) - q * o2n
+        q = div_by(u32(row), n2u, m_2)  # b * c
+        i2 = u32(row) - q * n2u
         b = div_by(q, cn, m_c)
-        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(o2) * ws)
-        ra = pk.bitcast(s, ConstPtr[W])
-        rb = pk.bitcast(s + s6, ConstPtr[W])
-        o = dst + row * out3
-        for e in pk.parallel_range(usize(0), out3, lane, g):
-            o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=MAX, W=W, H=H)
+        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(i2) * pitch2)
+        ROW(row, q, i2, s, lane, g, n2, cols, info, dst, T=T, A=A, MAX=MAX, W=W, H=H)
+
+
+@pk.func
+def pool_vec_row(row: usize, q: u32, o2: u32, s: ConstPtr[T], lane: usize, g: usize, out2: usize, out3: usize,
+                 info: ConstPtr[usize], dst: Ptr[T], *, T, A, MAX, W, H):
+    """``pool_rows_vec``'s row: output ``e`` from word ``e`` of source rows ``s`` and ``s + info[6]``."""
+    ra = pk.bitcast(s, ConstPtr[W])
+    rb = pk.bitcast(s + info[6], ConstPtr[W])
+    o = dst + row * out3
+    for e in pk.parallel_range(usize(0), out3, lane, g):
+        o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=MAX, W=W, H=H)
 
 
 @pk.func
@@ -867,41 +881,27 @@ def nearest2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, W, H
     16-byte tile of it (one vector load), and stores every element twice as one word of type W (twice
     T's size, built from T's bits as H; ``T`` itself where no such word exists) to both output rows it feeds, ``2 * o2`` and
     ``2 * o2 + 1``. No tables, no per-output index arithmetic, each source element read once."""
-    in2 = info[2]
-    in3 = info[3]
-    g = row_group(in3, usize(16 // T.nbytes))
-    nt = usize(pk.block_dim.x)
-    groups = nt // g
-    rows = info[0] * info[1] * in2
-    t = usize(pk.thread_idx.x)
-    grp = t // g
-    first = usize(pk.block_idx.x) * groups + grp
-    if first >= rows or grp >= groups:
-        return
-    lane = t % g
-    n2 = u32(in2)
-    cn = u32(info[1])
-    m_2 = divisor_magic(in2)
-    m_c = divisor_magic(info[1])
+    vec_rows(info[2], info[6], info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row)
+
+
+@pk.func
+def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
+                  info: ConstPtr[usize], dst: Ptr[T], *, T, A, MAX, W, H):
+    """``nearest2x_rows``' source row ``s``: its two output rows, one ``parallel_range`` each."""
     out3 = 2 * in3
-    for row in range(first, rows, usize(pk.grid_dim.x) * groups):
-        q = div_by(u32(row), n2, m_2)  # b * c
-        s2 = u32(row) - q * n2
-        b = div_by(q, cn, m_c)
-        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(s2) * info[6])
-        o = dst + (usize(q) * in2 + usize(s2)) * 2 * out3
-        for u in pk.static_range(2):  # a loop per output row: one row's stores merge into vectors
-            if W is T:
-                ot = o + usize(u) * out3
-                for e in pk.parallel_range(usize(0), in3, lane, g):
-                    v = s[e]
-                    ot[2 * e] = v
-                    ot[2 * e + 1] = v
-            else:
-                wo = pk.bitcast(o + usize(u) * out3, Ptr[W])
-                for e in pk.parallel_range(usize(0), in3, lane, g):
-                    x = W(pk.bitcast(s[e], H))
-                    wo[e] = x | (x << W(8 * T.nbytes))
+    o = dst + (usize(q) * in2 + usize(s2)) * 2 * out3
+    for u in pk.static_range(2):  # a loop per output row: one row's stores merge into vectors
+        if W is T:
+            ot = o + usize(u) * out3
+            for e in pk.parallel_range(usize(0), in3, lane, g):
+                v = s[e]
+                ot[2 * e] = v
+                ot[2 * e + 1] = v
+        else:
+            wo = pk.bitcast(o + usize(u) * out3, Ptr[W])
+            for e in pk.parallel_range(usize(0), in3, lane, g):
+                x = W(pk.bitcast(s[e], H))
+                wo[e] = x | (x << W(8 * T.nbytes))
 
 
 @pk.func
