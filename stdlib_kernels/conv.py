@@ -695,15 +695,16 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
     (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
     of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
     16 bytes of output a lane (32 of each source row) where a lane took one output before."""
-    vec_rows(out2, w_stride * info[6], out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row)
+    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row)
 
 
 @pk.func
-def vec_rows(n2: usize, pitch2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
+def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
              T, A, MAX, W, H, ROW):
     """The row loop shared by ``pool_rows_vec`` and ``nearest2x_rows``: groups of lanes (``row_group``,
     16-byte tiles of ``cols``) take the rows ``(b, c, i2)`` of a ``n2``-row plane in turn, the source row
-    at ``i2 * pitch2``, and ``ROW`` does a row's tiles (the divisions by multiplication, once a thread)."""
+    at ``i2 * step2 * info[6]``, and ``ROW`` does a row's tiles (the divisions by multiplication, once a
+    thread)."""
     g = row_group(cols, usize(16 // T.nbytes))
     groups = usize(pk.block_dim.x) // g
     rows = info[0] * info[1] * n2
@@ -713,6 +714,8 @@ def vec_rows(n2: usize, pitch2: usize, cols: usize, info: ConstPtr[usize], src: 
     if first >= rows or grp >= groups:
         return
     lane = t % g
+    s6 = info[6]
+    pitch2 = step2 * s6
     n2u = u32(n2)
     cn = u32(info[1])
     m_2 = divisor_magic(n2)
@@ -722,15 +725,15 @@ def vec_rows(n2: usize, pitch2: usize, cols: usize, info: ConstPtr[usize], src: 
         i2 = u32(row) - q * n2u
         b = div_by(q, cn, m_c)
         s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(i2) * pitch2)
-        ROW(row, q, i2, s, lane, g, n2, cols, info, dst, T=T, A=A, MAX=MAX, W=W, H=H)
+        ROW(row, q, i2, s, lane, g, n2, cols, s6, dst, T=T, A=A, MAX=MAX, W=W, H=H)
 
 
 @pk.func
 def pool_vec_row(row: usize, q: u32, o2: u32, s: ConstPtr[T], lane: usize, g: usize, out2: usize, out3: usize,
-                 info: ConstPtr[usize], dst: Ptr[T], *, T, A, MAX, W, H):
-    """``pool_rows_vec``'s row: output ``e`` from word ``e`` of source rows ``s`` and ``s + info[6]``."""
+                 s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
+    """``pool_rows_vec``'s row: output ``e`` from word ``e`` of source rows ``s`` and ``s + s6``."""
     ra = pk.bitcast(s, ConstPtr[W])
-    rb = pk.bitcast(s + info[6], ConstPtr[W])
+    rb = pk.bitcast(s + s6, ConstPtr[W])
     o = dst + row * out3
     for e in pk.parallel_range(usize(0), out3, lane, g):
         o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=MAX, W=W, H=H)
@@ -881,12 +884,12 @@ def nearest2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, W, H
     16-byte tile of it (one vector load), and stores every element twice as one word of type W (twice
     T's size, built from T's bits as H; ``T`` itself where no such word exists) to both output rows it feeds, ``2 * o2`` and
     ``2 * o2 + 1``. No tables, no per-output index arithmetic, each source element read once."""
-    vec_rows(info[2], info[6], info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row)
+    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row)
 
 
 @pk.func
 def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
-                  info: ConstPtr[usize], dst: Ptr[T], *, T, A, MAX, W, H):
+                  s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
     """``nearest2x_rows``' source row ``s``: its two output rows, one ``parallel_range`` each."""
     out3 = 2 * in3
     o = dst + (usize(q) * in2 + usize(s2)) * 2 * out3
