@@ -18,7 +18,7 @@ from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysig
                             local, maximum, minimum, parallel_range, rint, select, shared, sqrt, static_range, store,
                             syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, tile_bytes,
                             trunc, wave, wave_size)
-from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, func, kernel
+from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, PerTarget, func, kernel, per_target
 from .runtime.devices import device, from_dlpack
 from .runtime import dispatch as _dispatch  # noqa: F401 - installs the launch path of kernel[grid, block]
 from . import math  # noqa: E402 - the math library is written in the language, so it comes last

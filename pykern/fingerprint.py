@@ -15,6 +15,7 @@ from typing import Any
 import llvmlite
 import llvmlite.binding as llvm
 
+from .lang.builtins.core import PerTarget
 from .version import __version__
 
 #: the sources whose changes change an artifact (the lowering and the back ends)
@@ -72,6 +73,9 @@ def _value_token(value: Any, files: set[str], seen: set[int], values: list[str])
     if isinstance(value, (tuple, list)):
         inner = [_value_token(v, files, seen, values) for v in value]
         return f"{type(value).__name__}({','.join(t or '?' for t in inner)})"
+    if isinstance(value, PerTarget):  # every target's value: one fingerprint serves all targets
+        inner = [f"{k}={_value_token(v, files, seen, values) or repr(v)}" for k, v in value.choices.items()]
+        return f"per_target({','.join(inner)})"
     if type(value).__module__.startswith("pykern.ir"):  # dtypes, pointer types, type variables
         return f"{type(value).__name__}:{value!r}"
     return None

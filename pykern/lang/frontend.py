@@ -17,6 +17,7 @@ from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir import types as T
 from .builtins import TargetConstant, definition
+from .builtins.core import PerTarget
 from .calls import CallTyper
 from .expressions import ExprTyper
 from .flow import check_flow
@@ -43,9 +44,16 @@ _PY_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "bool": T.bo
                 "True": True, "False": False, "len": len, "print": print, "int": int, "float": float}
 
 
+#: a per-target value read as a global: the host could not see which value a launch needs, and the
+#: typed-IR caches are not keyed by it; an instance parameter is both
+_PER_TARGET_READ = ("'{}' is a pk.per_target value: pass it to the kernel as a compile-time parameter of its "
+                    "instance (a device function's by keyword), where each target gets its own value")
+
+
 def type_kernel(inst, target) -> N.Function:  # inst: a lang.kernel.KernelInstance
-    """Type-check a kernel instance for ``target`` (only its wave size matters to typing)."""
-    return Typer(inst.kdef.source, dict(inst.params), target, [], kernel_name=inst.name,
+    """Type-check a kernel instance for ``target`` (its wave size, ``pk.tile_bytes`` and the values
+    of its ``pk.per_target`` parameters matter to typing)."""
+    return Typer(inst.kdef.source, inst.params_for(target), target, [], kernel_name=inst.name,
                  max_block_size=inst.max_block_size).type_function(None)
 
 
@@ -190,6 +198,8 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
             raise self.error(node, f"name '{node.id}' is not defined") from None
         if isinstance(val, T.TypeVar) and val.name in self.bindings:
             val = self.bindings[val.name]
+        if isinstance(val, PerTarget):
+            raise self.error(node, _PER_TARGET_READ.format(node.id))
         return CT(val)
 
     def visit_Constant(self, node: ast.Constant):
@@ -214,4 +224,6 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
             raise self.error(node, f"{describe(obj)} has no attribute '{node.attr}'") from None
         if isinstance(val, TargetConstant):  # pk.wave_size, pk.tile_bytes
             return CT(val.value(self.target))
+        if isinstance(val, PerTarget):
+            raise self.error(node, _PER_TARGET_READ.format(node.attr))
         return CT(val)

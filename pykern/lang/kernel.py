@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..errors import close_matches
 from ..ir import nodes as N
+from .builtins.core import TARGET_NAMES, PerTarget
 from .frontend import type_kernel
 from .source import FuncDef, KernelObject, SourceFunction
 
@@ -100,9 +101,19 @@ class KernelInstance(KernelObject):
         self._lock = threading.Lock()
         self._module: Module | None = None
 
+    def params_for(self, target) -> dict[str, Any]:
+        """The compile-time parameters as ``target`` (a target or its name) compiles them: each
+        ``pk.per_target`` value resolved. A host wrapper sizes its launch from these, so the grid
+        agrees with the tile the kernel was compiled with."""
+        name = getattr(target, "name", target)
+        return {k: v.value(name) if isinstance(v, PerTarget) else v for k, v in self.params.items()}
+
     def typed(self, target) -> N.Function:
-        """The typed IR for ``target`` (cached: it depends only on the wave size and ``pk.tile_bytes``)."""
-        key = (target.wave_size, target.tile_bytes)
+        """The typed IR for ``target`` (cached: it depends only on the wave size, ``pk.tile_bytes``
+        and the per-target parameters' values there, so targets that agree on them share it)."""
+        name = target.name
+        key = (target.wave_size, target.tile_bytes,
+               *(v.value(name) for v in self.params.values() if isinstance(v, PerTarget)))
         fn = self._typed.get(key)
         if fn is None:
             with self._lock:
@@ -194,7 +205,12 @@ class Module:
         return f"<pykern module {self.name} index={self.index} kernels={len(self)}>"
 
 
-_BOUND_TARGETS = ("amdgpu", "cuda", "cpu")
+_BOUND_TARGETS = TARGET_NAMES
+
+
+def per_target(**choices: Any) -> PerTarget:
+    """A compile-time parameter's value per target: ``BK=pk.per_target(cuda=16, default=8)``."""
+    return PerTarget(**choices)
 
 
 def _checked_bound(bound: int | Mapping[str, int]) -> int | Mapping[str, int]:

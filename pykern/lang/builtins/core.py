@@ -88,6 +88,49 @@ class TileBytes(TargetConstant):
         return "<pykern tile_bytes (compile-time)>"
 
 
+#: the targets a per-target choice names (``pk.per_target``, ``min_blocks_per_sm``'s mapping)
+TARGET_NAMES = ("amdgpu", "cuda", "cpu")
+
+
+class PerTarget:
+    """``pk.per_target(cuda=16, default=8)``: a compile-time parameter's value chosen per target.
+
+    A tile size that pays on one target can spill on another (registers are counted and sized
+    differently), yet the kernel's text and its host wrapper should stay one. An instance takes
+    such a value for any compile-time parameter; typing for a target sees that target's value (as
+    if the instance had been made with it), and ``KernelInstance.params_for(target)`` gives the host
+    the same value for the launch shape. Keys are target names (``amdgpu``, ``cuda``, ``cpu``) and
+    ``default``, which serves the targets not named; without it every target must be named.
+    """
+
+    __slots__ = ("choices",)
+
+    def __init__(self, **choices: Any):
+        unknown = [k for k in choices if k not in TARGET_NAMES and k != "default"]
+        missing = [] if "default" in choices else [t for t in TARGET_NAMES if t not in choices]
+        if unknown or missing or len(choices) < 2:
+            raise ValueError(f"per_target takes values for targets {TARGET_NAMES} and 'default' (the "
+                             f"targets not named), at least two of them and every target without 'default'; "
+                             f"got {sorted(choices)}")
+        if any(isinstance(v, PerTarget) for v in choices.values()):
+            raise ValueError("per_target values cannot themselves be per_target")
+        self.choices = dict(sorted(choices.items()))
+
+    def value(self, target) -> Any:
+        """The value for ``target`` (a target object or its name)."""
+        name = getattr(target, "name", target)
+        return self.choices[name] if name in self.choices else self.choices["default"]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PerTarget) and other.choices == self.choices
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.choices.items()))
+
+    def __repr__(self) -> str:
+        return f"per_target({', '.join(f'{k}={v!r}' for k, v in self.choices.items())})"
+
+
 @dataclass(eq=False)
 class Definition:
     """One built-in: what the front end and the lowering need, found by its marker (module doc)."""
