@@ -202,7 +202,7 @@ def gemm(b: Bench, quick: bool) -> None:
         w = torch.randn(n, n, device="cuda").to(tdt)
         c = torch.empty(n, n, device="cuda", dtype=tdt)
         fn = dev.get_or_load_func(f"gemm_{tag}", MATMUL)
-        grid, block = gemm_launch(n, n, 1)
+        grid, block = gemm_launch(n, n, 1, dev.target)
         ours = lambda: fn[grid, block](n, n, n, a.data_ptr(), 0, n, 1, w.data_ptr(), 0, n, 1, c.data_ptr())
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False

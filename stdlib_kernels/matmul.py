@@ -13,7 +13,7 @@ multiply-adds.
 The structure is the classic one for SIMT cores, written once with its tile sizes as compile-time
 parameters: a block of ``THREADS`` threads owns a ``BLOCK_M x BLOCK_N`` tile of c; each step it
 stages a ``BLOCK_M x BLOCK_K`` slice of a and a ``BLOCK_K x BLOCK_N`` slice of b in shared memory
-(converted to f32, a stored k-major so a thread reads its rows as one vector), and each thread
+(``BLOCK_K`` chosen per target with ``pk.per_target``: 16 on CUDA, 8 elsewhere; converted to f32, a stored k-major so a thread reads its rows as one vector), and each thread
 accumulates an ``8 x 8`` register block: per ``k`` it reads 8 values of a and 8 of b from shared memory
 and does 64 fused multiply-adds. The thread's rows and columns are two groups of 4, half a tile
 apart, so the lanes of a wave read adjacent 16-byte groups (no bank conflicts). Two shared buffers
@@ -38,23 +38,46 @@ DTYPES = (f32, f16, bf16)
 
 BLOCK_M = 128
 BLOCK_N = 128
-#: 8-deep slices: 16 measured 16% faster on an H100 but spill 188 VGPRs to scratch on RDNA and
-#: need AGPRs on CDNA (docs/matmul.md)
-BLOCK_K = 8
+#: slice depth per target: 16 runs 15-18% faster than 8 on an H100, but on AMD spills 188 VGPRs to
+#: scratch on RDNA and takes AGPRs on CDNA, where 8 fits; the CPU compiles 8 in 60% less time and runs
+#: it as fast (docs/matmul.md)
+BLOCK_K = pk.per_target(cuda=16, default=8)
 #: each thread's register block: REG x REG outputs, as two groups of REG // 2 rows (and columns)
 REG = 8
 THREADS = (BLOCK_M // REG) * (BLOCK_N // REG)
 #: shared rows padded by 4 f32: the transposing stores of a k-contiguous a hit distinct banks, rows stay 16-byte aligned
 PAD = 4
+#: a k-contiguous b is read in runs of KRUN adjacent k (32 bytes of f32, a whole sector) by adjacent
+#: threads, so a wave's 32 transposing shared stores span 8 k x 4 columns: 32 distinct banks with rows
+#: of 4 mod 32 floats. With 16-deep slices, runs of 16 put k and k + 8 of a column on one bank (2-way
+#: conflicts: conv2d's GEMM 6% slower than at 8 deep on an H100); a k-contiguous a keeps runs of BK,
+#: which measured 2-3% faster than runs of 8 despite its conflicts (docs/matmul.md)
+KRUN = 8
+
+
+@pk.func
+def run_k(e: usize, *, major, bk) -> usize:
+    """The k of element ``e`` of a ``bk x major`` slice of b staged along k in runs of ``KRUN``."""
+    if bk > KRUN:
+        return (e // (major * KRUN)) * KRUN + e % KRUN
+    return e % bk
+
+
+@pk.func
+def run_row(e: usize, *, major, bk) -> usize:
+    """The column of b of element ``e`` of a slice staged along k in runs of ``KRUN`` (as ``run_k``)."""
+    if bk > KRUN:
+        return (e // KRUN) % major
+    return e // bk
 
 
 @pk.func
 def stage_a(a: ConstPtr[T], m: usize, k: usize, row0: usize, k0: usize, a_row: usize, a_col: usize, t: usize,
-            regs: Ptr[f32], *, count, bm, bk, threads):
-    """This thread's ``count`` elements of the a slice into ``regs`` (zero outside the matrix). A
-    k-contiguous a is read along k by adjacent threads, any other layout along m."""
+            regs: Ptr[f32], *, bm, bk, threads):
+    """This thread's ``bm * bk // threads`` elements of the a slice into ``regs`` (zero outside the
+    matrix). A k-contiguous a is read along k by adjacent threads, any other layout along m."""
     k_fast = a_col == 1
-    for r in pk.static_range(count):
+    for r in pk.static_range(bm * bk // threads):
         e = t + r * threads
         kk = pk.select(k_fast, e % bk, e // bm)
         row = pk.select(k_fast, e // bk, e % bm)
@@ -65,13 +88,13 @@ def stage_a(a: ConstPtr[T], m: usize, k: usize, row0: usize, k0: usize, a_row: u
 
 @pk.func
 def stage_b(b: ConstPtr[T], n: usize, k: usize, col0: usize, k0: usize, b_row: usize, b_col: usize, t: usize,
-            regs: Ptr[f32], *, count, bn, bk, threads):
+            regs: Ptr[f32], *, bn, bk, threads):
     """As ``stage_a`` for the b slice: read along n when b is n-contiguous, else along k."""
     n_fast = b_col == 1
-    for r in pk.static_range(count):
+    for r in pk.static_range(bn * bk // threads):
         e = t + r * threads
-        kk = pk.select(n_fast, e // bn, e % bk)
-        col = pk.select(n_fast, e % bn, e // bk)
+        kk = pk.select(n_fast, e // bn, run_k(e, major=bn, bk=bk))
+        col = pk.select(n_fast, e % bn, run_row(e, major=bn, bk=bk))
         ok = col0 + col < n and k0 + kk < k
         v = b[pk.select(ok, (k0 + kk) * b_row + (col0 + col) * b_col, usize(0))]
         regs[r] = pk.select(ok, f32(v), f32(0))
@@ -97,13 +120,13 @@ def mma_block(acc: Ptr[f32], sa: Ptr[f32], sb: Ptr[f32], base_a: usize, base_b: 
 
 @pk.kernel(max_block_size=THREADS)
 def gemm(m: usize, n: usize, k: usize, a: ConstPtr[T], a_batch: usize, a_row: usize, a_col: usize, b: ConstPtr[T],
-         b_batch: usize, b_row: usize, b_col: usize, c: Ptr[T], *, T, BM, BN, BK, RG, NT, RA, RB, PER_A, PER_B):
-    """``NT`` threads, ``RA``/``RB`` the padded shared row lengths, ``PER_A``/``PER_B`` the elements of
-    each slice a thread stages (all derived from the tile sizes in ``gemm_params``)."""
+         b_batch: usize, b_row: usize, b_col: usize, c: Ptr[T], *, T, BM, BN, BK, RG, NT, RA, RB):
+    """``NT`` threads, ``RA``/``RB`` the padded shared row lengths (all derived from the tile sizes in
+    ``gemm_params``)."""
     sa = pk.shared.array(2 * BK * RA, f32)  # two buffers of BK rows (one per k) of BM values
     sb = pk.shared.array(2 * BK * RB, f32)
-    ra = pk.local.array(PER_A, f32)
-    rb = pk.local.array(PER_B, f32)
+    ra = pk.local.array(BM * BK // NT, f32)  # this thread's elements of the next slices
+    rb = pk.local.array(BN * BK // NT, f32)
     acc = pk.local.array(RG * RG, f32)
     for i in pk.static_range(RG * RG):
         acc[i] = 0.0
@@ -119,22 +142,22 @@ def gemm(m: usize, n: usize, k: usize, a: ConstPtr[T], a_batch: usize, a_row: us
     n_fast = b_col == 1
     steps = (k + (BK - 1)) // BK
     if steps > 0:
-        stage_a(pa, m, k, row0, usize(0), a_row, a_col, t, ra, count=PER_A, bm=BM, bk=BK, threads=NT)
-        stage_b(pb, n, k, col0, usize(0), b_row, b_col, t, rb, count=PER_B, bn=BN, bk=BK, threads=NT)
-        store_slices(sa, sb, ra, rb, t, k_fast, n_fast, usize(0), count_a=PER_A, count_b=PER_B, bm=BM, bn=BN,
-                     bk=BK, threads=NT, row_a=RA, row_b=RB)
+        stage_a(pa, m, k, row0, usize(0), a_row, a_col, t, ra, bm=BM, bk=BK, threads=NT)
+        stage_b(pb, n, k, col0, usize(0), b_row, b_col, t, rb, bn=BN, bk=BK, threads=NT)
+        store_slices(sa, sb, ra, rb, t, k_fast, n_fast, usize(0), bm=BM, bn=BN, bk=BK, threads=NT, row_a=RA,
+                     row_b=RB)
         pk.syncthreads()
     for step in range(steps):
         cur = step % 2
         more = step + 1 < steps
         if more:  # the next slice's loads are in flight during the multiply below
-            stage_a(pa, m, k, row0, (step + 1) * BK, a_row, a_col, t, ra, count=PER_A, bm=BM, bk=BK, threads=NT)
-            stage_b(pb, n, k, col0, (step + 1) * BK, b_row, b_col, t, rb, count=PER_B, bn=BN, bk=BK, threads=NT)
+            stage_a(pa, m, k, row0, (step + 1) * BK, a_row, a_col, t, ra, bm=BM, bk=BK, threads=NT)
+            stage_b(pb, n, k, col0, (step + 1) * BK, b_row, b_col, t, rb, bn=BN, bk=BK, threads=NT)
         mma_block(acc, sa, sb, cur * (BK * RA), cur * (BK * RB), tm, tn, bk=BK, reg=RG, half_m=BM // 2,
                   half_n=BN // 2, row_a=RA, row_b=RB)
         if more:
-            store_slices(sa, sb, ra, rb, t, k_fast, n_fast, 1 - cur, count_a=PER_A, count_b=PER_B, bm=BM, bn=BN,
-                         bk=BK, threads=NT, row_a=RA, row_b=RB)
+            store_slices(sa, sb, ra, rb, t, k_fast, n_fast, 1 - cur, bm=BM, bn=BN, bk=BK, threads=NT, row_a=RA,
+                         row_b=RB)
         pk.syncthreads()
     pc = c + z * m * n
     for i in pk.static_range(RG):
@@ -148,27 +171,29 @@ def gemm(m: usize, n: usize, k: usize, a: ConstPtr[T], a_batch: usize, a_row: us
 
 @pk.func
 def store_slices(sa: Ptr[f32], sb: Ptr[f32], ra: Ptr[f32], rb: Ptr[f32], t: usize, k_fast: bool, n_fast: bool,
-                 buf: usize, *, count_a, count_b, bm, bn, bk, threads, row_a, row_b):
+                 buf: usize, *, bm, bn, bk, threads, row_a, row_b):
     """The staged registers into shared buffer ``buf``: a as ``sa[kk][row]``, b as ``sb[kk][col]``."""
-    for r in pk.static_range(count_a):
+    for r in pk.static_range(bm * bk // threads):
         e = t + r * threads
         kk = pk.select(k_fast, e % bk, e // bm)
         row = pk.select(k_fast, e // bk, e % bm)
         sa[buf * (bk * row_a) + kk * row_a + row] = ra[r]
-    for r in pk.static_range(count_b):
+    for r in pk.static_range(bn * bk // threads):
         e = t + r * threads
-        kk = pk.select(n_fast, e // bn, e % bk)
-        col = pk.select(n_fast, e % bn, e // bk)
+        kk = pk.select(n_fast, e // bn, run_k(e, major=bn, bk=bk))
+        col = pk.select(n_fast, e % bn, run_row(e, major=bn, bk=bk))
         sb[buf * (bk * row_b) + kk * row_b + col] = rb[r]
 
 
-def gemm_params(bm: int, bn: int, bk: int, reg: int) -> dict:
-    """The compile-time parameters of a ``bm x bn`` tile with ``bk``-deep slices and ``reg x reg`` blocks."""
+def gemm_params(bm: int, bn: int, bk: int | pk.PerTarget, reg: int) -> dict:
+    """The compile-time parameters of a ``bm x bn`` tile with ``bk``-deep slices (an int, or a
+    ``pk.per_target`` table of them) and ``reg x reg`` blocks."""
     threads = (bm // reg) * (bn // reg)
-    if (bm * bk) % threads or (bn * bk) % threads or reg % 2:
-        raise ValueError(f"gemm tile {bm}x{bn}x{bk} with {reg}x{reg} blocks: slices don't divide among {threads} threads")
-    return dict(BM=bm, BN=bn, BK=bk, RG=reg, NT=threads, RA=bm + PAD, RB=bn + PAD, PER_A=bm * bk // threads,
-                PER_B=bn * bk // threads)
+    for depth in bk.choices.values() if isinstance(bk, pk.PerTarget) else (bk,):
+        if (bm * depth) % threads or (bn * depth) % threads or reg % 2 or (depth > KRUN and depth % KRUN):
+            raise ValueError(f"gemm tile {bm}x{bn}x{depth} with {reg}x{reg} blocks: slices don't divide among "
+                             f"{threads} threads")
+    return dict(BM=bm, BN=bn, BK=bk, RG=reg, NT=threads, RA=bm + PAD, RB=bn + PAD)
 
 
 for _t in DTYPES:
@@ -180,12 +205,16 @@ for _t in DTYPES:
 MAX_BATCH = 65535
 
 
-def gemm_launch(m: int, n: int, batch: int) -> tuple[tuple[int, int, int], int]:
-    """One block per BLOCK_M x BLOCK_N tile of each batch's c: row tiles along x (up to 2**31 - 1
-    blocks), column tiles along y and the batch along z (up to 65535 each)."""
-    if -(-n // BLOCK_N) > MAX_BATCH or batch > MAX_BATCH:
+def gemm_launch(m: int, n: int, batch: int, target) -> tuple[tuple[int, int, int], int]:
+    """One block per ``BM x BN`` tile of each batch's c: row tiles along x (up to 2**31 - 1 blocks),
+    column tiles along y and the batch along z (up to 65535 each). The tile is the one the kernels
+    are compiled with for ``target`` (a target or its name: ``device.target``), read from the same
+    parameters, so a per-target tile size cannot leave the grid behind."""
+    p = MATMUL.get("gemm_f32").params_for(target)  # every dtype's instance has the same tile
+    bm, bn = p["BM"], p["BN"]
+    if -(-n // bn) > MAX_BATCH or batch > MAX_BATCH:
         raise ValueError(f"gemm: {n} columns or {batch} batches exceed one launch's grid; split the call")
-    return (max(1, -(-m // BLOCK_M)), max(1, -(-n // BLOCK_N)), batch), THREADS
+    return (max(1, -(-m // bm)), max(1, -(-n // bn)), batch), p["NT"]
 
 
 def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
@@ -250,7 +279,7 @@ def matmul(a, b, out=None):
             va = a.as_strided((nz, m, k), (stride_a, a.strides[-2], a.strides[-1]), base_a + z0 * stride_a)
             vb = b.as_strided((nz, k, n), (stride_b, b.strides[-2], b.strides[-1]), base_b + z0 * stride_b)
             vc = out.as_strided((nz, m, n), (m * n, n, 1), base_c + z0 * m * n)
-            fn[gemm_launch(m, n, nz)](m, n, k, storage(va), stride_a, a.strides[-2], a.strides[-1], storage(vb),
+            fn[gemm_launch(m, n, nz, a.device.target)](m, n, k, storage(va), stride_a, a.strides[-2], a.strides[-1], storage(vb),
                                       stride_b, b.strides[-2], b.strides[-1], vc)
     return out
 

@@ -114,4 +114,31 @@ def test_batches_beyond_one_grid(device, monkeypatch):
     check(mm.matmul(x, device.to_device(np.ascontiguousarray(b[:, None].repeat(3, 1)))).to_host(),
           base.transpose(1, 0, 2, 3), b[:, None].repeat(3, 1), f32, "non-flat batches in launches of 2")
     with pytest.raises(ValueError, match="exceed one launch's grid"):
-        mm.gemm_launch(4, 128 * 3, 1)
+        mm.gemm_launch(4, 128 * 3, 1, device.target)
+
+
+def test_slice_depth_per_target():
+    """16-deep slices where they fit (CUDA), 8-deep on AMD (16 spills there) and on the CPU (16 took
+    60% more CPU to compile and ran no faster): docs/matmul.md."""
+    inst = mm.MATMUL.get("gemm_f32")
+    assert [inst.params_for(t)["BK"] for t in ("cuda", "amdgpu", "cpu")] == [16, 8, 8]
+    assert all(mm.MATMUL.get(f"gemm_{t.tag}").params["BK"] == inst.params["BK"] for t in DTYPES)
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_cuda_tile_on_the_cpu(width):
+    """The CPU compiles 8-deep slices; CUDA's 16-deep kernel is checked here too, through an instance
+    of the same kernel with CUDA's parameters and CUDA's launch shape."""
+    import pykern as pk
+    from pykern.runtime.launch import storage
+    dev = pk.device("cpu", wave_size=width)
+    params = mm.MATMUL.get("gemm_f32").params_for("cuda")
+    module = pk.Module(f"gemm_cuda_tile_{width}").add(mm.gemm.instance("gemm_f32_cuda_tile", **params))
+    fn = dev.get_or_load_func("gemm_f32_cuda_tile", module)
+    for m, k, n, a_t, b_t in ((130, 45, 140, False, False), (64, 33, 257, True, True), (5, 16, 3, False, True)):
+        a, b = data(f32, (m, k)), data(f32, (k, n))
+        da = dev.to_device(np.ascontiguousarray(a.T)).transpose() if a_t else dev.to_device(a)
+        db = dev.to_device(np.ascontiguousarray(b.T)).transpose() if b_t else dev.to_device(b)
+        c = dev.empty((1, m, n), f32)
+        fn[mm.gemm_launch(m, n, 1, "cuda")](m, n, k, storage(da), 0, *da.strides, storage(db), 0, *db.strides, c)
+        check(c.to_host()[0], a, b, f32, f"cuda tile {m}x{k}x{n}")
