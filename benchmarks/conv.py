@@ -5,7 +5,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
   im2col1d one block of 256 per staged work item, ``im2col_launch``; the pools and upsamplings
-  ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor; col2im1d
+  ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
+  nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``; col2im1d
   the wrappers' own ``col2im1d_staged_*``, one block of 256 per staged work item, ``col2im1d_launch``) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
@@ -168,18 +169,22 @@ def data_movement(b: Bench, quick: bool) -> None:
         op_ = torch.empty(batch, 256, 56, 56, device="cuda", dtype=tdt)
         infp = info(torch, xp)
         for op, ref in (("max_pool2d", F.max_pool2d), ("avg_pool2d", F.avg_pool2d)):
-            fn = Lazy(dev, f"{op}_{tag}", CONV)
-            for shape, (grid, block) in row_shapes(b, op_, tiles=False).items():
+            # the wrappers take their own {op}_vec_* here (contiguous rows, 2x2 windows); candle its {op}_*
+            fns = {"wrapper": Lazy(dev, f"{op}_vec_{tag}", CONV), "candle": Lazy(dev, f"{op}_{tag}", CONV)}
+            for shape, (grid, block) in row_shapes(b, op_).items():
+                op_.fill_(float("nan"))
                 b.case(f"{op} 2x2 [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
-                       lambda fn=fn, g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
-                                                                 op_.data_ptr()),
+                       lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
+                                                                         op_.data_ptr()),
                        lambda ref=ref: ref(xp, 2), lambda ref=ref: (op_, ref(xp, 2)))
         # upsampling 2x: [32,256,56,56] -> 112x112
         xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
         infu = info(torch, xu)
         fn = Lazy(dev, f"upsample_nearest2d_{tag}", CONV)
-        for shape, (grid, block) in row_shapes(b, ou).items():
+        from stdlib_kernels.conv import nearest_launch
+        launches = {**row_shapes(b, ou), "wrapper": nearest_launch(as_array(dev, xu), 112, 112)}
+        for shape, (grid, block) in launches.items():
             b.case(f"upsample_nearest2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
                    lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
                    lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),

@@ -1005,6 +1005,31 @@ def pool2d_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_strid
                     MAX=MAX, I=usize)
 
 
+#: the wrappers' block for the pools and upsamplings (``rows_launch``), and the largest block of their own
+#: row kernels: under it ptxas sizes their registers for several blocks an SM, not for one of 1024
+ROW_BLOCK = 256
+
+
+@pk.kernel(max_block_size=ROW_BLOCK)
+def pool2d_vec_op(src_numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, info: ConstPtr[usize],
+                  src: ConstPtr[T], dst: Ptr[T], *, T, A, MAX, NARROW):
+    """The wrappers' own 2x2 pools with stride 2 along dim 3 (``max_pool2d_vec_{T}``, ``avg_pool2d_vec_{T}``,
+    candle's signature and semantics): ``pool_rows_vec`` alone. pool2d_op's other paths set its registers
+    (sm_90: 64, four blocks of 256 an SM); this path alone, in blocks of at most ROW_BLOCK, takes 32-40,
+    so six to eight blocks an SM keep more loads in flight (``docs/targets/cuda.md``). Its domain is pool2d_op's test for that path,
+    repeated here and on the host (``pool_vec_ok``, which the wrappers check before launching it);
+    arguments outside it write nothing."""
+    out2 = pool_extent(info[2], w_k, w_stride)
+    out3 = pool_extent(info[3], h_k, h_stride)
+    if (info[0] * info[1] * out2 * out3 <= NARROW and small_layout(info, usize(8))
+            and max(w_stride, h_stride) <= INDEX_31 and w_k == 2 and h_k == 2 and h_stride == 2 and info[7] == 1
+            and info[6] % 2 == 0 and info[4] % 2 == 0 and info[5] % 2 == 0 and pk.is_aligned(src, 2 * T.nbytes)):
+        if T.nbytes == 2:
+            pool_rows_vec(w_stride, out2, out3, info, src, dst, A=A, MAX=MAX, W=u32, H=u16)
+        else:
+            pool_rows_vec(w_stride, out2, out3, info, src, dst, A=A, MAX=MAX, W=u64, H=u32)
+
+
 @pk.func
 def nearest_loop(numel: usize, w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
                  src: ConstPtr[T], dst: Ptr[T], m_h: u64, m_w: u64, m_c: u64, *, I):
@@ -1152,6 +1177,11 @@ for _op, (_kernel, _) in OPS.items():
 STAGED_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in STAGED_COL2IM_DTYPES:
     CONV.add(col2im1d_staged_op.instance(kernel_name("col2im1d_staged", _t), **instance_params("col2im1d", _t)))
+#: and the 2x2 pools' vector-row path as kernels of their own (``pool2d_vec_op``): the 16- and 32-bit types
+VEC_POOL_DTYPES = (f32, f16, bf16, u32)
+for _op in ("avg_pool2d", "max_pool2d"):
+    for _t in VEC_POOL_DTYPES:
+        CONV.add(pool2d_vec_op.instance(kernel_name(f"{_op}_vec", _t), **instance_params(_op, _t)))
 
 
 # ---- host side: the wrappers' launch shapes -----------------------------------------------------------
@@ -1185,20 +1215,41 @@ def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -
     return max(1, b * -(-l_in // span) * -(-c_out // chunk)), STAGE_BLOCK
 
 
-#: the wrappers' block for the pools and upsamplings, and their most blocks a multiprocessor: each
-#: thread then takes several rows, so its setup (the divisors' magic numbers, a block's tables) is paid once
-ROW_BLOCK = 256
+#: the wrappers' most blocks of ROW_BLOCK a multiprocessor for the pools and upsamplings: each thread
+#: then takes several rows, so its setup (the divisors' magic numbers, a block's tables) is paid once
 ROW_BLOCKS_PER_SM = 16
 
 
-def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True) -> tuple[int, int]:
+def pool_vec_ok(x, k: tuple[int, int], s: tuple[int, int], out_size: int) -> bool:
+    """Whether ``{op}_vec_{dtype}`` (``pool2d_vec_op``) takes the pool of the device array ``x`` with
+    window ``k`` and stride ``s`` (candle's order: dim 2, dim 3): the kernel's own test, on the host."""
+    return (x.dtype in VEC_POOL_DTYPES and tuple(k) == (2, 2) and s[1] == 2 and x.strides[3] == 1
+            and all(v % 2 == 0 for v in x.strides[:3]) and x.ptr % (2 * x.dtype.nbytes) == 0
+            and out_size <= NARROW and max(*x.shape, *x.strides, *s) <= INDEX_31)
+
+
+#: exact 2x nearest upsampling (``nearest2x_rows``) is the exception: H100, bf16, 16 blocks an SM 69% of
+#: copy, 32 80%, 64 83%, one block a row group 45% (``benchmarks/conv_rows_probe.py``, docs/targets/cuda.md)
+NEAREST2X_BLOCKS_PER_SM = 64
+
+
+def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
+                per_sm: int = ROW_BLOCKS_PER_SM) -> tuple[int, int]:
     """The wrappers' grid for the pools and upsamplings over ``rows`` output rows of ``cols``: enough
-    blocks of ROW_BLOCK for every row group (as ``row_group`` splits the block), at most
-    ROW_BLOCKS_PER_SM a multiprocessor (132 where the device does not say). ``tiles``: the upsamplings'
-    16-byte tiles a thread (the pools take one output a step)."""
+    blocks of ROW_BLOCK for every row group (as ``row_group`` splits the block), at most ``per_sm`` a
+    multiprocessor (132 where the device does not say). ``tiles``: 16-byte tiles a thread (the
+    upsamplings and ``{op}_vec_*``; candle's pool kernels take one output a step)."""
     width = 16 // dtype.nbytes if tiles else 1
     tiles, g = -(-cols // width), 1
     while g < tiles and g * 2 <= ROW_BLOCK:
         g *= 2
     sms = getattr(device, "multiprocessors", None) or 132
-    return max(1, min(-(-rows // (ROW_BLOCK // g)), sms * ROW_BLOCKS_PER_SM)), ROW_BLOCK
+    return max(1, min(-(-rows // (ROW_BLOCK // g)), sms * per_sm)), ROW_BLOCK
+
+
+def nearest_launch(x, oh: int, ow: int) -> tuple[int, int]:
+    """The wrappers' grid for ``upsample_nearest2d_*`` of the device array ``x`` to ``oh x ow``:
+    ``rows_launch``, with NEAREST2X_BLOCKS_PER_SM where the kernel takes ``nearest2x_rows``."""
+    exact = oh == 2 * x.shape[2] and ow == 2 * x.shape[3] and x.strides[3] == 1
+    return rows_launch(x.shape[0] * x.shape[1] * oh, ow, x.dtype, x.device,
+                       per_sm=NEAREST2X_BLOCKS_PER_SM if exact else ROW_BLOCKS_PER_SM)

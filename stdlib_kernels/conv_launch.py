@@ -24,7 +24,7 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import as_device_array
-from .conv import DTYPES, col2im1d_launch, im2col_launch, rows_launch
+from .conv import DTYPES, col2im1d_launch, im2col_launch, nearest_launch, pool_vec_ok, rows_launch
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -231,8 +231,9 @@ def _pool(op: str, x, kernel_size, stride):
         raise ValueError(f"{op}: kernel_size {k} is larger than the input's {h}x{w}")
     out = x.device.empty((b, c, (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1), x.dtype)
     if out.size:  # candle's Pool2D{w_k: k.0, h_k: k.1, ...}: the kernels' "w" is dim 2
-        fn = x.device.get_or_load_func(kernel_name(op, x.dtype), CONV)
-        grid = rows_launch(b * c * out.shape[2], out.shape[3], x.dtype, x.device, tiles=False)
+        vec = pool_vec_ok(x, k, s, out.size)  # 2x2 windows as words of vector tiles: the wrappers' own kernel
+        fn = x.device.get_or_load_func(kernel_name(f"{op}_vec" if vec else op, x.dtype), CONV)
+        grid = rows_launch(b * c * out.shape[2], out.shape[3], x.dtype, x.device, tiles=vec)
         fn[grid](x.size, k[0], k[1], s[0], s[1], _info(x), storage(x), out)
     return out
 
@@ -258,7 +259,7 @@ def upsample_nearest2d(x, size):
         if h * w == 0:
             raise ValueError(f"upsample_nearest2d: cannot upsample an empty {h}x{w} image to {oh}x{ow}")
         fn = x.device.get_or_load_func(kernel_name("upsample_nearest2d", x.dtype), CONV)
-        fn[rows_launch(b * c * oh, ow, x.dtype, x.device)](oh, ow, h / oh, w / ow, _info(x), storage(x), out)
+        fn[nearest_launch(x, oh, ow)](oh, ow, h / oh, w / ow, _info(x), storage(x), out)
     return out
 
 

@@ -434,6 +434,38 @@ def test_pool_2x2_adjacent_windows(wave_device, dtype, op):
             launch(dev, f"{op}_{dtype.tag}", max(1, out.size), x.size, 2, 2, s2, 2, info_of(dev, xd), xd, out,
                    small=small)
             assert_bits(out.to_host(), want, f"{op} adjacent case {n} small={small}")
+        if not conv.pool_vec_ok(xd, (2, 2), (s2, 2), want.size):  # 16- and 32-bit types; rows of even pitch
+            assert dtype not in conv.VEC_POOL_DTYPES or shape[3] % 2, f"case {n}"
+            continue
+        # the wrappers' own kernel of this path: under the wrappers' grid, one block of 64, three of 32
+        rows = (shape[0] * shape[1] * want.shape[2], want.shape[3])
+        for grid in (conv.rows_launch(*rows, dtype, dev), (1, 64), (3, 32)):
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"{op}_vec_{dtype.tag}", 0, x.size, 2, 2, s2, 2, info_of(dev, xd), xd, out, shape=grid)
+            assert_bits(out.to_host(), want, f"{op}_vec adjacent case {n} grid {grid}")
+        assert_bits(getattr(cl, op)(xd, 2, stride=(s2, 2)).to_host(), want, f"{op} wrapper adjacent case {n}")
+
+
+@pytest.mark.parametrize("op", ["avg_pool2d", "max_pool2d"])
+@pytest.mark.parametrize("dtype", conv.VEC_POOL_DTYPES, ids=[t.tag for t in conv.VEC_POOL_DTYPES])
+def test_pool_vec_outside_its_domain(wave_device, dtype, op):
+    """``{op}_vec_*`` writes nothing where ``pool_vec_ok`` (the host's copy of its test) fails, and the
+    wrappers then take candle's kernel: a 3-wide window, a stride of 1 along dim 3, a row starting an
+    odd element past an aligned address, and rows not contiguous along dim 3."""
+    dev = wave_device
+    x = values(dtype, (2, 3, 8, 12))
+    base = dev.to_device(np.concatenate([np.zeros(1, x.dtype), x.reshape(-1)]))
+    odd = base.as_strided(x.shape, [288, 96, 12, 1], offset=1)
+    for n, (xd, k, s) in enumerate([(dev.to_device(x), (2, 3), (2, 3)), (dev.to_device(x), (2, 2), (2, 1)),
+                                    (odd, (2, 2), (2, 2)), (view(dev, x, "permuted"), (2, 2), (2, 2))]):
+        want = avg_pool_ref(x, k, s, dtype) if op == "avg_pool2d" else max_pool_ref(x, k, s)
+        assert not conv.pool_vec_ok(xd, k, s, want.size)
+        poison = np.full(want.shape, 7, dtype.np)
+        out = dev.to_device(poison)
+        launch(dev, f"{op}_vec_{dtype.tag}", 0, x.size, k[0], k[1], s[0], s[1], info_of(dev, xd), xd, out,
+               shape=(2, 64))
+        assert_bits(out.to_host(), poison, f"{op}_vec case {n}: nothing written")
+        assert_bits(getattr(cl, op)(xd, k, stride=s).to_host(), want, f"{op} wrapper case {n}")
 
 
 # ---- upsampling -------------------------------------------------------------------------------------
@@ -552,15 +584,18 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
-    """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*`` (same signature)."""
+    """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*`` and
+    ``{max,avg}_pool2d_vec_*`` (each with its candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
-    own = sorted(kernel_name("col2im1d_staged", t) for t in conv.STAGED_COL2IM_DTYPES)
-    assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + own)
+    own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
+    own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
+    names = sorted(kernel_name(name, t) for name, _, t in own)
+    assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
     target = pk.device("cpu").target
-    for t in conv.STAGED_COL2IM_DTYPES:
-        sizes = [ty.nbytes for _, ty in CONV.get(kernel_name("col2im1d_staged", t)).typed(target).params]
-        assert sizes == [ty.nbytes for _, ty in CONV.get(kernel_name("col2im1d", t)).typed(target).params]
+    for name, candle, t in own:
+        sizes = [ty.nbytes for _, ty in CONV.get(kernel_name(name, t)).typed(target).params]
+        assert sizes == [ty.nbytes for _, ty in CONV.get(kernel_name(candle, t)).typed(target).params]
 
 
 # ---- the wrappers (stdlib_kernels/conv_launch.py) -------------------------------------------------------

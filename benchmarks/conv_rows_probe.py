@@ -1,0 +1,163 @@
+"""Where the conv family's row kernels lose bandwidth: grids, registers, and a flat probe of the same bytes.
+
+Run on the GPU machine:  python benchmarks/conv_rows_probe.py [--quick]
+
+On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x and im2col 3x3 on
+[32,256,56,56]), f32 and bf16, each % of the copy bandwidth measured in the same run:
+
+* candle's kernels (``max_pool2d_*``, ``avg_pool2d_*``, ``upsample_nearest2d_*``) under the wrappers'
+  ``rows_launch`` with 4 to 16 blocks of 256 a multiprocessor (nearest: to 64, and uncapped). One kernel holds every path of its
+  op, so its registers are those of its largest path (64 under ``.maxntid 1024``: 4 blocks of 256 an SM);
+* the vector-row path alone: the pools' ``{op}_vec_*`` (the wrappers' own kernels), and
+  ``nearest2x_rows`` in a kernel of its own (blocks of at most 256: its own registers, 8 blocks an SM),
+  that one also with its occupancy cut by dynamic shared memory (36 KiB: 6 blocks an SM, 48 KiB: 4);
+* a flat probe of the pool's bytes: ``out[i] = pool_words(a[i], b[i])`` over the input's two halves
+  (the same arithmetic and bytes as the pool, no rows), the bound of the arithmetic under a plain
+  grid-stride launch;
+* im2col 3x3: candle's kernel and the staged path alone (``im2col_staged``; also with its registers
+  capped for 5 and 6 blocks an SM), all under ``im2col_launch``, and torch's ``fill_`` of its output (the write-only bound of a 9:1 write:read
+  pattern).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, f64, usize
+
+from conv import Bench, Lazy, as_array, info  # benchmarks/conv.py
+
+T = pk.TypeVar("T")
+W = pk.TypeVar("W")
+
+
+from stdlib_kernels import conv  # noqa: E402
+from stdlib_kernels.conv import (STAGE_BYTES, STAGE_PIXELS, im2col_staged, nearest2x_rows,  # noqa: E402
+                                 pool_words)
+
+
+def _near_vec(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
+              dst: Ptr[T], *, T, W, H):
+    nearest2x_rows(info, src, dst, W=W, H=H)
+
+
+def _pool_flat(n: usize, a: ConstPtr[W], b: ConstPtr[W], out: Ptr[T], *, T, A, MAX, W, H):
+    for i in pk.grid_stride(n):
+        out[i] = pool_words(a[i], b[i], T=T, A=A, MAX=MAX, W=W, H=H)
+
+
+def _im2col_st(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
+               padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+    sh = pk.shared.array(STAGE_BYTES // T.nbytes, T)
+    kk = h_k * w_k
+    chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(kk, usize(1)))
+    im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                  chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3, U=1)
+
+
+#: the probe module: the vector-row paths and im2col's staged path as kernels of their own
+PROBE = pk.Module("conv_rows_probe")
+_nv = pk.kernel(max_block_size=256)(_near_vec)
+_pf, _ic = pk.kernel(_pool_flat), pk.kernel(max_block_size=256)(_im2col_st)
+for _t, _w, _h in ((pk.f32, pk.u64, pk.u32), (pk.bf16, pk.u32, pk.u16)):
+    for _mx in (True, False):
+        PROBE.add(_pf.instance(f"{'max' if _mx else 'avg'}_flat_{_t.tag}", T=_t, A=pk.f32, MAX=_mx, W=_w, H=_h))
+    PROBE.add(_nv.instance(f"near_vec_{_t.tag}", T=_t, W=_w, H=_h))
+    PROBE.add(_ic.instance(f"im2col_st_{_t.tag}", T=_t))
+    for _mb in (5, 6):  # registers capped for 5 / 6 blocks of 256 an SM (48 / 40; the stage allows 7)
+        PROBE.add(pk.kernel(max_block_size=256, min_blocks_per_sm={"cuda": _mb})(_im2col_st).instance(
+            f"im2col_st_{_t.tag}_{_mb}", T=_t))
+
+
+def grid(rows: int, cols: int, dtype, dev, tiles: bool, per_sm: int):
+    keep = conv.ROW_BLOCKS_PER_SM
+    conv.ROW_BLOCKS_PER_SM = per_sm
+    try:
+        return conv.rows_launch(rows, cols, dtype, dev, tiles)
+    finally:
+        conv.ROW_BLOCKS_PER_SM = keep
+
+
+def run(b: Bench, quick: bool) -> None:
+    import torch.nn.functional as F
+
+    from stdlib_kernels import CONV
+    from stdlib_kernels.conv import im2col_launch
+    torch, dev = b.torch, b.dev
+    mod = PROBE
+    assert conv.ROW_BLOCK == 256
+    batch = 8 if quick else 32
+    nan = float("nan")
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        pdt = pk.f32 if tag == "f32" else pk.bf16
+        xp = torch.randn(batch, 256, 112, 112, device="cuda").to(tdt)
+        op_ = torch.empty(batch, 256, 56, 56, device="cuda", dtype=tdt)
+        infp = info(torch, xp)
+        rows = batch * 256 * 56
+        half = xp.numel() // 2
+        words = xp.view(torch.int32 if tag == "bf16" else torch.int64)
+        for op, ref in (("max_pool2d", F.max_pool2d), ("avg_pool2d", F.avg_pool2d)):
+            short = op[:3]
+            runs = [(f"candle kernel, {s}/SM", Lazy(dev, f"{op}_{tag}", CONV), s) for s in (4, 8, 16)]
+            runs += [(f"{op}_vec_{tag}, {s}/SM", Lazy(dev, f"{op}_vec_{tag}", CONV), s) for s in (8, 16)]
+            for label, fn, s in runs:
+                g = grid(rows, 56, pdt, dev, "_vec_" in label, s)
+                op_.fill_(nan)
+                b.case(f"{op} {tag} [{label}] {g[0]}x{g[1]}", xp.nbytes + op_.nbytes,
+                       lambda fn=fn, g=g: fn[g](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(), op_.data_ptr()),
+                       lambda ref=ref: ref(xp, 2), lambda ref=ref: (op_, ref(xp, 2)))
+            # the flat probe: the same bytes and arithmetic (its input the two halves, not row pairs)
+            fn = Lazy(dev, f"{short}_flat_{tag}", mod)
+            n = op_.numel()
+            g = (-(-n // (256 * (16 // xp.element_size()))), 256)
+            b.case(f"{op} {tag} [flat probe] {g[0]}x{g[1]}", xp.nbytes + op_.nbytes,
+                   lambda fn=fn, g=g: fn[g](n, words.data_ptr(), words.data_ptr() + half * xp.element_size(),
+                                            op_.data_ptr()), lambda ref=ref: ref(xp, 2))
+        xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
+        ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
+        infu = info(torch, xu)
+        near = Lazy(dev, f"upsample_nearest2d_{tag}", CONV)
+        runs = [(f"candle kernel, {s}/SM", near, s, 0) for s in (4, 8, 16, 32, 64, 128, 1 << 20)]
+        # the path alone, its occupancy cut by dynamic shared memory: 36 KiB (6 blocks an SM), 48 KiB (4)
+        runs += [(f"vec path alone, {s}/SM, {kib} KiB", Lazy(dev, f"near_vec_{tag}", mod), s, kib)
+                 for s, kib in ((16, 0), (16, 36), (16, 48), (64, 48))]
+        for label, fn, s, kib in runs:
+            g = grid(batch * 256 * 112, 112, pdt, dev, True, s)
+            ou.fill_(nan)
+            b.case(f"nearest 2x {tag} [{label}] {g[0]}x{g[1]}", xu.nbytes + ou.nbytes,
+                   lambda fn=fn, g=g, kib=kib: fn[(g[0], 1, 1), (g[1], 1, 1), None, kib * 1024](
+                       112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
+                   lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),
+                   lambda: (ou, F.interpolate(xu, size=(112, 112), mode="nearest")))
+        cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
+        infx = info(torch, xu)
+        g = im2col_launch(batch, 256, 56, 56, 3, 3, pdt)
+        for label, fn in (("candle kernel", Lazy(dev, f"im2col_{tag}", CONV)),
+                          ("staged path alone", Lazy(dev, f"im2col_st_{tag}", mod)),
+                          ("staged path alone, 5 blocks/SM", Lazy(dev, f"im2col_st_{tag}_5", mod)),
+                          ("staged path alone, 6 blocks/SM", Lazy(dev, f"im2col_st_{tag}_6", mod))):
+            cols.fill_(nan)
+            b.case(f"im2col 3x3 {tag} [{label}] {g[0]}x{g[1]}", xu.nbytes + cols.nbytes,
+                   lambda fn=fn: fn[g](cols.numel(), 56, 56, 3, 3, 1, 1, 1, infx, xu.data_ptr(), cols.data_ptr()),
+                   lambda: F.unfold(xu, 3, padding=1),
+                   lambda: (cols.view(batch, 56 * 56, 256 * 9).transpose(1, 2), F.unfold(xu, 3, padding=1)))
+        b.case(f"im2col 3x3 {tag} [probe: torch fill_ of the output, write only]", cols.nbytes,
+               lambda: cols.fill_(1.0))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/conv_rows_probe.py needs a CUDA GPU")
+    torch.cuda.init()
+    dev = pk.device("cuda")
+    run(Bench(torch, dev, args.reps), args.quick)
+
+
+if __name__ == "__main__":
+    main()
