@@ -6,7 +6,8 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
 [32,256,56,56]), f32 and bf16, each % of the copy bandwidth measured in the same run:
 
 * candle's kernels (``max_pool2d_*``, ``avg_pool2d_*``, ``upsample_nearest2d_*``) under the wrappers'
-  ``rows_launch`` with 4 to 16 blocks of 256 a multiprocessor (nearest: to 64, and uncapped). One kernel holds every path of its
+  ``rows_launch`` with 4 to 16 blocks of 256 a multiprocessor (nearest: 16 to 128, and a block for
+  every row group, over the source rows that ``nearest2x_rows`` takes). One kernel holds every path of its
   op, so its registers are those of its largest path (64 under ``.maxntid 1024``: 4 blocks of 256 an SM);
 * the vector-row path alone: the pools' ``{op}_vec_*`` (the wrappers' own kernels), and
   ``nearest2x_rows`` in a kernel of its own (blocks of at most 256: its own registers, 8 blocks an SM),
@@ -71,12 +72,7 @@ for _t, _w, _h in ((pk.f32, pk.u64, pk.u32), (pk.bf16, pk.u32, pk.u16)):
 
 
 def grid(rows: int, cols: int, dtype, dev, tiles: bool, per_sm: int):
-    keep = conv.ROW_BLOCKS_PER_SM
-    conv.ROW_BLOCKS_PER_SM = per_sm
-    try:
-        return conv.rows_launch(rows, cols, dtype, dev, tiles)
-    finally:
-        conv.ROW_BLOCKS_PER_SM = keep
+    return conv.rows_launch(rows, cols, dtype, dev, tiles, per_sm=per_sm)
 
 
 def run(b: Bench, quick: bool) -> None:
@@ -118,12 +114,12 @@ def run(b: Bench, quick: bool) -> None:
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)
         infu = info(torch, xu)
         near = Lazy(dev, f"upsample_nearest2d_{tag}", CONV)
-        runs = [(f"candle kernel, {s}/SM", near, s, 0) for s in (4, 8, 16, 32, 64, 128, 1 << 20)]
+        runs = [(f"candle kernel, {s}/SM", near, s, 0) for s in (16, 32, 64, 96, 128, 1 << 20)]
         # the path alone, its occupancy cut by dynamic shared memory: 36 KiB (6 blocks an SM), 48 KiB (4)
         runs += [(f"vec path alone, {s}/SM, {kib} KiB", Lazy(dev, f"near_vec_{tag}", mod), s, kib)
-                 for s, kib in ((16, 0), (16, 36), (16, 48), (64, 48))]
+                 for s, kib in ((64, 0), (64, 48), (1 << 20, 48))]
         for label, fn, s, kib in runs:
-            g = grid(batch * 256 * 112, 112, pdt, dev, True, s)
+            g = grid(batch * 256 * 56, 56, pdt, dev, True, s)  # nearest2x_rows: source rows
             ou.fill_(nan)
             b.case(f"nearest 2x {tag} [{label}] {g[0]}x{g[1]}", xu.nbytes + ou.nbytes,
                    lambda fn=fn, g=g, kib=kib: fn[(g[0], 1, 1), (g[1], 1, 1), None, kib * 1024](

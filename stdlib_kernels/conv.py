@@ -1249,7 +1249,9 @@ def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
 
 def nearest_launch(x, oh: int, ow: int) -> tuple[int, int]:
     """The wrappers' grid for ``upsample_nearest2d_*`` of the device array ``x`` to ``oh x ow``:
-    ``rows_launch``, with NEAREST2X_BLOCKS_PER_SM where the kernel takes ``nearest2x_rows``."""
-    exact = oh == 2 * x.shape[2] and ow == 2 * x.shape[3] and x.strides[3] == 1
-    return rows_launch(x.shape[0] * x.shape[1] * oh, ow, x.dtype, x.device,
-                       per_sm=NEAREST2X_BLOCKS_PER_SM if exact else ROW_BLOCKS_PER_SM)
+    ``rows_launch`` over the output rows, or where the kernel takes ``nearest2x_rows`` over the source
+    rows it takes (their tiles set its row groups) with NEAREST2X_BLOCKS_PER_SM."""
+    b, c, h, w = x.shape
+    if oh == 2 * h and ow == 2 * w and x.strides[3] == 1:
+        return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=NEAREST2X_BLOCKS_PER_SM)
+    return rows_launch(b * c * oh, ow, x.dtype, x.device)
