@@ -1,6 +1,6 @@
 """The QUANTIZED family against PyTorch and the copy bandwidth, on one CUDA GPU, in one process.
 
-Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows] [--iters 50]
+Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes] [--iters 50]
 
 * MMVQ at batch 1 (Q4_0, Q4_K, Q6_K, Q8_0; 4096x4096 and 14336x4096): the q8_1 + MMVQ pair per
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
@@ -15,6 +15,9 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written,
   under candle's launch and the wrappers', with an empty kernel under candle's grids (the floor
   that block starts set).
+* probes: the q4_K / q6_K pair with an empty kernel in the quantize's place (what a second kernel
+  costs by itself), the device's dp4a rate (the arithmetic bound of a dp4a MMQ), and the wrappers'
+  MMQ kernel with more activation columns and fewer rows a block at 32 columns.
 
 Times: GPU time. ``--iters`` back-to-back calls are captured in one CUDA graph, and CUDA events time
 its replays (median of 5, after warm-up): launched from Python one by one, every kernel here under
@@ -235,7 +238,34 @@ def launch_probe(p: pk.Ptr[pk.f32]):
         p[0] = 1.0
 
 
-PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"))
+#: independent dp4a chains a thread of ``dp4a_probe`` keeps
+PROBE_CHAINS = 8
+
+
+@pk.kernel
+def dp4a_probe(p: pk.Ptr[pk.i32], n: pk.i32):
+    """``n`` steps of PROBE_CHAINS independent ``pk.dot4_i8`` a thread (each chain's operand the
+    next chain's last value, so no step folds away): the device's dp4a rate, the ceiling of any
+    dp4a MMQ."""
+    acc = pk.local.array(PROBE_CHAINS, pk.i32)
+    for k in pk.static_range(PROBE_CHAINS):
+        acc[k] = pk.i32(pk.thread_idx.x) + k
+    for i in range(n):
+        for k in pk.static_range(PROBE_CHAINS):
+            acc[k] = pk.dot4_i8(acc[(k + 1) % PROBE_CHAINS], 0x01FF7F03, acc[k])
+    total = pk.i32(0)
+    for k in pk.static_range(PROBE_CHAINS):
+        total += acc[k]
+    p[pk.global_id()] = total
+
+
+#: (columns, rows) a block of the wrappers' MMQ kernel (``mul_mat_cols``: MMVQ on N columns) that the
+#: probes time at 32 activation columns, under blocks of (32, MMQ_BLOCK_Y)
+MMQ_SHAPES = ((8, 4), (16, 2), (32, 1), (16, 1))
+
+PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"), dp4a_probe.instance("dp4a_probe"),
+                                          *(Q.mul_mat_vec_q8_1.instance(f"cols_q4_0_{n}x{r}", Q=Q.QTYPES["q4_0"], N=n,
+                                                                        rows=r) for n, r in MMQ_SHAPES))
 
 
 def launch_floor(b: Bench, grid: int, block: int) -> float:
@@ -273,7 +303,7 @@ def dequantize(b: Bench) -> None:
 
 def get_rows(b: Bench) -> None:
     """get_rows_* gathering every row of a 8192 x 4096 table once (a permutation), f32 out (128 MB),
-    under candle's launch and, for the quantized tables, the wrappers' (a block of 256 a row)."""
+    under candle's launch and the wrappers' (a block of 256 a row)."""
     torch, rng = b.torch, np.random.default_rng(3)
     rows, hidden = 8192, 4096
     ids = torch.from_numpy(rng.permutation(rows).astype(np.uint32)).cuda()
@@ -293,7 +323,7 @@ def get_rows(b: Bench) -> None:
                                                                                  "bf16": "bfloat16"}[name]))
             stride, block, grid_y = hidden * table.element_size(), 256, -(-hidden // 256)
         fn = b.fn(f"get_rows_{name}")
-        launches = {"candle's launch": (grid_y, block)} | ({"wrappers' launch": (1, 256)} if name in Q.QTYPES else {})
+        launches = {"candle's launch": (grid_y, block), "wrappers' launch": (1, 256)}
         nbytes = table.numel() * table.element_size() + out.numel() * 4
         ref = b.time(lambda i, s, table=table: torch.index_select(table, 0, ids.long()).float()) if name in ("f32", "f16") else None
         for label, (gy, bx) in launches.items():
@@ -302,9 +332,90 @@ def get_rows(b: Bench) -> None:
             b.report(f"get_rows_{name} {label}", t, nbytes, ref, "torch.index_select" if ref else "")
 
 
+def probes(b: Bench) -> None:
+    """What bounds the pairs and MMQ: the pair with an empty kernel in the quantize's place (the
+    cost of a second kernel, whatever it does), and the dp4a rate of the device."""
+    torch, rng = b.torch, np.random.default_rng(4)
+    nrows, ncols = 14336, 4096
+    print(f"\nprobes: the pair's floor ({nrows}x{ncols}) and the dp4a rate")
+    x = torch.randn(ncols, device="cuda")
+    k_padded = -(-ncols // 512) * 512
+    vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+    dst = torch.empty(nrows, device="cuda")
+    quant, empty = b.fn("quantize_q8_1"), b.dev.get_or_load_func("launch_probe", PROBES)
+    buf = torch.empty(1, device="cuda")
+    quant[(k_padded // 256, 1), 256](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+    for qtype in ("q4_K", "q6_K"):
+        ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+        rows = Q.MMVQ_WRAPPER_ROWS[qtype]
+        fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
+
+        def alone(i, s, ws=ws, fn=fn, rows=rows):
+            fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                              nrows, k_padded, nrows)
+
+        def pair(i, s, alone=alone):
+            quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+            alone(i, s)
+
+        def empty_pair(i, s, alone=alone):
+            empty[k_padded // 256, 256, s](buf.data_ptr())
+            alone(i, s)
+
+        wbytes = ws[0].numel()
+        for label, f in (("MMVQ alone", alone), ("quantize_q8_1 + MMVQ", pair), ("empty kernel + MMVQ", empty_pair)):
+            b.report(f"{qtype} {label}", b.time(f), wbytes)
+        del ws
+    chip = torch.cuda.get_device_properties(0)
+    dp = b.dev.get_or_load_func("dp4a_probe", PROBES)
+    grid, block, steps = chip.multi_processor_count * 16, 256, 4096
+    out = torch.empty(grid * block, dtype=torch.int32, device="cuda")
+    t = b.time(lambda i, s: dp[grid, block, s](out.data_ptr(), steps))
+    rate = grid * block * steps * PROBE_CHAINS / t
+    print(f"dp4a: {rate / 1e12:.2f} T/s ({rate / chip.multi_processor_count / 1e9:.1f} G/s an SM, "
+          f"{chip.multi_processor_count} SMs)")
+    macs = 32 * 4096 * 4096
+    print(f"MMQ 4096x4096 at 32 columns: {macs // 4:,} dp4a = {macs / 4 / rate * 1e6:.2f} us at that rate "
+          f"(the group sums' dp4a and the scale arithmetic come on top)")
+    # the wrappers' MMQ kernel with more activation columns a block (each weight chunk loaded once for
+    # all of them), q4_0 4096 x 4096 at 32 columns, against dequantize + torch.matmul f16
+    n, batch = 4096, 32
+    ws = b.rotated(random_blocks(rng, "q4_0", n, n))
+    w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
+    x = torch.randn(batch, n, device="cuda")
+    x16 = x.half()
+    vy = torch.empty(batch * n // 32 * 36, dtype=torch.uint8, device="cuda")
+    dst = torch.empty(batch, n, device="cuda")
+    quant[(n // 256, batch), 256](x.data_ptr(), vy.data_ptr(), n, n)
+    deq = b.fn("dequantize_q4_0_f16")
+
+    def reference(i, s):
+        deq[-(-n * n // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+            ws[i % len(ws)].data_ptr(), w16.data_ptr(), n * n)
+        return torch.matmul(x16, w16.T)
+
+    t_ref = b.time(reference)
+    want = None
+    for cols, rows in MMQ_SHAPES:
+        fn = b.dev.get_or_load_func(f"cols_q4_0_{cols}x{rows}", PROBES)
+
+        def ours(i, s, fn=fn, cols=cols, rows=rows):
+            quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
+            fn[(-(-n // rows), batch // cols), (32, Q.MMQ_BLOCK_Y), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(),
+                                                                        dst.data_ptr(), n, n, n, n)
+
+        b.report(f"q4_0 batch {batch}, {cols} columns x {rows} rows a block", b.time(ours), ws[0].numel(), t_ref,
+                 "dequant+matmul f16")
+        ours(0, None)
+        torch.cuda.synchronize()
+        got = dst.cpu().numpy()
+        want = got if want is None else want
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), "the shapes disagree"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows"])
+    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -312,7 +423,7 @@ def main() -> None:
         sys.exit("benchmarks/quantized.py needs a CUDA GPU")
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), args.iters)
-    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows}
+    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

@@ -378,10 +378,27 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
     the blocks are aligned, each thread takes 16 bytes of output a step (4 f32, 8 f16: one vector
     store), the tile's copies of the element sharing their words' loads and arithmetic (the blocks
     are read through a u32 pointer so that the tile is sized by the output, not by the byte
-    pointer). With fewer (candle's get_rows of 32-element formats: 2 a thread), 16-byte tiles would
-    leave threads idle: ``dequantize_pairs``."""
+    pointer); f16 output goes a word (4 values, one u64) a tile copy. With fewer (candle's get_rows of
+    32-element formats: 2 a thread), 16-byte tiles would leave threads idle: ``dequantize_pairs``."""
     if hi - lo < 4 * nt:
         dequantize_pairs(vx, y, lo, hi, t, nt, Q=Q, D=D)
+        return
+    if D.nbytes == 2 and pk.is_aligned(y, 8):
+        # f16: a word's 4 values are one u64, so a tile is whole words. Tiled by element, each of a
+        # tile's 8 copies derives its word from its own index, and LLVM does not see that 4 share
+        # one: q3_K's copies each re-read their word's bytes (docs/targets/cuda.md). The blocks are
+        # read through a u64 pointer too, so that the tile is sized by the output (2 words a step)
+        words_a_block: u32 = Q.qk // 4
+        vals = pk.local.array(4, f32)
+        out = pk.bitcast(y, Ptr[pk.u64])
+        blocks = pk.bitcast(vx, ConstPtr[pk.u64])
+        for w in pk.parallel_range(lo // 4, hi // 4, t, nt):
+            dequantize_word(pk.bitcast(blocks, ConstPtr[u8]) + (w // words_a_block) * Q.nbytes, u32(w % words_a_block),
+                            vals, Q=Q)
+            bits = pk.u64(0)
+            for k in pk.static_range(4):
+                bits |= pk.u64(pk.bitcast(D(vals[k]), pk.u16)) << (16 * k)
+            out[w] = bits
         return
     words = pk.bitcast(vx, ConstPtr[u32])
     for i in pk.parallel_range(lo, hi, t, nt):
@@ -544,11 +561,21 @@ def get_rows_quant(src: ConstPtr[u8], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i
 
 @pk.kernel(max_block_size=MAX_BLOCK)
 def get_rows_float(src: ConstPtr[T], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i64, nb01: usize, *, T):
+    """``dst[r, :]`` = row ``ids[r]`` as f32, its elements shared by the threads of every block along
+    y. With 16 or more elements a thread (the wrappers' launch: a block of 256 a row),
+    ``pk.parallel_range``: 16 bytes of the source or the output a step. With fewer (candle's launch:
+    one element a thread), one element a thread a step: tiles would leave 3 threads in 4 idle."""
     r = usize(pk.block_idx.x)
     row = pk.bitcast(pk.bitcast(src, ConstPtr[u8]) + usize(ids[r]) * nb01, ConstPtr[T])
+    out = dst + r * usize(ne00)
     t = usize(pk.block_idx.y) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
-    for c in range(t, usize(ne00), usize(pk.grid_dim.y) * usize(pk.block_dim.x)):
-        dst[r * usize(ne00) + c] = f32(row[c])
+    nt = usize(pk.grid_dim.y) * usize(pk.block_dim.x)
+    if usize(ne00) < 16 * nt:
+        for c in range(t, usize(ne00), nt):
+            out[c] = f32(row[c])
+    else:
+        for c in pk.parallel_range(usize(0), usize(ne00), t, nt):
+            out[c] = f32(row[c])
 
 
 for _t in FLOAT_ROWS:

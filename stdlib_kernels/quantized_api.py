@@ -204,7 +204,8 @@ def get_rows(table, qtype_spec, shape, ids) -> DeviceArray:
         if data.dtype is not dt or data.size != rows * hidden or not data.is_contiguous:
             raise ValueError(f"a {dt} table of shape {(rows, hidden)} must be a contiguous {dt} array of "
                              f"{rows * hidden} elements, got {data.dtype} of shape {data.shape}")
-        name, stride, block, grid_y = f"get_rows_{dt}", hidden * dt.nbytes, 256, -(-hidden // 256)
+        # a block of 256 a row, as for the quantized tables (candle's: one element a thread)
+        name, stride, block, grid_y = f"get_rows_{dt}", hidden * dt.nbytes, 256, 1
     else:
         q = qtype(spec)
         if q not in MATMUL_TYPES:

@@ -458,6 +458,19 @@ def test_api_get_rows_wide(span_device, qtype):
     np.testing.assert_array_equal(got.to_host(), reference_dequantize(table, qtype)[ids])
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("hidden", [4096, 4099])
+def test_api_get_rows_float_wide(span_device, dtype, hidden):
+    """The wrappers' launch of a float table (a block of 256 a row): 4096-wide rows take the 16-byte
+    tiles; 4099 leaves a tail after them, and its rows are not 16-byte aligned (each element alone)."""
+    rng = np.random.default_rng(11)
+    dt = getattr(pk, dtype)
+    table = rng.standard_normal((6, hidden)).astype(dt.np)
+    ids = np.array([5, 0, 3, 3, 1], np.uint32)
+    got = qapi.get_rows(span_device.to_device(table), dtype, (6, hidden), ids)
+    np.testing.assert_array_equal(got.to_host(), table.astype(np.float32)[ids])
+
+
 @pytest.mark.parametrize("batch", [1, 3, 8, 9, 16, 20])
 def test_api_matmul_dispatch(wave_device, batch):
     """Up to 8 rows: q8_1 + MMVQ; more: q8_1 + MMQ (candle's dispatch); both within the bounds above."""
