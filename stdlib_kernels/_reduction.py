@@ -13,8 +13,8 @@ are left out of each merge, so any block size works (blocks narrower than a wave
 
 Below the skeleton (``wave_merge``, ``block_merge``): rows held in registers as words (softmax and
 the norms), softmax's row math, rows placed on a grid (``spread_*``) and in candle's ``info``
-layout (``row_*``), and a wave per row (``wave_rows``, the ``fast_*`` reductions' short rows;
-``strided_wave_row`` for other layouts under candle's grid); several sums at once (``block_sums``,
+layout (``row_*``), and a wave per row (``wave_rows``, the ``fast_*`` reductions' short rows, of
+any layout under candle's grid); several sums at once (``block_sums``,
 value t of the block's totals on thread t: the quantized products' rows x columns).
 """
 from __future__ import annotations
@@ -562,99 +562,87 @@ def combine(a: V, b: V, op: i32) -> V:
 
 
 @pk.func
-def wave_rows(numel: usize, el: usize, src: ConstPtr[T], dst: Ptr[U], t: u32, nt: u32, lane: u32, ident: V, *,
-              op, merge):
-    """Contiguous rows of at most WAVE_ROWS elements, one per wave: a grid with a block for every row
-    (candle's) gives them to every waves-th block (``spread_row``); a smaller one (the wrappers')
-    to block after block, ``block * waves + w``, stepping by the grid's waves. A wave's lanes share
-    the row through parallel_range (16-byte loads), then one xor butterfly."""
-    waves = pk.u64(nt // pk.wave_size)
-    r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
-    if pk.u64(pk.grid_dim.x) * el >= numel:  # a block for every row
-        if spread_idle(nt // pk.wave_size, pk.block_idx.x):
-            return
-        r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
-    while r * el < numel:  # row r starts below numel (no 64-bit division: every idle thread runs this)
-        start = r * el
-        n = min(start + el, numel) - start
-        p = src + start
-        if op <= MAX_OP:
-            acc: V = ident
-            for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
-                acc = combine(acc, V(p[j]), op)
-            acc = wave_total(acc, lane, pk.u32(pk.wave_size), merge=merge, whole=False)
-            if lane == 0:
-                first = V(p[0])
-                if op != SUM_OP and first != first:  # candle-cpu: a NaN first element is never replaced
-                    acc = first
-                dst[r] = U(acc)
-        else:  # argmin/argmax: (value, index) pairs, ties to the lower index
-            b0: V = ident
-            i0: u32 = 0xFFFFFFFF
-            for j in pk.parallel_range(pk.u32(0), pk.u32(n), lane, pk.u32(pk.wave_size)):
-                x = V(p[j])
-                if better(op == ARGMIN_OP, x, j, b0, i0):
-                    b0 = x
-                    i0 = j
-            index = pk.local.array(1, u32)
-            index[0] = i0
-            b0 = wave_merge(b0, index, lane, pk.u32(pk.wave_size), merge=merge, whole=True)
-            if lane == 0:
-                first = V(p[0])
-                if first != first:
-                    index[0] = 0
-                dst[r] = U(index[0])
-        r += pk.u64(pk.grid_dim.x) * waves
+def row_element(src: ConstPtr[T], start: usize, k: u32, num_dims: usize, info: ConstPtr[usize],
+                strides: ConstPtr[usize], *, strided) -> T:
+    """Element ``k`` of the row at ``start`` of a layout that is not contiguous (``strided``, through
+    ``offset_of``'s u32 divisions), or of a contiguous one."""
+    if strided:
+        return src[offset_of(start + usize(k), num_dims, info, strides, IDX=u32)]
+    p = src + start
+    return p[k]
 
 
 @pk.func
-def strided_wave_row(numel: usize, el: usize, num_dims: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[U],
-                     t: u32, nt: u32, lane: u32, ident: V, *, op, merge):
-    """``wave_rows`` for rows that are not contiguous, under a grid with a block for every row and
-    below 2**32 elements: the wave's row of ``spread_row`` (its block is not ``spread_idle``), element
-    by element through ``offset_of`` (u32 divisions). The idle blocks can then leave before anything
+def wave_rows(numel: usize, el: usize, num_dims: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[U],
+              t: u32, nt: u32, lane: u32, ident: V, *, op, merge, strided):
+    """Rows of at most WAVE_ROWS elements, one per wave, its lanes sharing the row, then one xor
+    butterfly. Contiguous rows: a grid with a block for every row (candle's) gives them to every
+    waves-th block (``spread_row``); a smaller one (the wrappers') to block after block, ``block *
+    waves + w``, stepping by the grid's waves; the lanes read through parallel_range (16-byte loads).
+
+    ``strided``: rows that are not contiguous, under a grid with a block for every row and below
+    2**32 elements: the wave's row of ``spread_row`` (its block is not ``spread_idle``), element by
+    element through ``offset_of`` (u32 divisions). The idle blocks can then leave before anything
     reads ``info``, whatever the layout: under candle's grid they are 31 blocks in 32 at 1024 threads,
     and a round of loads of ``info`` in each cost a 1024-column ``fast_sum`` 30 % of its time
-    (docs/targets/cuda.md, "candle's info"). A loop over the wave's rows, as ``wave_rows`` (one row
-    under that grid): its store then precedes the loop's step, and LLVM does not merge it with the
-    caller's last store (one 64-bit row index live across the caller's block path, spilled)."""
-    r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
+    (docs/targets/cuda.md, "candle's info"). Still a loop over the wave's rows (one row under that
+    grid): its store then precedes the loop's step, and LLVM does not merge it with the caller's last
+    store (one 64-bit row index live across the caller's block path, spilled)."""
+    if strided:
+        r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
+    else:
+        waves = pk.u64(nt // pk.wave_size)
+        r = pk.u64(pk.block_idx.x) * waves + pk.u64(t // pk.wave_size)
+        if pk.u64(pk.grid_dim.x) * el >= numel:  # a block for every row
+            if spread_idle(nt // pk.wave_size, pk.block_idx.x):
+                return
+            r = spread_row(nt // pk.wave_size, t // pk.wave_size, pk.block_idx.x)
     strides = info + num_dims
-    while r * el < numel:
+    while r * el < numel:  # row r starts below numel (no 64-bit division: every idle thread runs this)
         start = r * el
-        n = u32(min(start + el, numel) - start)  # at most WAVE_ROWS
-        if op <= MAX_OP:
-            acc: V = ident
+        n = min(start + el, numel) - start  # at most WAVE_ROWS
+        p = src + start
+        best: V = ident
+        i0: u32 = 0xFFFFFFFF  # argmin/argmax: the index of ``best``, ties to the lower index
+        if strided:
             k = lane
-            while k < n:
-                acc = combine(acc, V(src[offset_of(start + usize(k), num_dims, info, strides, IDX=u32)]), op)
-                k += u32(pk.wave_size)
-            acc = wave_total(acc, lane, u32(pk.wave_size), merge=merge, whole=False)
-            if lane == 0:
-                first = V(src[offset_of(start, num_dims, info, strides, IDX=u32)])
-                if op != SUM_OP and first != first:  # candle-cpu: a NaN first element is never replaced
-                    acc = first
-                dst[r] = U(acc)
-        else:  # argmin/argmax: (value, index) pairs, ties to the lower index
-            b0: V = ident
-            i0: u32 = 0xFFFFFFFF
-            k = lane
-            while k < n:
-                x = V(src[offset_of(start + usize(k), num_dims, info, strides, IDX=u32)])
-                if better(op == ARGMIN_OP, x, k, b0, i0):
-                    b0 = x
+            while k < u32(n):
+                x = V(row_element(src, start, k, num_dims, info, strides, strided=True))
+                if op <= MAX_OP:
+                    best = combine(best, x, op)
+                elif better(op == ARGMIN_OP, x, k, best, i0):
+                    best = x
                     i0 = k
                 k += u32(pk.wave_size)
-            index = pk.local.array(1, u32)
-            index[0] = i0
-            b0 = wave_merge(b0, index, lane, u32(pk.wave_size), merge=merge, whole=True)
-            if lane == 0:
-                first = V(src[offset_of(start, num_dims, info, strides, IDX=u32)])
+        else:
+            for j in pk.parallel_range(u32(0), u32(n), lane, u32(pk.wave_size)):
+                x = V(p[j])
+                if op <= MAX_OP:
+                    best = combine(best, x, op)
+                elif better(op == ARGMIN_OP, x, j, best, i0):
+                    best = x
+                    i0 = j
+        index = pk.local.array(1, u32)
+        index[0] = i0
+        if op <= MAX_OP:
+            best = wave_total(best, lane, u32(pk.wave_size), merge=merge, whole=False)
+        else:
+            best = wave_merge(best, index, lane, u32(pk.wave_size), merge=merge, whole=True)
+        if lane == 0:
+            first = V(row_element(src, start, u32(0), num_dims, info, strides, strided=strided))
+            if op <= MAX_OP:
+                if op != SUM_OP and first != first:  # candle-cpu: a NaN first element is never replaced
+                    best = first
+                dst[r] = U(best)
+            else:
                 if first != first:
                     index[0] = 0
-                last = u32(info[num_dims - 1])  # candle: the index along the last reduced dim
-                dst[r] = U(index[0] % last if last != 0 else index[0])
-        r += usize(pk.grid_dim.x) * usize(nt // pk.wave_size)
+                if strided:
+                    last = u32(info[num_dims - 1])  # candle: the index along the last reduced dim
+                    dst[r] = U(index[0] % last if last != 0 else index[0])
+                else:
+                    dst[r] = U(index[0])
+        r += pk.u64(pk.grid_dim.x) * pk.u64(nt // pk.wave_size)
 
 
 # -- several sums at once: value t of the block's totals on thread t ---------------------------------------------------

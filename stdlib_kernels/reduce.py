@@ -18,8 +18,6 @@ candle's CPU backend where its CUDA kernels differ:
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, i32, u16, u32, u64, usize
 
@@ -29,13 +27,12 @@ from ._reduction import (ARGMAX_OP, ARGMIN_OP, ARG_MAX, ARG_MIN, EVERY_WAVE, FIR
                          MAX_OP, MAX_WAVES, MIN_OP, NEG_INF_WORD, ROW_WORD, SOFTMAX, SUM, SUM_OP, WAVE_SUM, WHOLE_WAVES,
                          better, block_merge, block_total, cache_load, chan_mean_m2, combine, exp_diff, hold_words,
                          identity, online_softmax_step, param_word, row_fits, row_offset, row_total, rows_contiguous,
-                         softmax_row_cached, spread_idle, spread_row, store_softmax_words, store_word, strided_wave_row,
-                         wave_rows, word_element, word_pair)
+                         softmax_row_cached, spread_idle, spread_row, store_softmax_words, store_word, wave_rows,
+                         word_element, word_pair)
 from .reduce_launch import (REDUCE_HOST, FAST_DTYPES, GROUP_MIN_THREADS, NARROW_GROUP_COLS, NARROW_GROUP_THREADS, NARROW_LONG_COLS,
-                            NARROW_LONG_GROUP_THREADS, NN_DTYPES, NORM_BLOCK_THREADS, NORM_CACHE, NORM_ROWS_CACHE,
-                            NORM_TWO_BLOCKS, NORM_TWO_BLOCKS_CACHE, SOFTMAX_CACHE, SOFTMAX_CACHED_LANES,
-                            SOFTMAX_CANDLE_BLOCK, SOFTMAX_CHUNK, SOFTMAX_HELD, SOFTMAX_WARP_DTYPES, SUM_DTYPES,
-                            WAVE_NORM_PER_THREAD, WAVE_ROWS)
+                            NARROW_LONG_GROUP_THREADS, NN_DTYPES, NORM_BLOCK_THREADS, NORM_CACHE, SOFTMAX_CACHE,
+                            SOFTMAX_CACHED_LANES, SOFTMAX_CANDLE_BLOCK, SOFTMAX_CHUNK, SOFTMAX_HELD, SOFTMAX_WARP_DTYPES,
+                            SUM_DTYPES, WAVE_NORM_PER_THREAD, WAVE_ROWS, norm_kernels)
 from .reduce_launch import (argmax, argmin, fast_reduce_launch, layer_norm, next_power_of_two,  # the wrappers
                             reduce_max, reduce_min, reduce_sum, rms_norm, rope, rope_i, rope_thd, softmax_last_dim,
                             sum_atomic_launch)
@@ -58,7 +55,7 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
     longer rows take the block (pk.parallel_range, 16-byte tiles), then ``M``, the op's merge; other
     layouts read through strided_index. Under candle's grid (a block per row) the blocks without a
     row of ``spread_row`` leave before anything reads ``info``, and the rows of other layouts go a wave
-    a row too (``strided_wave_row``). Two blocks of 1024 an SM (32 registers)."""
+    a row too (``wave_rows``, strided). Two blocks of 1024 an SM (32 registers)."""
     sv = pk.shared.array(MAX_WAVES, A)
     si = pk.shared.array(MAX_WAVES, u32)
     t = pk.thread_idx.x
@@ -71,11 +68,12 @@ def fast_reduce(src_numel: usize, el_to_sum_per_block: usize, num_dims: usize, i
             if spread_idle(nt // pk.wave_size, pk.block_idx.x):  # before anything reads info
                 return
         if rows_contiguous(el_to_sum_per_block, num_dims, info):
-            wave_rows(src_numel, el_to_sum_per_block, src, dst, t, nt, lane, A(M.identity), op=K, merge=M)
+            wave_rows(src_numel, el_to_sum_per_block, num_dims, info, src, dst, t, nt, lane, A(M.identity), op=K,
+                      merge=M, strided=False)
             return
         if spread:  # the idle blocks have left: this block's waves take its rows, strided
-            strided_wave_row(src_numel, el_to_sum_per_block, num_dims, info, src, dst, t, nt, lane,
-                             A(M.identity), op=K, merge=M)
+            wave_rows(src_numel, el_to_sum_per_block, num_dims, info, src, dst, t, nt, lane, A(M.identity), op=K,
+                      merge=M, strided=True)
             return
     row = pk.u64(pk.block_idx.x)
     start = row * el_to_sum_per_block
@@ -292,20 +290,6 @@ for _t in NN_DTYPES:
 
 
 # -- rmsnorm / layernorm: one row per block (row = block_idx.x * block_dim.y + thread_idx.y) --------------------------
-@dataclasses.dataclass(frozen=True)
-class NormSpec:
-    """How a norm kernel takes its rows (one compile-time argument of ``norm_rows`` and below):
-    ``layernorm`` or rmsnorm; ``cache`` bytes of a row a thread holds in registers; ``own``: for
-    the wrappers' launches only (no waves or groups; 16-bit rows filling every word unguarded);
-    ``held``: f32/f64 rows up to twice what the threads hold keep that much (``norm_row_held``);
-    ``host``: the CPU wrappers' kernels (``norm_rows_host``)."""
-    layernorm: bool
-    cache: int
-    own: bool = False
-    held: bool = False
-    host: bool = False
-
-
 @pk.func
 def norm_row_cached(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, sm: S, t: u32,
                     nt: u32, *, spec, full, by_wave):
@@ -560,77 +544,66 @@ def norm_rows(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
     most of such a launch), ``row_group`` threads a row held in registers (f32/f64; 16-bit rows go to
     ``narrow_groups`` instead), or the block's x threads on row ``block_idx.x * block_dim.y +
     thread_idx.y``. Waves and groups take rows under candle's grid (``spread_row``); a group past the
-    last row repeats it (same values; in place too: rows are read before any group's stores)."""
+    last row repeats it (same values; in place too: rows are read before any group's stores).
+    ``spec.host`` (the CPU wrappers' kernels) takes the last alone, read in each pass: a CPU runs a
+    block's threads in turn and its registers are memory, so the GPU's strategies buy nothing there
+    but compile time (the host kernels are a sixth of a GPU one's code; docs/targets/cpu.md, "First use")."""
     block = pk.block_idx.x  # one read, shared by every path
-    by_wave = norm_by_wave(n_cols)
-    if not spec.own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
-        by_wave = by_wave and pk.u32(n_cols) < pk.u32(NORM_CACHE[T.nbytes] // T.nbytes * GROUP_MIN_THREADS)
-    if not spec.own and T.nbytes == 2 and pk.block_dim.y == 1 and pk.u32(n_cols) > NARROW_GROUP_COLS:
-        if by_wave:
-            narrow_groups(src, dst, alpha, beta, n_cols, eps, sm, block, spec=spec, group=NARROW_GROUP_THREADS)
-            return
-        g = pk.u32(NARROW_LONG_GROUP_THREADS)
-        if pk.u32(n_cols) <= NARROW_LONG_COLS and pk.block_dim.x > g and pk.block_dim.x % g == 0:
-            narrow_groups(src, dst, alpha, beta, n_cols, eps, sm, block, spec=spec, group=NARROW_LONG_GROUP_THREADS)
-            return
-    if by_wave:
-        if spread_idle(pk.block_dim.x // pk.wave_size, block):
-            return
-        r = spread_row(pk.block_dim.x // pk.wave_size, pk.thread_idx.x // pk.wave_size, block)
-        if r < pk.u64(pk.grid_dim.x):
-            off = r * pk.u64(n_cols)
-            norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm, pk.thread_idx.x % pk.wave_size,
-                     pk.u32(pk.wave_size), spec=spec, by_wave=True)
-        return
-    if not spec.own and T.nbytes >= 4:
-        g = row_group(src, dst, n_cols, cache=spec.cache)
-        if g != 0:
-            groups = pk.block_dim.x // g
-            if spread_idle(groups, block):
+    if not spec.host:
+        by_wave = norm_by_wave(n_cols)
+        if not spec.own and T.nbytes >= 4:  # a wave's long rows go to groups (row_group always takes them)
+            by_wave = by_wave and pk.u32(n_cols) < pk.u32(NORM_CACHE[T.nbytes] // T.nbytes * GROUP_MIN_THREADS)
+        if not spec.own and T.nbytes == 2 and pk.block_dim.y == 1 and pk.u32(n_cols) > NARROW_GROUP_COLS:
+            if by_wave:
+                narrow_groups(src, dst, alpha, beta, n_cols, eps, sm, block, spec=spec, group=NARROW_GROUP_THREADS)
                 return
-            rows = pk.u64(pk.grid_dim.x)
-            k = pk.thread_idx.x // g
-            off = min(spread_row(groups, k, block), rows - 1) * pk.u64(n_cols)
-            norm_row_cached(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm + k * (g // pk.wave_size),
-                            pk.thread_idx.x % g, g, spec=spec, full=False, by_wave=False)
+            g = pk.u32(NARROW_LONG_GROUP_THREADS)
+            if pk.u32(n_cols) <= NARROW_LONG_COLS and pk.block_dim.x > g and pk.block_dim.x % g == 0:
+                narrow_groups(src, dst, alpha, beta, n_cols, eps, sm, block, spec=spec, group=NARROW_LONG_GROUP_THREADS)
+                return
+        if by_wave:
+            if spread_idle(pk.block_dim.x // pk.wave_size, block):
+                return
+            r = spread_row(pk.block_dim.x // pk.wave_size, pk.thread_idx.x // pk.wave_size, block)
+            if r < pk.u64(pk.grid_dim.x):
+                off = r * pk.u64(n_cols)
+                norm_row(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm, pk.thread_idx.x % pk.wave_size,
+                         pk.u32(pk.wave_size), spec=spec, by_wave=True)
             return
+        if not spec.own and T.nbytes >= 4:
+            g = row_group(src, dst, n_cols, cache=spec.cache)
+            if g != 0:
+                groups = pk.block_dim.x // g
+                if spread_idle(groups, block):
+                    return
+                rows = pk.u64(pk.grid_dim.x)
+                k = pk.thread_idx.x // g
+                off = min(spread_row(groups, k, block), rows - 1) * pk.u64(n_cols)
+                norm_row_cached(src + off, dst + off, alpha, beta, pk.u32(n_cols), eps, sm + k * (g // pk.wave_size),
+                                pk.thread_idx.x % g, g, spec=spec, full=False, by_wave=False)
+                return
     row = (pk.u64(block) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
     row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
-    norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x,
-             spec=spec, by_wave=False)
-
-
-@pk.func
-def norm_rows_host(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32, eps: V, sm: S,
-                   *, spec):
-    """The CPU wrappers' rows: the block's x threads on row ``block_idx.x * block_dim.y + thread_idx.y``,
-    read in each pass. A CPU runs a block's threads in turn and its registers are memory, so the GPU's
-    strategies (rows held in registers, a wave or a group a row) buy nothing there but compile time:
-    this is a sixth of a GPU norm kernel's code (docs/targets/cpu.md, "First use")."""
-    row = (pk.u64(pk.block_idx.x) * pk.u64(pk.block_dim.y) + pk.u64(pk.thread_idx.y)) * pk.u64(n_cols)
-    row_sm = sm + pk.thread_idx.y * ((pk.block_dim.x + pk.wave_size - 1) // pk.wave_size)  # its waves' slots
-    norm_row_passes(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x,
-                    True, spec=spec, by_wave=False)
+    if spec.host:
+        norm_row_passes(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x,
+                        pk.block_dim.x, True, spec=spec, by_wave=False)
+    else:
+        norm_row(src + row, dst + row, alpha, beta, pk.u32(n_cols), eps, row_sm, pk.thread_idx.x, pk.block_dim.x,
+                 spec=spec, by_wave=False)
 
 
 @pk.kernel
 def rmsnorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], n_cols: i32, block_size: i32, eps: f32,
                    *, T, A, NORM):
     sm = pk.shared.array(2 * MAX_WAVES, A)  # two planes: one a row total
-    if NORM.host:
-        norm_rows_host(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
-    else:
-        norm_rows(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
+    norm_rows(src, dst, alpha, alpha, n_cols, A(eps), sm + 0, spec=NORM)
 
 
 @pk.kernel
 def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n_cols: i32,
                      block_size: i32, eps: f32, *, T, A, NORM):
     sm = pk.shared.array(3 * MAX_WAVES, A)  # three planes: two row totals, or chan_mean_m2's triples
-    if NORM.host:
-        norm_rows_host(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
-    else:
-        norm_rows(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
+    norm_rows(src, dst, alpha, beta, n_cols, A(eps), sm + 0, spec=NORM)
 
 
 #: each norm kernel's register budgets: the default (64 registers at 1024 threads); two blocks of 1024
@@ -638,17 +611,9 @@ def layernorm_kernel(src: ConstPtr[T], dst: Ptr[T], alpha: ConstPtr[T], beta: Co
 _NORM_KERNELS = {name: {"default": kern, "two_blocks": pk.kernel(min_blocks_per_sm=2)(kern.__wrapped__),
                         "rows": pk.kernel(max_block_size=NORM_BLOCK_THREADS, min_blocks_per_sm=4)(kern.__wrapped__)}
                  for name, kern in (("rmsnorm", rmsnorm_kernel), ("layernorm", layernorm_kernel))}
-for _t in NN_DTYPES:
-    for _name, _kerns in _NORM_KERNELS.items():
-        _ln, _two, _narrow = _name == "layernorm", (_name, _t) in NORM_TWO_BLOCKS, _t.nbytes == 2
-        _cache = NORM_TWO_BLOCKS_CACHE[_t.nbytes] if _two else NORM_CACHE[_t.nbytes]
-        REDUCE.add(_kerns["two_blocks" if _two else "default"].instance(
-            kernel_name(_name, _t), T=_t, A=compute_type(_t), NORM=NormSpec(_ln, _cache, held=_two and not _narrow)))
-        REDUCE.add(_kerns["rows" if _narrow else "default"].instance(
-            kernel_name(_name + "_rows", _t), T=_t, A=compute_type(_t),
-            NORM=NormSpec(_ln, NORM_ROWS_CACHE[_t.nbytes], own=True, held=not _narrow)))
-        REDUCE_HOST.add(_kerns["default"].instance(kernel_name(_name + "_host", _t), T=_t, A=compute_type(_t),
-                                                   NORM=NormSpec(_ln, 0, own=True, host=True)))
+for _name, _suffix, _budget, _t, _spec in norm_kernels():
+    (REDUCE_HOST if _spec.host else REDUCE).add(_NORM_KERNELS[_name][_budget].instance(
+        kernel_name(_name + _suffix, _t), T=_t, A=compute_type(_t), NORM=_spec))
 
 
 # -- rotary embeddings: one thread per rotated pair (1D/1024 over el/2); computed in f32 for halves -------------------

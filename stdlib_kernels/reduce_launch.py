@@ -8,6 +8,7 @@ tuning notes"). A wrapper validates its dtypes, shapes and launch block before i
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 
@@ -68,6 +69,37 @@ NORM_ROWS_CACHE = {2: 32, 4: NORM_CACHE[4], 8: NORM_CACHE[8]}
 #: NORM_TWO_BLOCKS_CACHE bytes a thread (rmsnorm_f32 half of NORM_CACHE, ``norm_row_held`` for the rest)
 NORM_TWO_BLOCKS = {("rmsnorm", f32), ("rmsnorm", f16), ("rmsnorm", bf16), ("layernorm", f16), ("layernorm", bf16)}
 NORM_TWO_BLOCKS_CACHE = {2: 16, 4: 32}
+
+
+@dataclasses.dataclass(frozen=True)
+class NormSpec:
+    """How a norm kernel takes its rows (one compile-time argument of reduce.py's ``norm_rows`` and
+    below): ``layernorm`` or rmsnorm; ``cache`` bytes of a row a thread holds in registers; ``own``:
+    for the wrappers' launches only (no waves or groups; 16-bit rows filling every word unguarded);
+    ``held``: f32/f64 rows up to twice what the threads hold keep that much (``norm_row_held``);
+    ``host``: the CPU wrappers' kernels (``norm_rows``'s last path alone)."""
+    layernorm: bool
+    cache: int
+    own: bool = False
+    held: bool = False
+    host: bool = False
+
+
+def norm_kernels():
+    """The norm kernels reduce.py builds, in its modules' order, as (norm, name suffix, register
+    budget, dtype, NormSpec): candle's ``rmsnorm_*`` / ``layernorm_*`` (NORM_TWO_BLOCKS: two blocks
+    of 1024 an SM, holding NORM_TWO_BLOCKS_CACHE), the wrappers' ``*_rows_*`` (16-bit: four blocks of
+    at most NORM_BLOCK_THREADS an SM) and the CPU wrappers' ``*_host_*`` (REDUCE_HOST). ``norm_launch``
+    below picks among the first two by the same tables."""
+    for t in NN_DTYPES:
+        for name in ("rmsnorm", "layernorm"):
+            ln, two, narrow = name == "layernorm", (name, t) in NORM_TWO_BLOCKS, t.nbytes == 2
+            cache = NORM_TWO_BLOCKS_CACHE[t.nbytes] if two else NORM_CACHE[t.nbytes]
+            yield name, "", "two_blocks" if two else "default", t, NormSpec(ln, cache, held=two and not narrow)
+            yield (name, "_rows", "rows" if narrow else "default", t,
+                   NormSpec(ln, NORM_ROWS_CACHE[t.nbytes], own=True, held=not narrow))
+            yield name, "_host", "default", t, NormSpec(ln, 0, own=True, host=True)
+
 
 # ------------------------------------------------------------------------------- tuning (wrappers)
 #: the wrappers' block for rows that go one per wave, and for one long row per block

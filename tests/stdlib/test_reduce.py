@@ -172,7 +172,7 @@ def test_rows_by_wave_under_any_grid(wave_device, cols):
 def test_candle_grid_on_strided_rows(wave_device, op):
     """candle's grid on rows that are not contiguous (a transposed view; 37 rows, no multiple of a
     block's waves): the blocks without a row leave before reading ``info``, so the waves of the
-    others take the rows of ``spread_row`` through ``offset_of`` (``strided_wave_row``). candle's block
+    others take the rows of ``spread_row`` through ``offset_of`` (``wave_rows``, strided). candle's block
     and raw launches of 2 to 32 waves (3: a count that is no power of two), a NaN first element
     (candle-cpu's answer), a tie (the lower index)."""
     x = RNG.standard_normal((37, 300)).astype(np.float32)
