@@ -14,11 +14,16 @@ agree bit for bit) and with ``deterministic=False``, index_add_ by its atomic ke
 torch's own are like), and each with candle's exact launch (cudarc's ``for_num_elems``:
 ``ceil(n/1024)`` blocks of 1024 over the elements for ``is``/``gather``, over the (pre, post)
 columns for ``ia``/``sa``; candle's arguments, ``info`` always passed for ``is``). Times are
-CUDA-event medians of 10 back-to-back calls (``sort.back_to_back``: the GPU's time, not the host's
-to issue one call), ours and torch's alternating ``ROUNDS`` times; bandwidth counts the bytes a
-kernel must move (read + written once, ids included) against the copy bandwidth measured in this
-run the same way. ``--sweep`` also times index_select's ``is_tiles_*`` under other launches
-(``TILE_SWEEP``).
+CUDA-event medians of ``CALLS`` back-to-back calls queued behind a GPU-side sleep (``Timer``: the
+GPU's time alone, not the host's to issue the first call), ours and torch's alternating ``ROUNDS``
+times ("spread": the lowest and highest ratio of those single pairs; "old way": the ratio with
+``sort.back_to_back``'s events on an idle GPU, for index_select; "host us": the host's time to issue
+one call, ours/torch's); bandwidth counts the bytes a kernel must move (read + written once, ids
+included) against the copy bandwidth measured in this run the same way. ``--sweep`` also times
+index_select's ``is_tiles_*`` under other launches (``TILE_SWEEP``), ``--select-probes`` the f32
+cases by ``is_tiles_*`` with plain stores and by ``select_probe``, ``--sa-variants`` scatter_add's
+``sa_rows`` under ``SA_VARIANTS``; ``--quick-select`` keeps the f32 1 KiB, 256 B and 4 KiB
+index_select cases (wrapper only for the last two).
 """
 from __future__ import annotations
 
@@ -28,6 +33,10 @@ import sys
 
 import numpy as np
 
+import pykern as pk
+from pykern import ConstPtr, Ptr, usize
+from stdlib_kernels import indexing as ix
+
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu import timed  # noqa: E402
 from sort import back_to_back  # noqa: E402
@@ -35,6 +44,60 @@ from sort import back_to_back  # noqa: E402
 
 #: alternations of pykern's and torch's timings a case
 ROUNDS = 5
+#: calls between the two events of a sample, and samples a timing
+CALLS, REPS = 10, 15
+
+
+class Timer:
+    """CUDA-event medians of ``CALLS`` back-to-back calls with the host's issue of them kept out of
+    the window: a GPU-side sleep (``torch.cuda._sleep``) longer than the host takes to issue the calls
+    goes into the stream before the start event, so the calls wait queued and the events time the
+    GPU's work alone. ``sort.back_to_back`` records the start event on an idle GPU instead, so the
+    window also holds the host's time to issue the first call (the wrapper's Python, tens of µs: a few
+    percent of ten calls of 0.2 ms); ``Bench`` reports both."""
+
+    def __init__(self, torch):
+        import time
+        self.torch, self.time = torch, time
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        torch.cuda._sleep(10_000_000)
+        b.record()
+        b.synchronize()
+        self.cycles_per_s = 1e7 / (a.elapsed_time(b) / 1e3)
+
+    def host(self, fn, calls: int = 50) -> float:
+        """Seconds the host takes to issue one call (the GPU kept busy by a sleep meanwhile)."""
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(self.cycles_per_s * 0.05))
+        t0 = self.time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t = (self.time.perf_counter() - t0) / calls
+        torch.cuda.synchronize()
+        return t
+
+    def __call__(self, fn, host_s: float) -> float:
+        torch = self.torch
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        sleep = int(self.cycles_per_s * max(2e-4, 3 * host_s * CALLS))
+        out = []
+        for _ in range(REPS):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(sleep)
+            a.record()
+            for _ in range(CALLS):
+                fn()
+            b.record()
+            b.synchronize()
+            out.append(a.elapsed_time(b) / 1e3 / CALLS)
+        return float(np.median(out))
 
 
 class Bench:
@@ -43,11 +106,16 @@ class Bench:
     def __init__(self, torch, dev, n: int):
         self.torch, self.dev, self.n = torch, dev, n
         self.rows: list[tuple] = []
+        self.timer = Timer(torch)
         x = torch.randn(n, device="cuda")
         y = torch.empty_like(x)
-        self.copy_bw = 2 * x.nbytes / back_to_back(torch, lambda: y.copy_(x))
-        print(f"{dev.name}: copy bandwidth {self.copy_bw / 1e12:.2f} TB/s  (n = {n:,})")
-        print(f"{'case':44} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+        copy = lambda: y.copy_(x)  # noqa: E731
+        self.copy_bw = 2 * x.nbytes / self.timer(copy, self.timer.host(copy))
+        self.copy_bw_old = 2 * x.nbytes / back_to_back(torch, copy)
+        print(f"{dev.name}: copy bandwidth {self.copy_bw / 1e12:.3f} TB/s (host issue out of the window; "
+              f"{self.copy_bw_old / 1e12:.3f} with it in)  (n = {n:,})")
+        print(f"{'case':52} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8} "
+              f"{'spread':>7} {'old way':>7} {'host us':>11}")
 
     def case(self, label: str, nbytes: int, ours, theirs, slow: bool = False) -> None:
         """``slow``: ours takes milliseconds (candle's column walks): 5 single calls. Otherwise ours
@@ -55,14 +123,23 @@ class Bench:
         few percent apart, about what the order of two single measurements moves."""
         if slow:
             t_ours, t_theirs = timed(self.torch, ours, reps=5), back_to_back(self.torch, theirs)
+            spread, old, hosts = "", "", ""
         else:
-            t = [(back_to_back(self.torch, ours), back_to_back(self.torch, theirs)) for _ in range(ROUNDS)]
+            h_ours, h_theirs = self.timer.host(ours), self.timer.host(theirs)
+            t = [(self.timer(ours, h_ours), self.timer(theirs, h_theirs)) for _ in range(ROUNDS)]
             t_ours, t_theirs = (float(np.median([p[k] for p in t])) for k in (0, 1))
+            ratios = [p[1] / p[0] for p in t]
+            spread = f"{min(ratios):.3f}-{max(ratios):.3f}"  # the single pairs' ratios
+            old = ""
+            if label.startswith("index_select"):  # the short kernels, where the host's first call shows
+                t_old = [(back_to_back(self.torch, ours), back_to_back(self.torch, theirs)) for _ in range(ROUNDS)]
+                old = f"{np.median([p[1] for p in t_old]) / np.median([p[0] for p in t_old]):.3f}"
+            hosts = f"{h_ours * 1e6:.0f}/{h_theirs * 1e6:.0f}"
         bw = nbytes / t_ours
         ratio = t_theirs / t_ours  # > 1: pykern faster
         self.rows.append((label, t_ours, t_theirs, ratio))
-        print(f"{label:44} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
-              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
+        print(f"{label:52} {t_ours * 1e3:9.4f} {t_theirs * 1e3:9.4f} {bw / 1e12:8.3f} "
+              f"{100 * bw / self.copy_bw:5.1f}% {ratio:8.3f} {spread:>11} {old:>7} {hosts:>11}", flush=True)
 
 
 def wrap(dev, t):
@@ -74,17 +151,66 @@ def wrap(dev, t):
     return DeviceArray(dev, t.data_ptr(), tuple(t.shape), dtype, owner=t)
 
 
+I = pk.TypeVar("I")  # noqa: E741
+
+
+@pk.kernel
+def select_probe(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
+                 row_words: pk.u32, *, I, store_hint, load_hint):
+    """``--select-probes``: index_select of dim 0 (one ids list) by 16-byte tiles, the shape of
+    ``is_tiles_*`` without its grid-stride step, with plain accesses (``plain``), with the output's
+    stores marked ``evict_first`` (``evict``: the output then leaves the L2 first, so more of the table
+    stays for later reads; ``pk.store`` keeps these accesses 8 bytes wide), and (``load_hint``) the
+    table's loads ``evict_last`` too: 0.85-0.89x torch on an H100, dropped from the runs (its pinned
+    lines also sped up the torch calls timed after it)."""
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    r = pk.block_idx.x * pk.block_dim.y + pk.thread_idx.y
+    if r < pk.u32(rows):
+        k = ix.position(ids[usize(r)], src_dim)
+        if k < src_dim:
+            dst = out + usize(r) * usize(row_words)
+            src = inp + k * usize(row_words)
+            for j in pk.parallel_range(pk.u32(0), row_words, t, nt):
+                if load_hint:
+                    w = pk.load(src, j, eviction="evict_last")
+                else:
+                    w = src[j]
+                if store_hint:
+                    pk.store(dst, j, w, eviction="evict_first")
+                else:
+                    dst[j] = w
+
+
+_PROBES = []
+
+
+def select_probes():
+    """The probe kernels, and ``is_tiles_i64`` with plain stores (``tiles_plain``: the kernel before its
+    ``evict_first`` stores), in one module built once."""
+    if not _PROBES:
+        probe = pk.Module("indexing_select_probe")
+        for name, sh, lh in (("plain", False, False), ("evict", True, False)):
+            probe.add(select_probe.instance(name, I=pk.i64, store_hint=sh, load_hint=lh))
+        probe.add(ix.select_tiles.instance("tiles_plain", I=pk.i64, evict=False))
+        _PROBES.append(probe)
+    return _PROBES[0]
+
+
 def candle_grid(n: int) -> tuple[int, int]:
     return max(1, -(-n // 1024)), 1024
 
 
 #: ``--sweep``: is_tiles launches besides the default, as (16-byte tiles a thread along a row, threads
 #: a block, blocks an SM at most or None)
-TILE_SWEEP = ((1, 256, None), (2, 128, None), (4, 256, None), (2, 256, 32))
+TILE_SWEEP = ((1, 64, None), (4, 256, None))
+#: ``--sa-variants``: ``sa_rows`` under other (hash buckets, row elements a lane in flight): (0, 0) is
+#: the kernel before the shortcut, (SA_TAGS, SA_ROW_LOADS) the wrappers'
+SA_VARIANTS = ((0, 0), (2048, 16), (2048, 32))
 
 
 def index_select_case(b: Bench, row_bytes: int = 1024, sweep: bool = False, table_log2: int = 26,
-                      dtype: str = "float32", others: bool = True) -> None:
+                      dtype: str = "float32", others: bool = True, probes: bool = False) -> None:
     """index_select along dim 0 (an embedding lookup) of a table of ``2**table_log2`` bytes into ``4 n``
     bytes of output rows: the wrapper (``is_tiles_*``), the previous wrapper kernel ``is_words_*`` under
     its own launch and candle's ``is_*`` under candle's (``others``), against torch.index_select."""
@@ -107,6 +233,27 @@ def index_select_case(b: Bench, row_bytes: int = 1024, sweep: bool = False, tabl
     b.case(f"{label} [wrapper]", nbytes, lambda: ix.index_select(tw, iw, 0, check_ids=False), theirs)
     want = torch.index_select(table, 0, ids)
     assert torch.equal(torch.from_dlpack(ix.index_select(tw, iw, 0, check_ids=False)), want), "wrapper != torch"
+    if probes and dtype == "float32":
+        mod = select_probes()
+        words = row_bytes // 8
+        x = min(1024, max(1, words // 4))  # two 16-byte tiles a thread
+        y = max(1, 256 // x)
+        grid, block = ix._tiles_launch(dev, rows, row_bytes // 16)
+        fp = dev.get_or_load_func("tiles_plain", mod)
+        go = lambda: fp[grid, block](rows, ids.data_ptr(), table.data_ptr(), out.data_ptr(), vocab, rows,  # noqa: E731
+                                     words)
+        b.case(f"{label} [is_tiles, plain stores]", nbytes, go, theirs)
+        out.zero_()
+        go()
+        assert torch.equal(out, want), "is_tiles with plain stores != torch"
+        for name in ("plain", "evict"):
+            f = dev.get_or_load_func(name, mod)
+            go = lambda: f[(-(-rows // y), 1, 1), (x, y, 1)](rows, ids.data_ptr(), table.data_ptr(),  # noqa: E731
+                                                            out.data_ptr(), vocab, words)
+            b.case(f"{label} [probe {name}]", nbytes, go, theirs)
+            out.zero_()
+            go()
+            assert torch.equal(out, want), f"probe {name} != torch"
     if sweep:
         keep = ix.SELECT_THREAD_TILES, ix.SELECT_BLOCK, ix.SELECT_TILE_BLOCKS_PER_SM
         for variant in TILE_SWEEP:
@@ -155,7 +302,7 @@ def gather_case(b: Bench) -> None:
     assert torch.equal(torch.from_dlpack(ix.gather(xw, 1, iw, check_ids=False)), torch.gather(x, 1, ids))
 
 
-def scatter_add_case(b: Bench) -> None:
+def scatter_add_case(b: Bench, variants: bool = False) -> None:
     from stdlib_kernels import INDEXING
     from stdlib_kernels import indexing as ix
     torch, dev = b.torch, b.dev
@@ -179,6 +326,21 @@ def scatter_add_case(b: Bench) -> None:
     x.zero_()
     ix.scatter_add(xw, 1, iw, sw, check_ids=False)
     assert torch.equal(x, sorted_sums), "sa_rows disagrees with the sorted adds (both candle's order)"
+    if variants:
+        import pykern as pk
+        probe = pk.Module("indexing_sa_probe")
+        for tags, loads in SA_VARIANTS:
+            probe.add(ix.scatter_add_rows.instance(f"sa_rows_{tags}_{loads}", I=pk.i64, T=pk.f32, tags=tags,
+                                                   row_loads=loads))
+        for tags, loads in SA_VARIANTS:
+            f = dev.get_or_load_func(f"sa_rows_{tags}_{loads}", probe)
+            go = lambda: f[(rows, 1, 1), (32, 1, 1), None, cols * 4](ids.data_ptr(), src.data_ptr(), x.data_ptr(),  # noqa: E731
+                                                                      rows, cols, cols)
+            b.case(f"scatter_add_ dim 1 [sa_rows tags {tags}, row loads {loads}]", nbytes, go,
+                   lambda: x.scatter_add_(1, ids, src))
+            x.zero_()
+            go()
+            assert torch.equal(x, sorted_sums), f"sa_rows {tags}/{loads} disagrees with the sorted adds"
     b.case("scatter_add_ dim 1 [wrapper, atomics]", nbytes,
            lambda: ix.scatter_add(xw, 1, iw, sw, check_ids=False, deterministic=False),
            lambda: x.scatter_add_(1, ids, src))
@@ -227,6 +389,9 @@ def main() -> None:
     ap.add_argument("--size-log2", type=int, default=26, help="elements of the output / source")
     ap.add_argument("--sweep", action="store_true", help="index_select under other grid caps too")
     ap.add_argument("--only-select", action="store_true", help="only the index_select cases")
+    ap.add_argument("--select-probes", action="store_true", help="index_select f32: the eviction-hint probes")
+    ap.add_argument("--sa-variants", action="store_true", help="scatter_add's sa_rows under SA_VARIANTS too")
+    ap.add_argument("--quick-select", action="store_true", help="index_select: f32 1 KiB, 256 B, 4 KiB only")
     ap.add_argument("--cases", default="select,gather,scatter_add,index_add",
                     help="comma-separated: select, gather, scatter_add, index_add")
     args = ap.parse_args()
@@ -239,16 +404,17 @@ def main() -> None:
     b = Bench(torch, pk.device("cuda"), 1 << args.size_log2)
     cases = set(args.cases.split(","))
     if "select" in cases:
-        index_select_case(b, sweep=args.sweep)
-        index_select_case(b, row_bytes=256, sweep=args.sweep)
-        index_select_case(b, row_bytes=4096, sweep=args.sweep)
-        index_select_case(b, table_log2=29, sweep=args.sweep)
-        index_select_case(b, row_bytes=1024, dtype="bfloat16", others=False)
-        index_select_case(b, row_bytes=4096, dtype="float16", others=False)
-        index_select_case(b, row_bytes=8192, dtype="bfloat16", table_log2=29, others=False)
+        index_select_case(b, sweep=args.sweep, probes=args.select_probes)
+        index_select_case(b, row_bytes=256, others=not args.quick_select)
+        index_select_case(b, row_bytes=4096, others=not args.quick_select, probes=args.select_probes)
+        if not args.quick_select:
+            index_select_case(b, table_log2=29, sweep=args.sweep, probes=args.select_probes)
+            index_select_case(b, row_bytes=1024, dtype="bfloat16", others=False)
+            index_select_case(b, row_bytes=4096, dtype="float16", others=False)
+            index_select_case(b, row_bytes=8192, dtype="bfloat16", table_log2=29, others=False)
     for name, case in (("gather", gather_case), ("scatter_add", scatter_add_case), ("index_add", index_add_case)):
         if name in cases and not args.only_select:
-            case(b)
+            case(b, args.sa_variants) if name == "scatter_add" else case(b)
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
 

@@ -53,6 +53,8 @@ GATHER_MAGIC_MIN = 8
 GATHER_TILES = 4
 #: u64 words a thread of ``select_words`` moves per row it visits
 ROW_WORDS = 8
+#: ``is_tiles_*`` stores its output ``evict_first`` (``copy_row_tiles``)
+SELECT_EVICT = True
 
 
 
@@ -272,11 +274,14 @@ def select_words(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
 
 @pk.func
 def copy_row_tiles(r: W, rows: W, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
-                   ids_dim: W, row_words: pk.u32, t: pk.u32, nt: pk.u32, *, W):
+                   ids_dim: W, row_words: pk.u32, t: pk.u32, nt: pk.u32, *, W, evict):
     """Output row ``r`` of ``select_tiles`` by its ``nt`` threads (``t`` this one): the id, then the row
     through ``pk.parallel_range`` over u64 words, so each thread moves 16-byte tiles (one vector load
     and one vector store a tile) where the row's two addresses are 16-byte aligned. The division by
-    ``ids_dim`` only where there are several ids lists (``left > 1``)."""
+    ``ids_dim`` only where there are several ids lists (``left > 1``). With ``evict`` the stores are
+    ``evict_first`` (NVIDIA: an L2 cache hint, the stores then 8 bytes wide; AMDGPU: non-temporal):
+    the output is not read again, and the table's lines it would push out of the L2 serve later rows
+    (docs/targets/cuda.md)."""
     pre = W(0)
     q = r
     if rows > ids_dim:
@@ -287,15 +292,21 @@ def copy_row_tiles(r: W, rows: W, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: 
     if k < src_dim:
         src = inp + (usize(pre) * src_dim + k) * usize(row_words)
         for j in pk.parallel_range(pk.u32(0), row_words, t, nt):
-            dst[j] = src[j]
+            if evict:
+                pk.store(dst, j, src[j], eviction="evict_first")
+            else:
+                dst[j] = src[j]
     else:
         for j in pk.parallel_range(pk.u32(0), row_words, t, nt):
-            dst[j] = pk.u64(0)
+            if evict:
+                pk.store(dst, j, pk.u64(0), eviction="evict_first")
+            else:
+                dst[j] = pk.u64(0)
 
 
 @pk.kernel
 def select_tiles(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[pk.u64], src_dim: usize,
-                 ids_dim: usize, row_words: pk.u32, *, I):
+                 ids_dim: usize, row_words: pk.u32, *, I, evict):
     """index_select of whole rows as torch's vectorized gather moves them (the wrappers' launch for
     dense ids and rows of a multiple of 16 bytes at 16-byte aligned addresses): ``block_dim.x`` threads
     a row, ``block_dim.y`` rows a block (row ``block_idx.x * block_dim.y + thread_idx.y``, then a
@@ -308,11 +319,12 @@ def select_tiles(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
     if rows + step <= U32_LIMIT:
         r32 = pk.u32(r)
         while r32 < pk.u32(rows):
-            copy_row_tiles(r32, pk.u32(rows), ids, inp, out, src_dim, pk.u32(ids_dim), row_words, t, nt, W=pk.u32)
+            copy_row_tiles(r32, pk.u32(rows), ids, inp, out, src_dim, pk.u32(ids_dim), row_words, t, nt, W=pk.u32,
+                           evict=evict)
             r32 += pk.u32(step)
     else:
         while r < rows:
-            copy_row_tiles(r, rows, ids, inp, out, src_dim, ids_dim, row_words, t, nt, W=usize)
+            copy_row_tiles(r, rows, ids, inp, out, src_dim, ids_dim, row_words, t, nt, W=usize, evict=evict)
             r += step
 
 
@@ -458,18 +470,43 @@ def add_chunk(row: Ptr[T], k: pk.u32, v: T, below: pk.u64, bits: pk.u32, dst_dim
         more = pk.wave.any(rank >= q)
 
 
+@pk.func
+def add_chunk_tagged(row: Ptr[T], tag: Ptr[pk.u8], k: pk.u32, v: T, below: pk.u64, bits: pk.u32, dst_dim: pk.u32,
+                     lane: pk.u32, *, tags):
+    """``add_chunk`` with a shortcut for chunks whose destinations are all distinct (about 8 in 9 of 32
+    random ids among 4096): each lane writes its lane number into ``tag`` at its destination's hash
+    (``tags`` buckets), and where after a barrier every lane reads back its own, no two lanes share a
+    bucket, hence no two a destination, and one round adds them all without the ballots. A chunk
+    with a shared bucket (a real duplicate, or two destinations of one hash) takes ``add_chunk``."""
+    ok = k < dst_dim
+    h = k & pk.u32(tags - 1)  # in range for the lanes adding nothing too (their reads decide nothing)
+    if ok:
+        tag[h] = pk.u8(lane)
+    pk.syncthreads()
+    if pk.wave.all(pk.select(ok, tag[h] == pk.u8(lane), True)):
+        if ok:
+            row[k] = T(row[k] + v)
+        pk.syncthreads()  # the adds are seen, and the tags read, before the next chunk writes either
+    else:
+        add_chunk(row, k, v, below, bits, dst_dim)
+
+
 @pk.kernel
 def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
-                     *, I, T):
+                     *, I, T, tags, row_loads):
     """scatter_add along the last dim (``right`` 1) in candle's order, one wave a block and a row at a
     time (rows ``block_idx.x, + grid_dim.x, ...``), the destination row held in shared memory
-    (``dst_dim`` elements of dynamic shared memory). The row's sources go by chunks of a wave, in
-    order (``add_chunk``), the next three chunks' ids and values in flight while one is added: every
-    destination gets its sources in order of j, each add rounded to T, which is candle's column walk
-    bit for bit, without a sort and without atomics. (Scalars, not a local array, carry the chunks
-    in flight: an array indexed in a loop lives in local memory on GPUs, and unrolled, its copies of
-    the ballots and barriers make the CPU target's coroutines slow to compile.)"""
+    (``dst_dim`` elements of dynamic shared memory). The row comes in with ``row_loads`` of a lane's
+    elements in flight at a time (0: one ``pk.parallel_range`` step at a time, each waiting for its
+    load). The row's sources go by chunks of a wave, in order (``add_chunk``, or
+    ``add_chunk_tagged`` with ``tags`` buckets), the next three chunks' ids and values in flight
+    while one is added: every destination gets its sources in order of j, each add rounded to T,
+    which is candle's column walk bit for bit, without a sort and without atomics. (Scalars, not a
+    local array, carry the chunks in flight: an array indexed in a loop lives in local memory on
+    GPUs, and unrolled, its copies of the ballots and barriers make the CPU target's coroutines slow
+    to compile.)"""
     row = pk.shared.dynamic(T)
+    tag = pk.shared.array(max(tags, 1), pk.u8)
     lane = pk.thread_idx.x
     ws = usize(pk.block_dim.x)
     below = (pk.u64(1) << pk.u64(lane)) - pk.u64(1)
@@ -479,8 +516,21 @@ def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usiz
     r = usize(pk.block_idx.x)
     while r < left:
         dst = out + r * usize(dst_dim)
-        for c in pk.parallel_range(pk.u32(0), dst_dim, lane, pk.block_dim.x):
-            row[c] = dst[c]
+        if row_loads:
+            e0 = pk.u32(0)
+            while e0 < dst_dim:
+                held = pk.local.array(row_loads, T)
+                for s in pk.static_range(row_loads):
+                    e = e0 + lane + pk.u32(s) * pk.block_dim.x
+                    held[s] = dst[e] if e < dst_dim else T(0)
+                for s in pk.static_range(row_loads):
+                    e = e0 + lane + pk.u32(s) * pk.block_dim.x
+                    if e < dst_dim:
+                        row[e] = held[s]
+                e0 += pk.u32(row_loads) * pk.block_dim.x
+        else:
+            for c in pk.parallel_range(pk.u32(0), dst_dim, lane, pk.block_dim.x):
+                row[c] = dst[c]
         pk.syncthreads()
         ri = ids + r * src_dim
         rv = inp + r * src_dim
@@ -501,7 +551,10 @@ def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usiz
             v2 = v3
             k3 = lane_position(ri, j + c0 + 3 * ws, src_dim, dst_dim)
             v3 = lane_value(rv, j + c0 + 3 * ws, src_dim)
-            add_chunk(row, k, v, below, bits, dst_dim)
+            if tags:
+                add_chunk_tagged(row, tag, k, v, below, bits, dst_dim, lane, tags=tags)
+            else:
+                add_chunk(row, k, v, below, bits, dst_dim)
             c0 += ws
         for c in pk.parallel_range(pk.u32(0), dst_dim, lane, pk.block_dim.x):
             dst[c] = row[c]
@@ -551,7 +604,7 @@ for _i in INDICES:
 #: ``gather_shared_*`` for every ``gather_*`` pair, ``ia_sorted_*``/``sa_sorted_*`` for every value dtype
 for _i in F8_INDICES:
     INDEXING.add(select_words.instance(kernel_name("is_words", _i), I=_i),
-                 select_tiles.instance(kernel_name("is_tiles", _i), I=_i),
+                 select_tiles.instance(kernel_name("is_tiles", _i), I=_i, evict=SELECT_EVICT),
                  id_positions.instance(kernel_name("ids_positions", _i), I=_i))
 for _op, _i, _t, _tag in TABLE:
     if _op == "gather":
@@ -559,11 +612,16 @@ for _op, _i, _t, _tag in TABLE:
 for _t in VALUES + (pk.f8e4m3,):
     INDEXING.add(index_add_sorted.instance(kernel_name("ia_sorted", _t), T=_t),
                  scatter_add_sorted.instance(kernel_name("sa_sorted", _t), T=_t))
+#: ``sa_rows_*``'s hash buckets for its shortcut past the ballots (0: none; a power of two of u8 tags
+#: in shared memory beside the row) and a lane's row elements in flight as the row comes in
+SA_TAGS = 2048
+SA_ROW_LOADS = 16
 #: ``sa_rows_*`` for every index dtype and float value dtype (integers take the atomic adds)
 ROWS_VALUES = (pk.f32, pk.f64, pk.f16, pk.bf16)
 for _i in INDICES:
     for _t in ROWS_VALUES:
-        INDEXING.add(scatter_add_rows.instance(kernel_name("sa_rows", _i, _t), I=_i, T=_t))
+        INDEXING.add(scatter_add_rows.instance(kernel_name("sa_rows", _i, _t), I=_i, T=_t, tags=SA_TAGS,
+                                               row_loads=SA_ROW_LOADS))
 
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------

@@ -336,10 +336,11 @@ def test_deterministic_adds_are_candles_sums(wave_device):
 @pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u8), (pk.f64, u32), (pk.f16, i64)], ids=str)
 def test_scatter_add_rows_are_candles_sums(wave_device, dt, idt):
     """``sa_rows_*`` (a wave a row, the destination row in shared memory, each chunk of a wave added in
-    lane order by ballot ranks) is candle's column walk bit for bit: rows of fewer sources than a
-    wave, of a partial last chunk and of several chunks, many duplicates within a chunk (few
-    destinations), the sentinel and indices out of range (skipped), grids smaller than the rows;
-    through the wrapper with ``SA_ROWS_MIN`` rows along the last dim."""
+    lane order by ballot ranks, or at once where the hash buckets show every destination distinct) is
+    candle's column walk bit for bit: rows of fewer sources than a wave, of a partial last chunk and of
+    several chunks, many duplicates within a chunk (few destinations), rows longer than the buckets
+    (distinct destinations sharing one), the sentinel and indices out of range (skipped), grids smaller
+    than the rows; through the wrapper with ``SA_ROWS_MIN`` rows along the last dim."""
     dev = wave_device
     ws = dev.target.wave_size
     for left, n, m in ((5, 7, 3), (3, 4 * ws + 5, 2), (4, 3 * ws, 40), (2, 2 * ws + 1, 257)):
@@ -352,6 +353,23 @@ def test_scatter_add_rows_are_candles_sums(wave_device, dt, idt):
                                                                              m * dt.nbytes](
                 dev.to_device(ids), dev.to_device(hsrc), x, left, n, m)
             assert_bits(x.to_host(), want, f"sa_rows {left}x{n} into {m}, grid {grid}")
+    if idt.int_range[1] > 2 * indexing.SA_TAGS:
+        # destinations past the hash buckets: distinct ones sharing a bucket (k, k + SA_TAGS) beside real
+        # duplicates (the ballots' path), a row of distinct ids (the shortcut for every chunk), and
+        # duplicates among destinations past the first SA_TAGS only
+        tags, left, n = indexing.SA_TAGS, 3, 4 * ws + 3
+        m = 2 * tags + 5
+        hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
+        ids = RNG.integers(0, 6, (left, n)) + tags * RNG.integers(0, 3, (left, n))
+        ids[1] = RNG.permutation(m)[:n]
+        ids[2] = tags + RNG.integers(0, 6, n)  # duplicates above the buckets alone
+        ids[2, ::7] = sentinel(idt)
+        ids = ids.astype(idt.np)
+        want = ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, True)[:, :, 0]
+        x = dev.to_device(acc)
+        dev.get_or_load_func(kernel_name("sa_rows", idt, dt), INDEXING)[(2, 1, 1), (ws, 1, 1), None, m * dt.nbytes](
+            dev.to_device(ids), dev.to_device(hsrc), x, left, n, m)
+        assert_bits(x.to_host(), want, f"sa_rows {left}x{n} into {m}, buckets shared by distinct destinations")
     left, n, m = indexing.SA_ROWS_MIN, 9, 5
     hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
     ids = RNG.integers(0, m, (left, n)).astype(idt.np)
