@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
     ap.add_argument("--dims", type=int, default=2, help="rank of the shape candle describes in info")
+    ap.add_argument("--calls", type=int, default=1,
+                    help="launches between two CUDA events (10: the host's launch overhead hides behind the GPU)")
     ap.add_argument("--only", default=None,
                     help="comma-separated sections: elementwise, fill, u8, reduce, indexing, strided, reduce-strided, conv")
     args = ap.parse_args()
@@ -68,13 +71,13 @@ def main() -> None:
 
     def row(label, with_info, null_info, theirs, gate=True):
         """``gate``: info/null counts toward the 0.90 target (False: the second launch is the wrappers')."""
-        t_info, t_null, t_torch = timed(torch, with_info), timed(torch, null_info), timed(torch, theirs)
+        t_info, t_null, t_torch = (timed(torch, f, calls=args.calls) for f in (with_info, null_info, theirs))
         rows.append((label, t_null / t_info, t_torch / t_info, gate))
         print(f"{label:24} {t_info * 1e3:8.3f} {t_null * 1e3:8.3f} {t_torch * 1e3:8.3f} "
               f"{t_null / t_info:9.2f} {t_torch / t_info:10.2f}", flush=True)
 
     ew = section("elementwise")
-    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")) if ew or section("fill") else ():
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")) if ew else ():
         x = torch.randn(n, device="cuda").to(tdt)
         y = torch.randn(n, device="cuda").to(tdt)
         out = torch.empty_like(x)
@@ -105,11 +108,8 @@ def main() -> None:
             f = dev.get_or_load_func(name, sk.AFFINE)
             row(name, lambda f=f: f[grid, block](n, nd, info1, px, po, 1.5, 0.5),
                 lambda f=f: f[grid, block](n, nd, None, px, po, 1.5, 0.5), lambda: torch.add(x * 1.5, 0.5))
-        name = f"const_set_{tag}"
-        if section("fill") and name in sk.FILL:
-            f = dev.get_or_load_func(name, sk.FILL)
-            row(name, lambda f=f: f[grid, block](n, nd, info1, 1.0, po),
-                lambda f=f: f[grid, block](n, nd, None, 1.0, po), lambda: out.fill_(1.0))
+    if section("fill"):
+        const_set(dev, sk, n, shape, grid, block, row, args.calls)
     if ew or section("u8"):  # 1-byte copies: a 16-byte tile is 16 elements, so 15 threads in 16 are idle
         xu, ou = torch.randint(0, 256, (n,), device="cuda", dtype=torch.uint8), torch.empty(n, device="cuda",
                                                                                            dtype=torch.uint8)
@@ -167,6 +167,53 @@ def main() -> None:
     geo = float(np.exp(np.mean([np.log(r[2]) for r in rows])))
     if worst is not None:
         print(f"worst info/null: {worst[1]:.2f} ({worst[0]}); geometric mean info/torch: {geo:.2f} over {len(rows)} rows")
+
+
+def const_set(dev, sk, n, shape, grid, block, row, calls):
+    """``const_set`` of every dtype under candle's grid (info / null / torch's fill of as many bytes),
+    then the launches ``fill.const_set`` makes itself (``launch_stream``'s grid: a null ``info`` for a
+    contiguous destination, and ``info`` for a transposed one), and candle's grid on the transposed
+    one. Every launch is checked first (every element set, from a poisoned buffer)."""
+    import torch
+
+    import pykern as pk
+    from stdlib_kernels._common import launch_stream
+    from stdlib_kernels.fill import from_f64
+    by_bytes = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    info, nd = candle_info(dev, shape, 1), len(shape)
+    nt = min(n, 1 << 24)  # transposed: index arithmetic per element, so a smaller buffer
+    tinfo = dev.to_device(np.array([1024, nt // 1024, 1, 1024], np.uint64))
+    tgrid = (-(-nt // 1024), 1, 1)
+    wrapped = []
+    for t in (pk.u8, pk.u32, pk.i64, pk.f32, pk.f64, pk.f16, pk.bf16, pk.f8e4m3, pk.i16, pk.i32):
+        name = f"const_set_{t.tag}"
+        if name not in sk.FILL:
+            continue
+        f = dev.get_or_load_func(name, sk.FILL)
+        o = torch.empty(n, dtype=by_bytes[t.nbytes], device="cuda")
+        val = from_f64(3, t)
+        want = torch.from_numpy(np.array([val], t.np).view(np.dtype(f"u{t.nbytes}") if t.nbytes > 1 else np.uint8)
+                                .astype(np.int64)).to("cuda").to(o.dtype)
+        po = o.data_ptr()
+        # the wrapper's own launches (fill.const_set): by the dtype and whether info is null alone
+        shape_of = getattr(sk.fill, "const_set_shape", lambda x, i: launch_stream(x.size, x))
+        like = lambda m, t=t: SimpleNamespace(size=m, dtype=t, device=dev)  # noqa: E731 (what the shape reads)
+        wg, tw = shape_of(like(n), None), shape_of(like(nt), tinfo)
+        for g, inf, m, dims in (((grid, block), info, n, nd), ((grid, block), None, n, nd), (wg, None, n, nd),
+                                (tw, tinfo, nt, 2), ((tgrid, block), tinfo, nt, 2)):
+            o.fill_(7)  # poison: no dtype's 3 has these bits
+            f[g](m, dims, inf, val, po)
+            torch.cuda.synchronize()
+            assert bool((o[:m] == want).all()) and bool((o[m:] == 7).all()), (name, g, inf is None)
+        row(name, lambda f=f: f[grid, block](n, nd, info, val, po), lambda f=f: f[grid, block](n, nd, None, val, po),
+            lambda: o.fill_(3))
+        wrapped.append((name, timed(torch, lambda f=f, wg=wg: f[wg](n, 2, None, val, po), calls=calls),
+                        timed(torch, lambda f=f, tw=tw: f[tw](nt, 2, tinfo, val, po), calls=calls),
+                        timed(torch, lambda f=f: f[tgrid, block](nt, 2, tinfo, val, po), calls=calls)))
+    print(f"{'const_set, ms':24} {'wrappers, contiguous':>20} {f'transposed 2^{nt.bit_length() - 1}':>16} "
+          f"{'candle transposed':>17}")
+    for name, a, b, c in wrapped:
+        print(f"{name:24} {a * 1e3:20.3f} {b * 1e3:16.3f} {c * 1e3:17.3f}")
 
 
 def indexing(dev, sk, n, block, row):

@@ -8,8 +8,8 @@ import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f8e4m3, f16, f32, f64, i16, i32, i64, u8, u32, usize
 
 from . import FILL, kernel_name
-from ._common import CONTIGUOUS, as_device_array, info_array, launch_stream, layout_kind, strided_index
-from ._common import tile_workers
+from ._common import CONTIGUOUS, as_device_array, info_array, launch_stream, layout_kind, offset_of, strided_index
+from ._common import launch_1d, tile_workers
 from ._common import from_f64
 from pykern.runtime.launch import storage
 
@@ -59,42 +59,99 @@ def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, d
         r += groups
 
 
-#: under candle's grid, tiles a worker of ``const_set`` stores (a power of two): its block stores the
-#: elements of CONST_SET_SPREAD * W blocks (H100, 2**28 under candle's info: 1 / 2 / 4 / 16 tiles gave
-#: f32 0.68 / 0.80 / 0.83 / 0.84 and bf16 0.84 / 0.94 / 0.96 / 0.96 of the null launch;
-#: docs/targets/cuda.md, "candle's info")
+#: under candle's grid, the tiles a worker thread of ``const_set`` stores (a power of two): one block in
+#: S = CONST_SET_SPREAD * W works, storing its own and the next S - 1 blocks' elements (docs/targets/cuda.md,
+#: "candle's info": 4 keeps S what it was, so as many blocks work at mid sizes; 8 was 3 % faster at 2**28)
 CONST_SET_SPREAD = 4
 
 
 @pk.kernel
 def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
-    """candle passes ``info`` even for a contiguous destination: see ``set_layout``."""
-    if info is None:
-        fill_contiguous(out, value, numel)
-    else:
-        # S = 1 (no spreading) where a thread takes one element a step (AMDGPU, the CPU: no idle threads)
-        set_layout(numel, num_dims, info, value, out, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1,
-                   S=CONST_SET_SPREAD * (pk.tile_bytes // T.nbytes) if pk.tile_bytes > T.nbytes else 1)
+    """candle passes ``info`` even for a contiguous destination: see ``set_value``."""
+    set_value(numel, num_dims, info, value, out, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1,
+              S=CONST_SET_SPREAD * (pk.tile_bytes // T.nbytes) if pk.tile_bytes > T.nbytes else 1)
 
 
 @pk.func
-def set_layout(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, W, S):
-    """``value`` into every element of ``info``'s layout, by workers of tiles of ``W`` elements.
-    Under candle's grid (a thread for every element) one block in W is enough: the workers are the
-    threads of every ``S``-th block (a power of two, S >= W), each such block storing the elements
-    of its S blocks, and the other blocks leave before reading ``info``, running beside the busy
-    ones: the workers' first, ``tile_workers``' order, left three blocks in four idle after them
-    (f32). Fewer worker blocks (S > W, S / W tiles a thread) pay fewer preambles and rounds of
-    loads of ``info`` (docs/targets/cuda.md, "candle's info"). Other grids take ``tile_workers``.
-    The workers decide the layout once (``layout_kind``)."""
+def set_value(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, W, S):
+    """``value`` into every element of ``info``'s layout (a null ``info``: contiguous).
+
+    Where a thread takes one element a step (S = 1: AMDGPU, the CPU) every thread works. With tiles
+    of W elements, a grid with a thread for every element (candle's) needs one thread in W, and its
+    blocks cost more than their stores: 262,144 blocks of 1024 for 2**28 elements, of which an empty
+    kernel takes 0.18 ms on an H100, torch's fill 0.33 (f32). One block in S works (S =
+    CONST_SET_SPREAD * W), storing its chunk of S blocks' elements (and every ``step`` on where the
+    grid is short of that), and the other blocks leave first, on the fewest instructions: with
+    ``info``, on the block index alone (no ``info``, element count or grid size read: a test of the
+    grid's size there made candle's launch 16 % slower); with a null ``info``, also where the grid has
+    a thread for every element (others, the wrappers' launch, take grid-stride tiles in every block).
+    So a short grid passed ``info`` works in one block in S: candle's grid is never short, and the
+    wrapper launches strided layouts on it (``const_set_shape``; a contiguous one is passed a null
+    ``info``) (docs/targets/cuda.md, "candle's info")."""
+    if S == 1:
+        if info is None:
+            fill_contiguous(out, value, numel)
+        else:
+            tiled_layout(numel, num_dims, info, value, out, W=W)
+        return
+    if pk.block_idx.x & u32(S - 1) != 0:  # first: S - 1 blocks in S of candle's grid run nothing else
+        if info is not None:
+            return
+        if usize(pk.grid_dim.x) * usize(pk.block_dim.x) >= numel:
+            return
+    if info is None and usize(pk.grid_dim.x) * usize(pk.block_dim.x) < numel:
+        fill_contiguous(out, value, numel)  # every block: grid-stride tiles
+        return
+    chunk = usize(S) * usize(pk.block_dim.x)
+    step = usize((pk.grid_dim.x + u32(S - 1)) // u32(S)) * chunk  # the working blocks' chunks together
+    lo = usize(pk.block_idx.x) * usize(pk.block_dim.x)
+    if info is None:
+        while lo < numel:
+            o = out + lo
+            for i in pk.parallel_range(u32(0), u32(min(numel - lo, chunk)), pk.thread_idx.x, pk.block_dim.x):
+                o[i] = value
+            lo += step
+    else:
+        spread_layout(numel, num_dims, info, value, out, lo, step, chunk, S=S)
+
+
+@pk.func
+def spread_layout(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], lo: usize,
+                  step: usize, chunk: usize, *, S):
+    """A working block of ``set_value`` under ``info``: its chunks of ``chunk`` elements from ``lo``
+    every ``step``. The layout is decided once (``layout_kind``); a contiguous one takes adjacent
+    tiles from the chunk's own pointer (u32 indices), another one element a thread and step over
+    all the working threads, in u32 index arithmetic below 2**32 elements (``offset_of``)."""
+    if layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
+        while lo < numel:
+            o = out + lo
+            for i in pk.parallel_range(u32(0), u32(min(numel - lo, chunk)), pk.thread_idx.x, pk.block_dim.x):
+                o[i] = value
+            lo += step
+    else:  # one element a thread and step, the working blocks' threads in a row
+        k = usize(pk.block_idx.x // u32(S)) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+        if numel <= 0xFFFFFFFF:
+            strided_elements(numel, num_dims, info, value, out, k, step // usize(S), IDX=u32)
+        else:
+            strided_elements(numel, num_dims, info, value, out, k, step // usize(S), IDX=usize)
+
+
+@pk.func
+def strided_elements(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], k: usize,
+                     workers: usize, *, IDX):
+    while k < numel:
+        out[offset_of(k, num_dims, info, info + num_dims, IDX=IDX)] = value
+        k += workers
+
+
+@pk.func
+def tiled_layout(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, W):
+    """``value`` into every element of ``info``'s layout by every thread of the grid, in tiles of
+    ``W`` elements (``tile_workers``: a thread per tile where the grid has more); the layout is
+    decided once (``layout_kind``)."""
     g = pk.global_id()
     workers = tile_workers(numel, W=W)
-    if S > 1 and usize(pk.grid_dim.x) * usize(pk.block_dim.x) >= numel:  # candle's grid
-        if pk.block_idx.x & (S - 1) != 0:  # first: all but one block in S run nothing else
-            return
-        g = usize(pk.block_idx.x // S) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
-        workers = usize((pk.grid_dim.x + (S - 1)) // S) * usize(pk.block_dim.x)
-    elif g >= workers:
+    if g >= workers:
         return
     if layout_kind(numel, num_dims, info, N=1, T2D=False) == CONTIGUOUS:
         for i in pk.parallel_range(usize(0), numel, g, workers):
@@ -125,9 +182,16 @@ def const_set(x, value):
     x = as_device_array(x)
     if x.size:
         info = info_array(x.device, x.shape, x.strides)
-        x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[launch_stream(x.size, x)](
+        x.device.get_or_load_func(kernel_name("const_set", x.dtype), FILL)[const_set_shape(x, info)](
             x.size, x.ndim, info, from_f64(value, x.dtype), storage(x))  # the layout travels in info
     return x
+
+
+def const_set_shape(x, info) -> tuple[int, int]:
+    """The wrapper's launch of ``const_set`` over ``x``: grid-stride tiles for a contiguous ``x`` (a
+    null ``info``), candle's grid for a strided one: under ``info`` one block in S works
+    (``set_value``), and the short grid left too few (H100, transposed: 1.5-6.5x slower than this)."""
+    return launch_stream(x.size, x) if info is None else launch_1d(x.size)
 
 
 def fill_buffer(x, value):

@@ -93,7 +93,8 @@ def test_const_set_candle_launch(device, dtype):
     """candle's grid (a thread an element, blocks of 1024; and of 96) with ``info`` always passed:
     contiguous layouts of rank 1-3 (a size-1 dim with any stride counts), and strided ones of rank 2
     and 3. Grids of many blocks, none a multiple of a tile's elements: with tiles, the workers are the
-    threads of every S-th block (S = CONST_SET_SPREAD * W), each storing its S blocks' elements."""
+    threads of every S-th block (S = CONST_SET_SPREAD * W), each storing its S blocks' elements, and
+    the other blocks leave first."""
     fn = device.get_or_load_func(f"const_set_{dtype.tag}", FILL)
     cases = [((1300,), (1,)), ((13, 100), (100, 1)), ((1, 1300), (7, 1)), ((5, 4, 65), (260, 65, 1)),
              ((13, 50), (100, 2)), ((5, 4, 30), (300, 65, 2)), ((40, 30), (1, 40)), ((37, 1001), (1001, 1)),
@@ -109,3 +110,29 @@ def test_const_set_candle_launch(device, dtype):
             want = base.copy()
             np.lib.stride_tricks.as_strided(want, shape, [s * want.itemsize for s in strides])[...] = 3
             assert_bits(x.to_host(), want, f"{dtype} {shape} {strides} blocks of {block}")
+
+
+@pytest.mark.parametrize("dtype", [f32, u8, f64], ids=str)
+def test_const_set_launch_shapes(device, dtype):
+    """Every element written, none past them, under every way a grid meets ``set_value``'s paths:
+    a null ``info`` on candle's grid (the spread workers) and on short grids (grid-stride tiles in
+    every block); ``info`` on short grids (with tiles, every S-th block works, over several chunks),
+    contiguous and transposed; grids larger than candle's (blocks past the elements)."""
+    fn = device.get_or_load_func(f"const_set_{dtype.tag}", FILL)
+    tile = device.target.tile_bytes
+    spread = fill.CONST_SET_SPREAD * (tile // dtype.nbytes) if tile > dtype.nbytes else 1
+    value = fill.from_f64(5, dtype)
+    n = 7 * 10001
+    contiguous = device.to_device(np.array([7, 10001, 10001, 1], np.uint64))
+    transposed = device.to_device(np.array([7, 10001, 1, 7], np.uint64))
+    launches = [((-(-n // 1024), 1024), None), ((-(-n // 96), 96), None), ((3, 64), None), ((1, 1), None),
+                ((-(-n // 1024) + 40, 1024), None), ((-(-n // 1024) + 40, 1024), contiguous),
+                ((3, 64), contiguous), ((5, 32), transposed), ((spread + 1, 32), contiguous),
+                ((4 * spread + 3, 2), transposed), ((-(-n // 1024) + 40, 1024), transposed)]
+    for (grid, block), info in launches:
+        base = random(dtype, (n + 50,))
+        x = device.to_device(base)
+        fn[grid, block](n, 0 if info is None else 2, info, value, x)
+        want = base.copy()
+        want[:n] = value
+        assert_bits(x.to_host(), want, f"{dtype} {grid}x{block} info {'null' if info is None else 'set'}")
