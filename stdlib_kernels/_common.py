@@ -293,6 +293,19 @@ def as_device_array(x, device=None) -> DeviceArray:
         return device.from_dlpack(x) if device is not None else pk.from_dlpack(x)
     return (device or pk.device("cpu")).to_device(np.asarray(x))
 
+
+def operands(op: str, dtypes, x, *others, names: tuple[str, ...] = ("a", "b")) -> tuple[DeviceArray, ...]:
+    """``x`` and ``others`` as device arrays on ``x``'s device, of one dtype the family has kernels
+    for: else a TypeError naming the operation, the operands (``names``) and their dtypes."""
+    x = as_device_array(x)
+    rest = tuple(as_device_array(o, x.device) for o in others)
+    for name, o in zip(names[1:], rest):
+        if o.dtype is not x.dtype:
+            raise TypeError(f"{op}: {names[0]} is {x.dtype} and {name} is {o.dtype}; their dtypes must match")
+    if x.dtype not in dtypes:
+        raise TypeError(f"{op}: no kernel for {x.dtype}; dtypes: {', '.join(t.tag for t in dtypes)}")
+    return (x, *rest)
+
 def compute_type(t):
     """What a dtype is computed in: f32 for the storage floats (f16, bf16, f8), else itself."""
     return f32 if t.is_storage_float else t

@@ -23,7 +23,7 @@ from pykern.runtime.base import DeviceArray
 from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
-from ._common import as_device_array
+from ._common import operands
 from .conv import DTYPES, col2im1d_launch, im2col_launch, nearest_launch, pool_vec_ok, rows_launch
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
@@ -56,12 +56,7 @@ def _non_negative(v: int, name: str) -> int:
 def _input(x, weight, op: str, spatial: int, transposed: bool = False):
     """Device arrays of one dtype; input (b, c_in, *s) (an unbatched (c_in, *s) gets b = 1) and weight
     (c_out, c_in, *k) or, transposed, (c_in, c_out, *k). Returns (x, weight, unbatched)."""
-    x = as_device_array(x)
-    weight = as_device_array(weight, x.device)
-    if x.dtype is not weight.dtype:
-        raise TypeError(f"{op}: input is {x.dtype} and weight is {weight.dtype}; they must match")
-    if x.dtype not in DTYPES:
-        raise TypeError(f"{op}: no kernel for {x.dtype}; dtypes: {', '.join(t.tag for t in DTYPES)}")
+    x, weight = operands(op, DTYPES, x, weight, names=("input", "weight"))
     unbatched = x.ndim == spatial + 1
     if unbatched:
         x = x.as_strided((1,) + x.shape, (0,) + x.strides)
@@ -214,11 +209,9 @@ def conv_transpose2d(x, weight, stride: int = 1, padding: int = 0, output_paddin
 
 # ---- pools and upsampling -----------------------------------------------------------------------------
 def _image(x, op: str) -> DeviceArray:
-    x = as_device_array(x)
+    (x,) = operands(op, DTYPES, x)
     if x.ndim != 4:
         raise ValueError(f"{op}: input must be (batch, channels, height, width), got shape {x.shape}")
-    if x.dtype not in DTYPES:
-        raise TypeError(f"{op}: no kernel for {x.dtype}; dtypes: {', '.join(t.tag for t in DTYPES)}")
     return x
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, usize
 
-from ._common import as_device_array
+from ._common import operands
 
 T = pk.TypeVar("T")
 
@@ -234,12 +234,7 @@ def matmul(a, b, out=None):
     """``a @ b`` with NumPy's rules: ``(..., m, k) @ (..., k, n)``, batch dims broadcast, any strides
     (transposed, sliced, broadcast operands are read in place). f32, f16, bf16; f32 accumulation."""
     from pykern.runtime.launch import storage
-    a = as_device_array(a)
-    b = as_device_array(b, a.device)
-    if a.dtype is not b.dtype:
-        raise TypeError(f"matmul: operands have dtypes {a.dtype} and {b.dtype}; convert one first")
-    if a.dtype not in DTYPES:
-        raise TypeError(f"matmul: no kernel for {a.dtype}; dtypes: {', '.join(t.tag for t in DTYPES)}")
+    a, b = operands("matmul", DTYPES, a, b)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"matmul: operands need at least 2 dims, got shapes {a.shape} and {b.shape}")
     m, k = a.shape[-2:]
