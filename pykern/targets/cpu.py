@@ -277,9 +277,26 @@ class CpuTarget(Target):
                 ref.link_in(support)
         ref.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=level)
+        if self.unrolls_loops(module) is False:
+            pto.loop_unrolling = False
         pb = llvm.create_pass_builder(self.target_machine, pto)
         pb.getModulePassManager().run(ref, pb)
         return ref
+
+    #: IR text a kernel may have (on average over its module) for LLVM's loop unroller to run on the
+    #: host. The quantized MMQ kernels (``mul_mat_q*``: 1.3-2.5 MB each, their tiles already unrolled
+    #: by ``pk.static_range``) had the unroller triple their machine code, and code generation was
+    #: then half of their first call (docs/cli.md); every other stdlib kernel is below it.
+    unroll_limit = 1 << 20
+
+    def unrolls_loops(self, module: ir.Module) -> bool:
+        """Whether ``optimize`` lets LLVM unroll ``module``'s loops (a kernel's own ``pk.static_range``
+        is unrolled by the front end either way): not for kernels of more than ``unroll_limit``."""
+        kernels = sum(1 for name in module.globals if name.endswith(".thread")) or 1
+        return len(str(module)) <= self.unroll_limit * kernels
+
+    def backend_key(self) -> str:
+        return f"O3:unroll<={self.unroll_limit}"
 
 
 class CpuFrame(KernelFrame):

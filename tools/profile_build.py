@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Where a cold build of stdlib modules spends its CPU time, per phase and per module (issue 29).
+
+Each module x arch is compiled in its own process, the way a `pykern build` worker does it, with
+`time.process_time()` around each phase: typing (the front end), lowering to llvmlite IR, rendering
+the IR text, parsing + verifying it in LLVM, the optimisation pipeline, code generation. The cache is
+not touched. One JSON line per module x arch on stdout; a table at the end. `--jobs` runs that many
+processes at once (each figure is its own process's CPU time, so they add up either way); the
+"pool" line replays the measured module totals through `pykern build`'s scheduling (`-j 2`) to say
+whether one large module sets the wall time.
+
+    python tools/profile_build.py --arch sm_90,gfx90a [--modules quantized,reduce] [--jobs 2]
+    python tools/profile_build.py --arch sm_90 --level 2      # the IR pipeline at O2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def profile(name: str, arch: str, level: int | None, save: str | None = None,
+            options: tuple[str, ...] = ()) -> dict:
+    import llvmlite.binding as llvm
+
+    import stdlib_kernels
+    from pykern.compiler import collector_paused
+    from pykern.lower.llvm import lower_kernel
+    from pykern.targets import registry
+
+    target = registry.make_target("cuda" if arch.startswith("sm_") else "amdgpu", arch)
+    target.target_machine  # noqa: B018 — LLVM set up before the options below
+    for opt in options:
+        llvm.set_option("", opt)
+    module = stdlib_kernels.module(name)
+    t = {}
+    clock = time.process_time
+    with collector_paused():
+        c0 = clock()
+        typed = [(inst, inst.typed(target)) for inst in module.kernels]
+        c1 = clock()
+        mod = target.new_module(name)
+        for inst, fn in typed:
+            lower_kernel(target, mod, fn, inst.max_block_size, inst.kdef.min_blocks_for(target.name))
+        c2 = clock()
+        text = str(mod)
+    c3 = clock()
+    ref = llvm.parse_assembly(text)
+    ref.verify()
+    c4 = clock()
+    ref.triple = target.triple
+    ref.data_layout = str(target.target_machine.target_data)
+    passes = getattr(target, "pipeline", None)
+    if passes is not None and level is None:
+        passes(ref)
+    else:
+        pto = llvm.create_pipeline_tuning_options(speed_level=3 if level is None else level)
+        pb = llvm.create_pass_builder(target.target_machine, pto)
+        pb.getModulePassManager().run(ref, pb)
+    c5 = clock()
+    if target.name == "cuda":
+        data = target.target_machine.emit_assembly(ref).encode()
+    else:
+        data = target.target_machine.emit_object(ref)
+    c6 = clock()
+    if save:
+        out = Path(save) / arch / f"{name}{'.ptx' if target.name == 'cuda' else '.o'}"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    t = {"module": name, "arch": arch, "kernels": len(module.kernels), "typing": c1 - c0, "lowering": c2 - c1,
+         "render": c3 - c2, "parse": c4 - c3, "optimise": c5 - c4, "codegen": c6 - c5, "ir_mb": len(text) / 1e6}
+    t["total"] = c6 - c0
+    return t
+
+
+def _one(args):
+    return profile(*args)
+
+
+def replay(times: list[tuple[float, int]], jobs: int) -> float:
+    """The wall time of `pykern build`'s pool given each task's seconds, submitted in its order."""
+    free = [0.0] * jobs
+    for sec, _ in times:
+        i = free.index(min(free))
+        free[i] += sec
+    return max(free)
+
+
+def main() -> int:
+    import stdlib_kernels
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--modules", default=",".join(m.name for m in stdlib_kernels.MODULES))
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--level", type=int, default=None, help="the IR pipeline's O level (default: the target's)")
+    p.add_argument("--save", help="write each module's PTX / relocatable object to SAVE/<arch>/")
+    p.add_argument("--llvm-option", action="append", default=[], help="an LLVM command-line option (repeatable)")
+    a = p.parse_args()
+    work = [(m, arch, a.level, a.save, tuple(a.llvm_option)) for arch in a.arch.split(",") for m in a.modules.split(",")]
+    work.sort(key=lambda w: -len(stdlib_kernels.module(w[0]).kernels))
+    ctx = multiprocessing.get_context("fork")
+    rows = []
+    with ctx.Pool(a.jobs, maxtasksperchild=1) as pool:
+        for r in pool.imap_unordered(_one, work):
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+    phases = ("typing", "lowering", "render", "parse", "optimise", "codegen", "total", "ir_mb")
+    for arch in a.arch.split(","):
+        mine = [r for r in rows if r["arch"] == arch]
+        print(f"\n{arch}: " + "  ".join(f"{ph} {sum(r[ph] for r in mine):.1f}" for ph in phases))
+        for r in sorted(mine, key=lambda r: -r["total"]):
+            print(f"  {r['module']:10s} {r['kernels']:4d} " + " ".join(f"{r[ph]:6.1f}" for ph in phases))
+        order = sorted(mine, key=lambda r: -r["kernels"])  # pykern build's order: most kernels first
+        print(f"  pool -j2 (kernel-count order): {replay([(r['total'], 0) for r in order], 2):.1f} s; "
+              f"cost order: {replay([(r['total'], 0) for r in sorted(mine, key=lambda r: -r['total'])], 2):.1f} s; "
+              f"ideal {sum(r['total'] for r in mine) / 2:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
