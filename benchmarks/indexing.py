@@ -4,8 +4,8 @@ Run on the GPU machine:  python benchmarks/indexing.py [--size-log2 26] [--sweep
 
 Cases (i64 ids as torch takes them): index_select along dim 0 (an embedding lookup) into 4 * 2^26
 bytes of output rows: f32 rows of 1 KiB, 256 B and 4 KiB from a 64 MiB table and 1 KiB from a 512
-MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with random ids;
-scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
+MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with random ids; scatter_
+along dim 1 (random ids, and a permutation a row) and dim 0 (``scatter_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
 (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off: the host check of the ids is a
 device-to-host copy, not the kernel; the deterministic scatter_add_/index_add_ include their ids'
 device sort where they sort), index_select also by the previous wrapper kernel (``is_words_*``),
@@ -22,7 +22,7 @@ one call, ours/torch's); bandwidth counts the bytes a kernel must move (read + w
 included) against the copy bandwidth measured in this run the same way. ``--sweep`` also times
 index_select's ``is_tiles_*`` under other launches (``TILE_SWEEP``), ``--select-probes`` the f32
 cases by ``is_tiles_*`` with plain stores and by ``select_probe``, ``--sa-variants`` scatter_add's
-``sa_rows`` under ``SA_VARIANTS``; ``--quick-select`` keeps the f32 1 KiB, 256 B and 4 KiB
+``sa_rows`` under ``SA_VARIANTS`` and scatter's ``s_rows`` under ``S_VARIANTS``; ``--quick-select`` keeps the f32 1 KiB, 256 B and 4 KiB
 index_select cases (wrapper only for the last two).
 """
 from __future__ import annotations
@@ -207,6 +207,8 @@ TILE_SWEEP = ((1, 64, None), (4, 256, None))
 #: ``--sa-variants``: ``sa_rows`` under other (hash buckets, row elements a lane in flight): (0, 0) is
 #: the kernel before the shortcut, (SA_TAGS, SA_ROW_LOADS) the wrappers'
 SA_VARIANTS = ((0, 0), (2048, 16), (2048, 32))
+#: ``--sa-variants``: ``s_rows`` under other threads a block (the wrappers': ``S_ROWS_BLOCK``)
+S_VARIANTS = (256, 512)
 
 
 def index_select_case(b: Bench, row_bytes: int = 1024, sweep: bool = False, table_log2: int = 26,
@@ -354,6 +356,99 @@ def scatter_add_case(b: Bench, variants: bool = False) -> None:
     assert torch.allclose(x, want, rtol=1e-4, atol=1e-4), "scatter_add disagrees with torch"
 
 
+def last_writer(torch, x, dim: int, ids, src):
+    """torch's ``scatter_`` with candle's rule for duplicates (the last source along ``dim`` wins;
+    torch leaves the winner unspecified): each destination's winning ``j`` by a ``scatter_reduce``
+    amax of ``j``, then a gather of the winners where there is one."""
+    shape = [1] * src.dim()
+    shape[dim] = src.shape[dim]
+    j = torch.arange(src.shape[dim], device=src.device).view(shape).expand_as(ids)
+    win = torch.full(x.shape, -1, dtype=torch.int64, device=x.device).scatter_reduce_(dim, ids, j, "amax")
+    return torch.where(win >= 0, torch.gather(src, dim, win.clamp(min=0)), x), int((win >= 0).sum())
+
+
+def scatter_case(b: Bench, variants: bool = False) -> None:
+    """``scatter_`` (candle's ``s``, last writer wins) along dim 1 of rows of 4096 f32 from as many
+    sources with random i64 ids (duplicates) and with a permutation a row (none: torch's result is
+    then exact), and along dim 0 of a table; the wrapper (``s_rows_*`` along dim 1, the global winner
+    table along dim 0), the wrapper before them (candle's column kernel), candle's column kernel under
+    its launch, and with ``variants`` ``s_rows_*`` under other block sizes."""
+    from stdlib_kernels import INDEXING
+    from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    cols = 4096
+    rows = b.n // cols
+    src = torch.randn(rows, cols, device="cuda")
+    x0 = torch.randn(rows, cols, device="cuda")
+    x = x0.clone()
+    xw, sw = wrap(dev, x), wrap(dev, src)
+    for kind in ("random ids", "a permutation a row"):
+        if kind == "random ids":
+            ids = torch.randint(0, cols, (rows, cols), device="cuda", dtype=torch.int64)
+        else:
+            ids = torch.argsort(torch.rand(rows, cols, device="cuda"), dim=1)
+        iw = wrap(dev, ids)
+        want, written = last_writer(torch, x0, 1, ids, src)
+        nbytes = src.nbytes + ids.nbytes + 4 * written  # src and ids read, each written element of x once
+        x.copy_(x0)
+        ix.scatter(xw, 1, iw, sw, check_ids=False)
+        assert torch.equal(x, want), f"scatter ({kind}) != last writer"
+        if kind != "random ids":
+            assert torch.equal(x, x0.clone().scatter_(1, ids, src)), "scatter (no duplicates) != torch"
+        theirs = lambda: x.scatter_(1, ids, src)  # noqa: E731
+        b.case(f"scatter_ dim 1 {kind} [wrapper]", nbytes, lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
+        if variants:
+            keep = ix.S_ROWS_BLOCK
+            for block in S_VARIANTS:
+                ix.S_ROWS_BLOCK = block
+                b.case(f"scatter_ dim 1 {kind} [s_rows block {block}]", nbytes,
+                       lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
+                x.copy_(x0)
+                ix.scatter(xw, 1, iw, sw, check_ids=False)
+                assert torch.equal(x, want), f"s_rows block {block} ({kind}) != last writer"
+            ix.S_ROWS_BLOCK = keep
+        if kind == "random ids":
+            keep = ix.S_ROWS_BYTES, ix.S_COLUMNS_MIN_RIGHT, ix.S_COLUMNS_MIN
+            ix.S_ROWS_BYTES = 0  # rows past the shared budget: the global winner table
+            b.case(f"scatter_ dim 1 {kind} [global winners]", nbytes,
+                   lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
+            x.copy_(x0)
+            ix.scatter(xw, 1, iw, sw, check_ids=False)
+            assert torch.equal(x, want), "scatter (global winners) != last writer"
+            ix.S_COLUMNS_MIN_RIGHT = ix.S_COLUMNS_MIN = 0  # the wrapper before both: candle's column kernel, blocks of COLUMN_BLOCK
+            b.case(f"scatter_ dim 1 {kind} [old wrapper: columns]", nbytes,
+                   lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs, slow=True)
+            ix.S_ROWS_BYTES, ix.S_COLUMNS_MIN_RIGHT, ix.S_COLUMNS_MIN = keep
+            f = dev.get_or_load_func("s_i64_f32", INDEXING)
+            b.case(f"scatter_ dim 1 {kind} [candle]", nbytes,
+                   lambda: f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1),
+                   theirs, slow=True)
+            x.copy_(x0)
+            f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1)
+            assert torch.equal(x, want), "candle's s_i64_f32 != last writer"
+    # dim 0: n_src rows of sources into a table of rows (right = cols: candle's column kernel, coalesced)
+    vocab, n_src = 1024, rows // 4
+    table0 = torch.randn(vocab, cols, device="cuda")
+    table = table0.clone()
+    src = torch.randn(n_src, cols, device="cuda")
+    ids = torch.randint(0, vocab, (n_src, cols), device="cuda", dtype=torch.int64)
+    want, written = last_writer(torch, table0, 0, ids, src)
+    tw, iw, sw = wrap(dev, table), wrap(dev, ids), wrap(dev, src)
+    ix.scatter(tw, 0, iw, sw, check_ids=False)
+    assert torch.equal(table, want), "scatter dim 0 != last writer"
+    nbytes = src.nbytes + ids.nbytes + 4 * written
+    theirs = lambda: table.scatter_(0, ids, src)  # noqa: E731
+    b.case("scatter_ dim 0 random ids [wrapper]", nbytes, lambda: ix.scatter(tw, 0, iw, sw, check_ids=False), theirs)
+    keep = ix.S_COLUMNS_MIN
+    ix.S_COLUMNS_MIN = 0  # the wrapper before the winner table: candle's column kernel
+    b.case("scatter_ dim 0 random ids [old wrapper: columns]", nbytes,
+           lambda: ix.scatter(tw, 0, iw, sw, check_ids=False), theirs, slow=True)
+    table.copy_(table0)
+    ix.scatter(tw, 0, iw, sw, check_ids=False)
+    assert torch.equal(table, want), "scatter dim 0 (columns) != last writer"
+    ix.S_COLUMNS_MIN = keep
+
+
 def index_add_case(b: Bench) -> None:
     from stdlib_kernels import INDEXING
     from stdlib_kernels import indexing as ix
@@ -392,8 +487,8 @@ def main() -> None:
     ap.add_argument("--select-probes", action="store_true", help="index_select f32: the eviction-hint probes")
     ap.add_argument("--sa-variants", action="store_true", help="scatter_add's sa_rows under SA_VARIANTS too")
     ap.add_argument("--quick-select", action="store_true", help="index_select: f32 1 KiB, 256 B, 4 KiB only")
-    ap.add_argument("--cases", default="select,gather,scatter_add,index_add",
-                    help="comma-separated: select, gather, scatter_add, index_add")
+    ap.add_argument("--cases", default="select,gather,scatter,scatter_add,index_add",
+                    help="comma-separated: select, gather, scatter, scatter_add, index_add")
     args = ap.parse_args()
     import torch
 
@@ -412,9 +507,10 @@ def main() -> None:
             index_select_case(b, row_bytes=1024, dtype="bfloat16", others=False)
             index_select_case(b, row_bytes=4096, dtype="float16", others=False)
             index_select_case(b, row_bytes=8192, dtype="bfloat16", table_log2=29, others=False)
-    for name, case in (("gather", gather_case), ("scatter_add", scatter_add_case), ("index_add", index_add_case)):
+    for name, case in (("gather", gather_case), ("scatter", scatter_case), ("scatter_add", scatter_add_case),
+                       ("index_add", index_add_case)):
         if name in cases and not args.only_select:
-            case(b, args.sa_variants) if name == "scatter_add" else case(b)
+            case(b, args.sa_variants) if name in ("scatter", "scatter_add") else case(b)
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
 

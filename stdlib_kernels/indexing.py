@@ -16,9 +16,11 @@ Semantics follow candle's CPU backend where its CUDA kernels differ (docs/compat
 The wrappers (below the kernels) also have kernels of their own that candle never asks for:
 ``is_tiles_*``/``is_words_*``/``is_rows_*`` copy whole rows, ``gather_shared_*`` gathers from a row staged in
 shared memory, ``ia_sorted_*``/``sa_sorted_*`` add in candle's order with the ids' positions
-(``ids_positions_*``) argsorted on the device, and ``sa_atomic_*``/``ia_atomic_*`` add with one
+(``ids_positions_*``) argsorted on the device, ``sa_atomic_*``/``ia_atomic_*`` add with one
 thread per source element where the order of the adds cannot matter (integers) or the caller allows
-it.
+it, and ``s_rows_*`` / ``s_winners_*`` + ``s_from_winners_*`` scatter with candle's last writer found
+by atomic maxima of the source index (in shared memory a row at a time, or in a table the size of
+the output), which any order of the atomics leaves the same.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from pykern.runtime.array import DeviceArray
 from . import INDEXING, kernel_name, sort
 from ._common import STREAM_BLOCK, as_device_array, is_contiguous, launch_1d, launch_stream, strided_index
 from .conv import div_by, divisor_magic
+from .fill import const_set
 from .unary import copy as contiguous_copy
 
 I = pk.TypeVar("I")
@@ -563,6 +566,73 @@ def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usiz
 
 
 @pk.kernel
+def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
+                 *, I, T):
+    """scatter along the last dim (``right`` 1), a block a row at a time (rows ``block_idx.x, +
+    grid_dim.x, ...``), with candle's last-writer result and no walk in order: each source ``j`` of
+    the row takes an atomic max of ``j + 1`` at its destination in a shared table of ``dst_dim`` u32
+    (dynamic shared memory, 0: no source), which leaves the last ``j`` of every destination whatever
+    order the atomics land in; after a barrier each destination with a winner copies its source
+    (adjacent threads, adjacent stores; destinations without one keep their value) and clears its
+    entry for the next row. ``src_dim`` below 2**32 - 1 (the wrapper's check)."""
+    win = pk.shared.dynamic(pk.u32)
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    for c in pk.parallel_range(pk.u32(0), dst_dim, t, nt):
+        win[c] = pk.u32(0)
+    pk.syncthreads()
+    r = usize(pk.block_idx.x)
+    while r < left:
+        ri = ids + r * src_dim
+        for j in pk.parallel_range(pk.u32(0), pk.u32(src_dim), t, nt):
+            k = pk.u32(position(ri[j], usize(dst_dim)))
+            if k < dst_dim:
+                pk.atomic.max(win, k, j + pk.u32(1))
+        pk.syncthreads()
+        rv = inp + r * src_dim
+        dst = out + r * usize(dst_dim)
+        for c in pk.parallel_range(pk.u32(0), dst_dim, t, nt):
+            w = win[c]
+            if w != pk.u32(0):
+                dst[c] = rv[w - pk.u32(1)]
+                win[c] = pk.u32(0)
+        pk.syncthreads()  # the table is clear before the next row's atomics
+        r += usize(pk.grid_dim.x)
+
+
+@pk.kernel
+def scatter_winners(n: usize, ids: ConstPtr[I], win: Ptr[pk.u32], src_dim: pk.u32, dst_dim: pk.u32,
+                    right: pk.u32, *, I):
+    """scatter's first pass along any dim, one thread a source element: each valid id takes an atomic
+    max of its ``j + 1`` into ``win`` (a zeroed u32 per element of ``x``), so every destination ends
+    with its last source along the dim whatever order the atomics land in. Sizes below 2**32 (the
+    wrapper's check): 32-bit divisions."""
+    for i in pk.grid_stride(n):
+        e = pk.u32(i)
+        q = e // right
+        post = e - q * right
+        pre = q // src_dim
+        j = q - pre * src_dim
+        k = position(ids[i], usize(dst_dim))
+        if k < usize(dst_dim):
+            pk.atomic.max(win, (pre * dst_dim + pk.u32(k)) * right + post, j + pk.u32(1))
+
+
+@pk.kernel
+def scatter_from_winners(n: usize, win: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], src_dim: pk.u32,
+                         dst_dim: pk.u32, right: pk.u32, *, T):
+    """scatter's second pass, one thread an element of ``x``: where ``win`` names a source, copy it
+    (adjacent threads, adjacent stores); elsewhere ``x`` keeps its value."""
+    for e in pk.grid_stride(n):
+        w = win[e]
+        if w != pk.u32(0):
+            q = pk.u32(e) // right
+            post = pk.u32(e) - q * right
+            pre = q // dst_dim
+            out[e] = inp[(usize(pre) * usize(src_dim) + usize(w - pk.u32(1))) * usize(right) + usize(post)]
+
+
+@pk.kernel
 def count_out_of_range(n: usize, ids: ConstPtr[I], size: usize, bad: Ptr[pk.u32], *, I):
     """How many of ``ids`` are neither a position in ``[0, size)`` nor the sentinel: the wrappers' check
     on a GPU, where copying every id to the host would cost more than the kernel it guards."""
@@ -623,6 +693,19 @@ for _i in INDICES:
         INDEXING.add(scatter_add_rows.instance(kernel_name("sa_rows", _i, _t), I=_i, T=_t, tags=SA_TAGS,
                                                row_loads=SA_ROW_LOADS))
 
+#: ``s_rows_*`` (scatter along the last dim, a block a row) for every ``s_*`` pair, the f8e4m3 extras too
+for _op, _i, _t, _tag in TABLE:
+    if _op == "s":
+        INDEXING.add(scatter_rows.instance(kernel_name("s_rows", _i, _tag), I=_i, T=_t))
+for _i in INDICES:
+    INDEXING.add(scatter_rows.instance(kernel_name("s_rows", _i, "f8e4m3"), I=_i, T=pk.f8e4m3))
+#: scatter's two passes elsewhere: ``s_winners_*`` for every index dtype, ``s_from_winners_*`` for every
+#: value dtype
+for _i in INDICES:
+    INDEXING.add(scatter_winners.instance(kernel_name("s_winners", _i), I=_i))
+for _t in VALUES + (pk.f8e4m3,):
+    INDEXING.add(scatter_from_winners.instance(kernel_name("s_from_winners", _t), T=_t))
+
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
 #: threads a block for the column kernels (ia/s/sa): each thread walks a whole column
@@ -651,6 +734,20 @@ SORTED_MAX_RIGHT = 32
 #: a whole row) with destination rows of at most this many bytes (more leave fewer waves an SM)
 SA_ROWS_MIN = 1024
 SA_ROWS_BYTES = 16 * 1024
+#: scatter along the last dim by ``s_rows_*`` where a destination row's u32 winner table fits this
+#: many bytes of dynamic shared memory (no opt-in on any target), with this many threads a block and
+#: at most this many blocks (rows beyond them are walked grid-stride)
+S_ROWS_BYTES = 48 * 1024
+S_ROWS_BLOCK = 1024
+S_ROWS_GRID = 1 << 20
+#: ``s_rows_*`` launches blocks of about a row's elements over this many (a wave at least, then
+#: whole waves up to ``S_ROWS_BLOCK``)
+S_ROWS_PER_THREAD = 4
+#: elsewhere scatter keeps candle's column kernel only for at least this many (pre, post) columns
+#: (about the threads an H100 keeps resident) of at least this many adjacent elements (a warp's
+#: loads and stores coalesced); fewer take the winner table in global memory
+S_COLUMNS_MIN = 1 << 17
+S_COLUMNS_MIN_RIGHT = 32
 #: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
 #: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
 SA_BALLOTS = 4
@@ -868,12 +965,36 @@ def _launch_columns(x, name: str, args: tuple, left: int, right: int):
 def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     """In place: ``x[..., ids[..., j, ...], ...] = src[..., j, ...]`` along ``dim`` (torch ``scatter_``,
     candle ``scatter_set``); ``ids`` has ``src``'s shape. Of duplicate indices the last along ``dim``
-    wins. Returns ``x``."""
+    wins. Returns ``x``.
+
+    Along the last dim, where a destination row's u32 winner table fits ``S_ROWS_BYTES``, a block a
+    row finds each destination's last source by shared-memory atomic maxima and then copies the
+    winners (``s_rows_*``): candle's result, with a row's work spread over a block where candle's
+    column kernel gives a whole row to one thread. Where candle's columns are few
+    (``S_COLUMNS_MIN``) or a warp's are not adjacent (``S_COLUMNS_MIN_RIGHT``), the same two passes
+    through a zeroed u32 table the size of ``x`` in global memory (``s_winners_*``, one thread a
+    source; ``s_from_winners_*``, one thread an element of ``x``). Elsewhere candle's column kernel."""
     name, x, dim, ids, src = _columns("s", x, dim, ids, src, check_ids, "scatter")
     if ids.shape != src.shape:
         raise ValueError(f"scatter: ids must have src's shape {src.shape}, got {ids.shape}")
     left, right = _sizes(src.shape, dim)
-    _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+    if not (src.size and x.size):
+        return x
+    dev = x.device
+    if right == 1 and x.shape[dim] * 4 <= S_ROWS_BYTES and src.shape[dim] < U32_LIMIT:
+        ws = dev.target.wave_size
+        block = min(S_ROWS_BLOCK, max(ws, -(-max(src.shape[dim], x.shape[dim]) // (S_ROWS_PER_THREAD * ws)) * ws))
+        dev.get_or_load_func(name.replace("s_", "s_rows_", 1), INDEXING)[
+            (min(left, S_ROWS_GRID), 1, 1), (block, 1, 1), None, x.shape[dim] * 4](
+            ids, src, x, left, src.shape[dim], x.shape[dim])
+    elif (right < S_COLUMNS_MIN_RIGHT or left * right < S_COLUMNS_MIN) and max(src.size, x.size) < U32_LIMIT:
+        win = const_set(dev.empty(x.size, pk.u32), 0)  # on the device: ``zeros`` copies from the host
+        dev.get_or_load_func(kernel_name("s_winners", ids.dtype), INDEXING)[launch_stream(src.size, ids)](
+            src.size, ids, win, src.shape[dim], x.shape[dim], right)
+        dev.get_or_load_func(kernel_name("s_from_winners", x.dtype), INDEXING)[launch_stream(x.size, x)](
+            x.size, win, src, x, src.shape[dim], x.shape[dim], right)
+    else:
+        _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
     return x
 
 

@@ -150,7 +150,8 @@ def _indexing_adds(dev):
     """The wrappers' adds: ``ids_positions_*`` and the stable argsort behind ``ia_sorted_*`` /
     ``sa_sorted_*`` (candle's order, deterministic), ``sa_rows_*`` (two blocks over three rows), the atomic adds (one thread an element: integers,
     or floats with ``deterministic=False``; small integer values keep every order exact),
-    ``ia_segments_*`` (the host-sorted fallback), scatter's columns, and the GPU's ids check."""
+    ``ia_segments_*`` (the host-sorted fallback), scatter's ``s_rows_*`` (shared-memory winners along the
+    last dim) and ``s_winners_*`` / ``s_from_winners_*`` (a global winner table), and the GPU's ids check."""
     gen = rng("indexing/adds")
     for value in indexing.VALUES + (pk.f8e4m3,):
         ids = dev.to_device(np.array([2, 0, 2, 5, 2, 1, 7], np.uint32))  # one past the dim: skipped
@@ -190,9 +191,22 @@ def _indexing_adds(dev):
                                deterministic=False)
             indexing.scatter_add(x, 0, dev.to_device(gen.integers(0, 5, size=(7, 4)).astype(index.np)), src,
                                  deterministic=False)
-    indexing.scatter(dev.to_device(values(pk.u8, 5 * 9, gen).reshape(5, 9)), 1,
+    indexing.scatter(dev.to_device(values(pk.u8, 5 * 9, gen).reshape(5, 9)), 1,  # s_rows_u8_u8 (wrapper)
                      dev.to_device(gen.integers(0, 9, size=(5, 4)).astype(np.uint8)),
                      dev.to_device(values(pk.u8, 5 * 4, gen).reshape(5, 4)))
+    for index, value, tag in ([(i, v, tag) for o, i, v, tag in indexing.TABLE if o == "s"]
+                              + [(i, pk.f8e4m3, "f8e4m3") for i in indexing.INDICES]):
+        # s_rows_* by name for every pair: 3 rows of 50 sources (duplicates, the sentinel, one past the
+        # dim) into rows of 20, two blocks of two waves (the winner table cleared between rows)
+        ids = dev.to_device(_ids(index, 3 * 50, 20, gen).reshape(3, 50))
+        src = dev.to_device(values(value, 3 * 50, gen).reshape(3, 50))
+        x = dev.to_device(values(value, 3 * 20, gen).reshape(3, 20))
+        _launch(dev, sk.INDEXING, kernel_name("s_rows", index, tag), 2, 2 * dev.target.wave_size, ids, src, x,
+                3, 50, 20, shared=20 * 4)
+        ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # dim 0, columns of 5: the global
+        src = dev.to_device(values(value, 4 * 5, gen).reshape(4, 5))    # winner table (s_winners_*,
+        indexing.scatter(dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), 0, ids, src,  # s_from_winners_*)
+                         check_ids=False)
 
 
 # ---- sort -------------------------------------------------------------------------------------------

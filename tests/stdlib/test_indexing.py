@@ -27,7 +27,11 @@ OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op
        | {kernel_name(op, i) for op in ("is_words", "is_tiles", "ids_positions") for i in indexing.F8_INDICES}
        | {kernel_name("gather_shared", i, tag) for op, i, v, tag in indexing.TABLE if op == "gather"}
        | {kernel_name(op, v) for op in ("ia_sorted", "sa_sorted") for v in indexing.VALUES + (f8e4m3,)}
-       | {kernel_name("sa_rows", i, v) for i in indexing.INDICES for v in indexing.ROWS_VALUES})
+       | {kernel_name("sa_rows", i, v) for i in indexing.INDICES for v in indexing.ROWS_VALUES}
+       | {kernel_name("s_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "s"}
+       | {kernel_name("s_rows", i, "f8e4m3") for i in indexing.INDICES}
+       | {kernel_name("s_winners", i) for i in indexing.INDICES}
+       | {kernel_name("s_from_winners", v) for v in indexing.VALUES + (f8e4m3,)})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
 
@@ -377,6 +381,74 @@ def test_scatter_add_rows_are_candles_sums(wave_device, dt, idt):
     x = dev.to_device(acc)
     indexing.scatter_add(x, 1, dev.to_device(ids), dev.to_device(hsrc))
     assert_bits(x.to_host(), ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, True)[:, :, 0])
+
+
+def ref_last_writer(acc, ids, src, idt):
+    """candle's scatter along the last dim of 2-D rows, for each row: a destination takes its last
+    valid source (NumPy's fancy assignment keeps the last of repeated indices, which is not promised,
+    so the winners come from a max of j instead)."""
+    out = acc.copy()
+    for r in range(ids.shape[0]):
+        ok = valid(ids[r], idt, acc.shape[1])
+        win = np.full(acc.shape[1], -1)
+        np.maximum.at(win, ids[r][ok].astype(np.int64), np.nonzero(ok)[0])
+        out[r, win >= 0] = src[r, win[win >= 0]]
+    return out
+
+
+S_ROWS_CASES = [(dt, idt) for dt in indexing.VALUES + (f8e4m3,) for idt in indexing.INDICES]
+
+
+@pytest.mark.parametrize("dt,idt", S_ROWS_CASES, ids=str)
+def test_scatter_rows_last_writer(wave_device, dt, idt):
+    """``s_rows_*`` (a block a row, shared-memory atomic maxima of each destination's sources) keeps
+    candle's last writer: many duplicates (few destinations), rows of fewer sources than destinations
+    (holes keep x), the sentinel and indices out of range (skipped), odd sizes, grids and blocks
+    smaller than the rows (the table cleared between rows), through the kernel and the wrapper; rows
+    past ``S_ROWS_BYTES`` keep candle's column kernel."""
+    dev = wave_device
+    ws = dev.target.wave_size
+    hi = min(idt.int_range[1], 300)
+    for left, n, m in ((5, 7, 3), (3, 2 * ws + 5, min(hi, 200)), (4, 300, 37), (2, 33, min(hi, 255))):
+        hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
+        ids = index_data(idt, left * n, m).reshape(left, n)
+        ids[-1] = RNG.integers(0, 2, n).astype(idt.np)  # one row of two destinations only
+        want = ref_last_writer(acc, ids, hsrc, idt)
+        assert (want == ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, False)[:, :, 0]).all()
+        for grid, block in ((1, ws), (2, 3 * ws), (left, 256)):
+            x = dev.to_device(acc)
+            name = kernel_name("s_rows", idt, "f8e4m3" if dt is f8e4m3 else dt)  # candle's s_*_f8e4m3 spelling
+            dev.get_or_load_func(name, INDEXING)[(grid, 1, 1), (block, 1, 1), None, m * 4](
+                dev.to_device(ids), dev.to_device(hsrc), x, left, n, m)
+            assert_bits(x.to_host(), want, f"s_rows {left}x{n} into {m}, grid {grid}, block {block}")
+        x = dev.to_device(acc)
+        assert indexing.scatter(x, -1, dev.to_device(ids), dev.to_device(hsrc), check_ids=False) is x
+        assert_bits(x.to_host(), want, f"scatter {left}x{n} into {m}")
+
+
+def test_scatter_paths(wave_device, monkeypatch):
+    """Each of scatter's paths keeps candle's last writer: a destination row whose winner table does
+    not fit ``S_ROWS_BYTES`` takes the global winner table (``s_winners_*`` / ``s_from_winners_*``),
+    as do few or narrow columns along other dims; many wide columns keep candle's column kernel.
+    Odd sizes around each limit, duplicates, the sentinel, one past the dim."""
+    dev = wave_device
+    calls = []
+    real = dev.get_or_load_func
+    monkeypatch.setattr(dev, "get_or_load_func", lambda name, mod: calls.append(name) or real(name, mod))
+    monkeypatch.setattr(indexing, "S_ROWS_BYTES", 4 * 40)
+    monkeypatch.setattr(indexing, "S_COLUMNS_MIN", 6 * 32)
+    for shape, n, dim, kernel in (((3, 40), 50, 1, "s_rows_u32_f64"), ((3, 41), 50, 1, "s_winners_u32"),
+                                  ((5, 7), 9, 0, "s_winners_u32"), ((2, 3, 31), 4, 1, "s_winners_u32"),
+                                  ((6, 5, 32), 9, 1, "s_u32_f64"), ((1, 4, 3, 33), 6, 1, "s_winners_u32")):
+        src_shape = shape[:dim] + (n,) + shape[dim + 1:]
+        hsrc, acc = values(pk.f64, src_shape), values(pk.f64, shape)
+        ids = index_data(u32, math.prod(src_shape), shape[dim]).reshape(src_shape)
+        x = dev.to_device(acc)
+        calls.clear()
+        indexing.scatter(x, dim, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
+        assert kernel in calls, (shape, calls)
+        want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), u32, pk.f64, False)
+        assert_bits(x.to_host(), want.reshape(shape), f"scatter {shape} dim {dim}")
 
 
 def test_atomic_float_adds_within_bound(wave_device):
