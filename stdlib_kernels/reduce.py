@@ -412,6 +412,11 @@ def norm_row_held(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[
 
 
 @pk.func
+def median3(a: V, b: V, c: V) -> V:
+    return max(min(a, b), min(max(a, b), c))
+
+
+@pk.func
 def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPtr[T], n: u32, eps: V, sm: S, t: u32,
                     nt: u32, store: bool, *, spec, by_wave):
     """``norm_row`` for a row read from memory in each pass; without ``store``, the statistics alone
@@ -425,8 +430,9 @@ def norm_row_passes(x: ConstPtr[T], y: Ptr[T], alpha: ConstPtr[T], beta: ConstPt
         # d = x - k, k an element of the row that differs from thread to thread; the row's sum, then
         # its sum of (x - mean)**2 = s2 + (k - mean) * (2 * (s1 - c * k) + c * (k - mean)) per thread,
         # are two scalar reductions. The cancellation there is ~c * eps of the row's M2 (c: a
-        # thread's count), far below a 16-bit result's rounding (docs/targets/cuda.md)
-        shift = V(x[min(t, n - 1)]) if n > 0 else zero
+        # thread's count), far below a 16-bit result's rounding (docs/targets/cuda.md). k is the median
+        # of the thread's first three elements: an outlier as k would scale that error by (k - mean)**2
+        shift = median3(V(x[min(t, n - 1)]), V(x[min(t + nt, n - 1)]), V(x[min(t + 2 * nt, n - 1)])) if n > 0 else zero
         count = pk.u32(0)  # an integer: a tile's increments fold into one add
         e1 = zero
         s2 = zero

@@ -380,6 +380,21 @@ def test_16_bit_layernorm_statistics(wave_device, dtype, block_size, n):
     assert (excess <= 2.0 ** -20 * np.abs(want).max(1, keepdims=True)).all(), excess.max(1)
 
 
+@pytest.mark.parametrize("block_size", [32, 1024, None])
+def test_16_bit_layernorm_outlier_is_no_shift(wave_device, block_size):
+    """A thread of a 16-bit row read from memory shifts its squares by the median of its first three
+    elements, not by its first: with the outlier 6e4 as thread 0's shift, a row of 17001 constant
+    elements came out 1.5 f16 ulps off float64 (on the GPU, random rows up to 40 ulps)."""
+    n = 17001
+    x = np.full((2, n), 300, np.float16)
+    x[0, 0] = 6e4
+    x[1, 0], x[1, 1] = 6e4, -6e4  # two threads' first elements
+    xf = as_f64(x)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + float(np.float32(1e-5)))
+    got = as_f64(R.layer_norm(wave_device.to_device(x), None, None, 1e-5, block_size).to_host())
+    assert (np.abs(got - want) <= as_f64(np.spacing(np.abs(want).astype(np.float16)))).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 def test_16_bit_weights_at_any_alignment(wave_device, dtype):
     """alpha and beta of a row held in registers are read four elements at a time when they are
