@@ -126,6 +126,21 @@ class Bench:
         print(line, flush=True)
 
 
+def mmvq_launches(quant, fn, rows: int, ws, x, vy, dst, k_padded: int):
+    """(MMVQ alone, quantize_q8_1 + MMVQ) as timed calls ``(i, stream)`` over the rotated weights ``ws``:
+    ``fn`` takes ``rows`` weight rows a block of (32, 4) threads."""
+    nrows, ncols = dst.numel(), x.numel()
+
+    def alone(i, s):
+        fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                          nrows, k_padded, nrows)
+
+    def pair(i, s):
+        quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+        alone(i, s)
+    return alone, pair
+
+
 def mmvq(b: Bench) -> None:
     """q8_1 + MMVQ at batch 1: weight bytes / time against the copy bandwidth and torch.mv in f16."""
     from stdlib_kernels.quantized_api import matmul
@@ -153,14 +168,7 @@ def mmvq(b: Bench) -> None:
                         "wrappers' launch": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype])}
             figures = {}
             for label, (fn, rows) in launches.items():
-                def alone(i, s, ws=ws, fn=fn, rows=rows):
-                    fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
-                                                      nrows, k_padded, nrows)
-
-                def pair(i, s, alone=alone):
-                    quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-                    alone(i, s)
-
+                alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded)
                 figures[label] = t_pair = b.time(pair)
                 t_alone = b.time(alone)
                 t_host = loop_time(torch, pair, b.iters)
@@ -348,15 +356,7 @@ def probes(b: Bench) -> None:
     for qtype in ("q4_K", "q6_K"):
         ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
         rows = Q.MMVQ_WRAPPER_ROWS[qtype]
-        fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
-
-        def alone(i, s, ws=ws, fn=fn, rows=rows):
-            fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
-                                              nrows, k_padded, nrows)
-
-        def pair(i, s, alone=alone):
-            quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-            alone(i, s)
+        alone, pair = mmvq_launches(quant, b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), rows, ws, x, vy, dst, k_padded)
 
         def empty_pair(i, s, alone=alone):
             empty[k_padded // 256, 256, s](buf.data_ptr())
