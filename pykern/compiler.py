@@ -12,10 +12,11 @@ The disk cache is consulted under two keys:
   the versions (pykern, llvmlite, LLVM and a hash of the compiler's own sources). Its entry holds
   the kernel signatures (a JSON header) and the artifact, so a hit skips lowering entirely — which
   for a 100-kernel module is most of a warm build;
-* on a miss, the *IR key* — the LLVM IR text itself plus the target, its optimiser settings
-  (``Target.backend_key``) and the versions: honest by construction (whatever changed the kernel
-  changed the IR); it saves LLVM's optimiser, code
-  generation and linking when an edit did not change the IR (a comment, a renamed local).
+* on a miss, the *IR key* — the LLVM IR text itself plus the target (``Target.cache_key``: its
+  arch and whatever else decides the object made from the same IR, such as the CPU target's unroll
+  limit) and the versions: honest by construction (whatever changed the kernel changed the IR); it
+  saves LLVM's optimiser, code generation and linking when an edit did not change the IR (a
+  comment, a renamed local).
 
 A compile stores its artifact under both keys.
 """
@@ -147,7 +148,7 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     text = rendered(module)
     if dump:
         dump_stages(dump, kernels, target, name, module)
-    key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), target.backend_key(), text)
+    key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text)
     artifact = cache.get(key)
     if artifact is None:
         artifact = target.finalize(module, sigs)

@@ -205,9 +205,6 @@ class Module:
         return f"<pykern module {self.name} index={self.index} kernels={len(self)}>"
 
 
-_BOUND_TARGETS = TARGET_NAMES
-
-
 def per_target(**choices: Any) -> PerTarget:
     """A compile-time parameter's value per target: ``BK=pk.per_target(cuda=16, default=8)``."""
     return PerTarget(**choices)
@@ -215,9 +212,9 @@ def per_target(**choices: Any) -> PerTarget:
 
 def _checked_bound(bound: int | Mapping[str, int]) -> int | Mapping[str, int]:
     values = bound.values() if isinstance(bound, Mapping) else [bound]
-    unknown = [t for t in bound if t not in _BOUND_TARGETS] if isinstance(bound, Mapping) else []
+    unknown = [t for t in bound if t not in TARGET_NAMES] if isinstance(bound, Mapping) else []
     if unknown or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
-        raise ValueError(f"min_blocks_per_sm must be an int >= 0 or a mapping of {_BOUND_TARGETS} to "
+        raise ValueError(f"min_blocks_per_sm must be an int >= 0 or a mapping of {TARGET_NAMES} to "
                          f"such ints, got {bound!r}")
     return dict(bound) if isinstance(bound, Mapping) else bound
 

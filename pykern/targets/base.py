@@ -100,11 +100,6 @@ class Target(ABC):
         """Everything about this target that changes the artifact (folded into the cache key)."""
         return f"{self.name}:{self.arch}:{self.wave_size}:{self.tile_bytes}"
 
-    def backend_key(self) -> str:
-        """What else than the IR decides the artifact of the same IR (the optimiser's settings), for
-        the IR cache key: a change of those must not reuse objects the old settings made."""
-        return "O3"
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.arch} wave{self.wave_size}>"
 

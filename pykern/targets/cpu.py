@@ -244,7 +244,7 @@ class CpuTarget(Target):
 
     def cache_key(self) -> str:
         return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:{self.tile_bytes}:"
-                f"{llvm.get_host_cpu_features().flatten()}")
+                f"{llvm.get_host_cpu_features().flatten()}:unroll<={self.unroll_limit}")
 
     def _make_target_machine(self):
         target = llvm.Target.from_triple(self.triple)
@@ -277,7 +277,7 @@ class CpuTarget(Target):
                 ref.link_in(support)
         ref.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=level)
-        if self.unrolls_loops(module) is False:
+        if not self.unrolls_loops(module):
             pto.loop_unrolling = False
         pb = llvm.create_pass_builder(self.target_machine, pto)
         pb.getModulePassManager().run(ref, pb)
@@ -294,9 +294,6 @@ class CpuTarget(Target):
         is unrolled by the front end either way): not for kernels of more than ``unroll_limit``."""
         kernels = sum(1 for name in module.globals if name.endswith(".thread")) or 1
         return len(str(module)) <= self.unroll_limit * kernels
-
-    def backend_key(self) -> str:
-        return f"O3:unroll<={self.unroll_limit}"
 
 
 class CpuFrame(KernelFrame):

@@ -27,7 +27,7 @@ def test_small_kernels_keep_the_unroller():
     big.unroll_limit = 100  # as if the kernel were larger than the limit
     module, _ = lower_module([row_sums._only_instance()], big, "row_sums")
     assert not big.unrolls_loops(module)
-    assert big.backend_key() != target.backend_key()  # the IR cache key tells the two apart
+    assert big.cache_key() != target.cache_key()  # the IR cache key tells the two apart
 
 
 def test_a_kernel_over_the_limit_computes_the_same(monkeypatch, tmp_path):
