@@ -8,7 +8,9 @@ is contiguous, and launches ``ceil(numel / 1024)`` blocks of 1024 threads. A ker
 contiguous loop only for a null ``info`` ran ``where_u8_f32`` at 0.37x torch on an H100 under that
 convention. Each row times the same kernel three ways on the same buffers: candle's arguments
 (``info`` describing contiguous operands of a ``--dims``-d shape), the null-``info`` launch, and the
-PyTorch op. The target: ``info/null`` >= 0.90 for every family.
+PyTorch op, each timed by ``benchmarks/timing.py`` (CUDA-event medians of ``--calls`` back-to-back
+launches queued behind a GPU-side sleep: the GPU's time). The target: ``info/null`` >= 0.90 for
+every family.
 
 Families: unary, binary, ternary, affine, fill (``const_set``), cast; the ``fast_*`` reductions (one
 block of ``next_power_of_two(min(1024, cols))`` threads a row, info = kept dims then the reduced one);
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu import timed  # noqa: E402  (CUDA-event medians, shared with benchmarks/gpu.py)
+from timing import CALLS, Timer  # noqa: E402
 
 
 def candle_info(dev, shape: tuple[int, ...], operands: int):
@@ -42,8 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
     ap.add_argument("--dims", type=int, default=2, help="rank of the shape candle describes in info")
-    ap.add_argument("--calls", type=int, default=1,
-                    help="launches between two CUDA events (10: the host's launch overhead hides behind the GPU)")
+    ap.add_argument("--calls", type=int, default=CALLS, help="launches between two CUDA events (timing.Timer)")
     ap.add_argument("--only", default=None,
                     help="comma-separated sections: elementwise, fill, u8, reduce, indexing, strided, reduce-strided, conv")
     args = ap.parse_args()
@@ -62,16 +63,16 @@ def main() -> None:
     shape = (n,) if args.dims == 1 else (1 << 10,) * (args.dims - 1) + (n >> (10 * (args.dims - 1)),)
     grid, block = (-(-n // 1024), 1, 1), (1024, 1, 1)
     nd = len(shape)
-    x0 = torch.empty(n, device="cuda")
-    copy_bw = 2 * x0.nbytes / timed(torch, lambda: x0.clone())
-    print(f"device: {torch.cuda.get_device_name()}  copy bandwidth {copy_bw / 1e12:.2f} TB/s  n = {n:,}  "
+    timer = Timer(torch, calls=args.calls)
+    copy_bw = timer.copy_bandwidth(n)
+    print(f"device: {torch.cuda.get_device_name()}  copy bandwidth {copy_bw / 1e12:.3f} TB/s  n = {n:,}  "
           f"info shape {shape}")
     print(f"{'kernel':24} {'info ms':>8} {'null ms':>8} {'torch ms':>8} {'info/null':>9} {'info/torch':>10}")
     rows = []
 
     def row(label, with_info, null_info, theirs, gate=True):
         """``gate``: info/null counts toward the 0.90 target (False: the second launch is the wrappers')."""
-        t_info, t_null, t_torch = (timed(torch, f, calls=args.calls) for f in (with_info, null_info, theirs))
+        t_info, t_null, t_torch = (timer(f) for f in (with_info, null_info, theirs))
         rows.append((label, t_null / t_info, t_torch / t_info, gate))
         print(f"{label:24} {t_info * 1e3:8.3f} {t_null * 1e3:8.3f} {t_torch * 1e3:8.3f} "
               f"{t_null / t_info:9.2f} {t_torch / t_info:10.2f}", flush=True)
@@ -109,7 +110,7 @@ def main() -> None:
             row(name, lambda f=f: f[grid, block](n, nd, info1, px, po, 1.5, 0.5),
                 lambda f=f: f[grid, block](n, nd, None, px, po, 1.5, 0.5), lambda: torch.add(x * 1.5, 0.5))
     if section("fill"):
-        const_set(dev, sk, n, shape, grid, block, row, args.calls)
+        const_set(dev, sk, n, shape, grid, block, row, timer)
     if ew or section("u8"):  # 1-byte copies: a 16-byte tile is 16 elements, so 15 threads in 16 are idle
         xu, ou = torch.randint(0, 256, (n,), device="cuda", dtype=torch.uint8), torch.empty(n, device="cuda",
                                                                                            dtype=torch.uint8)
@@ -169,7 +170,7 @@ def main() -> None:
         print(f"worst info/null: {worst[1]:.2f} ({worst[0]}); geometric mean info/torch: {geo:.2f} over {len(rows)} rows")
 
 
-def const_set(dev, sk, n, shape, grid, block, row, calls):
+def const_set(dev, sk, n, shape, grid, block, row, timer):
     """``const_set`` of every dtype under candle's grid (info / null / torch's fill of as many bytes),
     then the launches ``fill.const_set`` makes itself (``launch_stream``'s grid: a null ``info`` for a
     contiguous destination, and ``info`` for a transposed one), and candle's grid on the transposed
@@ -207,9 +208,9 @@ def const_set(dev, sk, n, shape, grid, block, row, calls):
             assert bool((o[:m] == want).all()) and bool((o[m:] == 7).all()), (name, g, inf is None)
         row(name, lambda f=f: f[grid, block](n, nd, info, val, po), lambda f=f: f[grid, block](n, nd, None, val, po),
             lambda: o.fill_(3))
-        wrapped.append((name, timed(torch, lambda f=f, wg=wg: f[wg](n, 2, None, val, po), calls=calls),
-                        timed(torch, lambda f=f, tw=tw: f[tw](nt, 2, tinfo, val, po), calls=calls),
-                        timed(torch, lambda f=f: f[tgrid, block](nt, 2, tinfo, val, po), calls=calls)))
+        wrapped.append((name, timer(lambda f=f, wg=wg: f[wg](n, 2, None, val, po)),
+                        timer(lambda f=f, tw=tw: f[tw](nt, 2, tinfo, val, po)),
+                        timer(lambda f=f: f[tgrid, block](nt, 2, tinfo, val, po))))
     print(f"{'const_set, ms':24} {'wrappers, contiguous':>20} {f'transposed 2^{nt.bit_length() - 1}':>16} "
           f"{'candle transposed':>17}")
     for name, a, b, c in wrapped:

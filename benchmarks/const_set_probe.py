@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu import timed  # noqa: E402  (CUDA-event medians, shared with benchmarks/gpu.py)
+from timing import CALLS, Timer  # noqa: E402
 
 SRC = r"""
 typedef unsigned long long u64;
@@ -62,10 +62,8 @@ PROBES(unsigned short, bf16)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
-    ap.add_argument("--calls", type=int, default=1,
-                    help="launches between two CUDA events (10: the host's launch overhead hides behind the GPU)")
+    ap.add_argument("--calls", type=int, default=CALLS, help="launches between two CUDA events (timing.Timer)")
     args = ap.parse_args()
-    calls = args.calls
     import cupy as cp
     import torch
 
@@ -75,18 +73,18 @@ def main() -> None:
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     dev = pk.device("cuda")
     grid, block = (-(-n // 1024),), (1024,)
-    x0 = torch.empty(n, device="cuda")
-    copy_bw = 2 * x0.nbytes / timed(torch, calls=calls, fn=lambda: x0.clone())
-    print(f"device: {torch.cuda.get_device_name()}  copy bandwidth {copy_bw / 1e12:.2f} TB/s  n = {n:,}  "
+    timer = Timer(torch, calls=args.calls)
+    copy_bw = timer.copy_bandwidth(n)
+    print(f"device: {torch.cuda.get_device_name()}  copy bandwidth {copy_bw / 1e12:.3f} TB/s  n = {n:,}  "
           f"candle's grid {grid[0]:,} x {block[0]}")
     info = dev.to_device(np.array([1024, n // 1024, n // 1024, 1], np.uint64))
     print(f"{'kernel':28} {'ms':>7} {'torch/this':>10} {'null/this':>9}")
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         o = torch.empty(n, device="cuda", dtype=tdt)
         v = cp.float32(1.0) if tag == "f32" else cp.uint16(0x3F80)
-        t_torch = timed(torch, calls=calls, fn=lambda: o.fill_(1.0))
+        t_torch = timer(lambda: o.fill_(1.0))
         cs = dev.get_or_load_func(f"const_set_{tag}", sk.FILL)
-        t_null = timed(torch, calls=calls, fn=lambda: cs[grid[0], block[0]](n, 2, None, 1.0, o.data_ptr()))
+        t_null = timer(lambda: cs[grid[0], block[0]](n, 2, None, 1.0, o.data_ptr()))
 
         def show(label, t):
             print(f"{label + ' ' + tag:28} {t * 1e3:7.3f} {t_torch / t:10.2f} {t_null / t:9.2f}", flush=True)
@@ -96,21 +94,21 @@ def main() -> None:
         o.fill_(0.0)
         cs[grid[0], block[0]](n, 2, info, 1.0, o.data_ptr())
         assert bool((o == 1.0).all()), f"const_set_{tag} under candle's info"
-        show("const_set candle's info", timed(torch, calls=calls, fn=lambda: cs[grid[0], block[0]](n, 2, info, 1.0, o.data_ptr())))
+        show("const_set candle's info", timer(lambda: cs[grid[0], block[0]](n, 2, info, 1.0, o.data_ptr())))
         ptr = cp.uint64(o.data_ptr())
-        show("probe: empty", timed(torch, calls=calls, fn=lambda: mod.get_function("empty_k")(grid, block, (ptr, cp.float32(1), cp.uint64(n)))))
+        show("probe: empty", timer(lambda: mod.get_function("empty_k")(grid, block, (ptr, cp.float32(1), cp.uint64(n)))))
         for name, label in (("one_store", "probe: one store"), ("first_blocks", "probe: 16 B, first blocks"),
                             ("spread", "probe: 16 B, spread")):
             f = mod.get_function(f"{name}_{tag}")
             o.fill_(0.0)
             f(grid, block, (ptr, v, cp.uint64(n)))
             assert bool((o == 1.0).all()), name
-            show(label, timed(torch, calls=calls, fn=lambda f=f: f(grid, block, (ptr, v, cp.uint64(n)))))
+            show(label, timer(lambda f=f: f(grid, block, (ptr, v, cp.uint64(n)))))
         f = mod.get_function(f"spread_info_{tag}")
         o.fill_(0.0)
         f(grid, block, (ptr, v, cp.uint64(n), cp.uint64(info.ptr)))
         assert bool((o == 1.0).all()), "spread_info"
-        show("probe: 16 B, spread + info", timed(torch, calls=calls, fn=lambda: f(grid, block, (ptr, v, cp.uint64(n), cp.uint64(info.ptr)))))
+        show("probe: 16 B, spread + info", timer(lambda: f(grid, block, (ptr, v, cp.uint64(n), cp.uint64(info.ptr)))))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,22 @@
 """pykern's stdlib kernels against PyTorch on the same GPU, same buffers, same process.
 
-Run on the GPU machine:  python benchmarks/gpu.py [--size-log2 28] [--quick]
+Run on the GPU machine:  python benchmarks/gpu.py [--size-log2 28] [--only reduce] [--rounds 2] [--old]
 
 Kernels are launched the way a Rust candle backend launches them (candle's ABI and launch shapes:
 elementwise grid = ceil(numel/1024) x 1024 threads, one element per thread; ``fast_*`` one block per
 row with next_power_of_two(min(1024, cols)) threads; softmax blocks of (1, 32, 1); rmsnorm and
-layernorm with 1024 threads). Times are CUDA-event medians of >= 20 runs after warm-up; the working
-sets (2^28 elements) are far larger than L2, so no flush is needed. Bandwidth counts the bytes a
-kernel must move (read + write once); the device's copy bandwidth is measured in the same run.
+layernorm with 1024 threads). Times are ``benchmarks/timing.py``'s: CUDA-event medians of 10
+back-to-back calls queued behind a GPU-side sleep (the GPU's time, not the host's to issue the first
+call), pykern's and torch's alternated ``--rounds`` times and each side's median taken ("spread": the
+lowest and highest ratio of the single rounds); ``--old`` adds the ratio the earlier timing gave
+(``timing.idle_start``: one call between two events on an idle GPU) beside it. The working sets (2^28
+elements) are far larger than L2, so no flush is needed. Bandwidth counts the bytes a kernel must
+move (read + write once), against the device's copy bandwidth measured the same way in the same run.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -21,35 +26,22 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, Ptr, f32, usize
 
-
-def timed(torch, fn, reps: int = 20, calls: int = 1) -> float:
-    """Median seconds a call of ``fn`` over ``reps`` samples of ``calls`` calls between two CUDA
-    events on the current stream. ``calls`` > 1 gives the GPU's time when the host issues calls faster
-    than the GPU runs them (a wrapper's Python overhead hidden behind the previous call's kernel)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3 / calls)
-    return statistics.median(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import Timer, idle_start  # noqa: E402
+from timing import idle_start as timed  # noqa: E402,F401  (conv.py and indexing.py import it until they switch)
 
 
 class Bench:
-    def __init__(self, torch, dev, n: int):
-        self.torch, self.dev, self.n = torch, dev, n
+    """Cases timed pykern against torch on the same buffers, as % of this run's copy bandwidth."""
+
+    def __init__(self, torch, dev, n: int, rounds: int = 2, old: bool = False):
+        self.torch, self.dev, self.n, self.rounds, self.old = torch, dev, n, rounds, old
         self.rows: list[tuple] = []
-        x = torch.empty(n, dtype=torch.float32, device="cuda")
-        y = torch.empty_like(x)
-        self.copy_bw = 2 * x.nbytes / timed(torch, lambda: y.copy_(x))
-        print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s  (n = {n:,})")
-        print(f"{'case':44} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+        self.timer = Timer(torch)
+        self.copy_bw = self.timer.copy_bandwidth(n)
+        print(f"{dev.name}: copy bandwidth {self.copy_bw / 1e12:.3f} TB/s  (n = {n:,})")
+        print(f"{'case':44} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8} "
+              f"{'spread':>11}" + (f" {'old way':>7}" if old else ""))
 
     def fn(self, module, name):
         return self.dev.get_or_load_func(name, module)
@@ -58,12 +50,16 @@ class Bench:
 
     def case(self, label: str, nbytes: int, ours, theirs) -> None:
         label += self.suffix
-        t_ours, t_theirs = timed(self.torch, ours), timed(self.torch, theirs)
+        t_ours, t_theirs, ratios = self.timer.pair(ours, theirs, self.rounds)
         bw = nbytes / t_ours
         ratio = t_theirs / t_ours  # > 1: pykern faster
         self.rows.append((label, t_ours, t_theirs, ratio))
-        print(f"{label:44} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
-              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}", flush=True)
+        old = ""
+        if self.old:  # the earlier timing (one call between two events on an idle GPU), for comparison
+            o_ours = idle_start(self.torch, ours)
+            old = f" {idle_start(self.torch, theirs) / o_ours:7.3f}"
+        print(f"{label:44} {t_ours * 1e3:9.4f} {t_theirs * 1e3:9.4f} {bw / 1e12:8.3f} "
+              f"{100 * bw / self.copy_bw:5.1f}% {ratio:8.3f} {min(ratios):5.3f}-{max(ratios):5.3f}{old}", flush=True)
 
 
 def elementwise(b: Bench, shape: str = "candle") -> None:
@@ -124,7 +120,7 @@ def elementwise(b: Bench, shape: str = "candle") -> None:
                 px, po, rows, half, cols, cols), lambda: dst2[:, :half].copy_(src2[:, :half]))
         if f"ucopy_{tag}" in sk.UNARY:  # transposed copy: strided input through info
             f = b.fn(sk.UNARY, f"ucopy_{tag}")
-            side = 1 << 14
+            side = 1 << min(14, (n.bit_length() - 1) // 2)  # 2^14 square at the default 2^28
             src = x[: side * side].view(side, side)
             info = b.dev.to_device(np.array([side, side, 1, side], dtype=np.uint64))
             b.case(f"transposed copy {tag}", 2 * side * side * x.element_size(),
@@ -348,6 +344,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=28)
     ap.add_argument("--only", choices=["elementwise", "wrapper", "reduce", "reduce-wrapper", "overheads"])
+    ap.add_argument("--rounds", type=int, default=2, help="alternations of pykern's and torch's timing a case")
+    ap.add_argument("--old", action="store_true", help="also the ratio of the earlier timing (timing.idle_start)")
     args = ap.parse_args()
     import torch
 
@@ -356,7 +354,7 @@ def main() -> None:
         sys.exit("benchmarks/gpu.py needs a CUDA GPU")
     torch.cuda.init()
     dev = pk.device("cuda")
-    b = Bench(torch, dev, 1 << args.size_log2)
+    b = Bench(torch, dev, 1 << args.size_log2, args.rounds, args.old)
     parts = {"elementwise": elementwise, "wrapper": lambda b: elementwise(b, "wrapper"), "reduce": reductions,
              "reduce-wrapper": lambda b: reductions(b, "wrapper"), "overheads": overheads}
     for name, part in parts.items():

@@ -12,10 +12,13 @@ Rows of 128, 1024, 4096 and 65536 columns, 2^24 keys each case. Three launches o
   1024)`` threads, ``ncols_pad * 4`` bytes of shared memory), where it fits in 48 KiB.
 
 against ``torch.argsort(x, dim=-1)`` (and ``stable=True``, since pykern's sort is stable). Times are
-CUDA-event medians of ``back_to_back``: 10 calls between two events, so that the GPU time is
-measured, not the host's time to issue one call; the device's copy bandwidth is measured in the same
-run (a sort moves at least 4 bytes in and 4 out a key: that traffic at copy speed is the floor).
-Every pykern result is checked once against torch's sorted values.
+``benchmarks/timing.py``'s: CUDA-event medians of 10 back-to-back calls queued behind a GPU-side
+sleep, so that the GPU's time is measured, not the host's to issue the first call (the wrappers'
+Python allocates the output and scratch: tens of µs); ``--old`` adds the ratio the earlier timing
+gave (``back_to_back``: the start event on an idle GPU) for the wrappers' rows. The device's copy
+bandwidth is measured the same way in the same run (a sort moves at least 4 bytes in and 4 out a
+key: that traffic at copy speed is the floor). Every pykern result is checked once against torch's
+sorted values.
 """
 from __future__ import annotations
 
@@ -26,14 +29,15 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu import timed  # noqa: E402  (CUDA-event medians, shared by the benchmarks)
+from timing import Timer, idle_start  # noqa: E402
 
 COLS = (128, 1024, 4096, 65536)
 
 
 def back_to_back(torch, fn) -> float:
-    """``gpu.timed`` over 10 calls between two events, 15 samples."""
-    return timed(torch, fn, reps=15, calls=10)
+    """The earlier timing (10 calls between two events, the first event on an idle GPU, 15 samples):
+    ``--old``'s column, and indexing.py's "old way" until it takes ``timing.idle_start`` itself."""
+    return idle_start(torch, fn, reps=15, calls=10)
 
 
 def check(label: str, x_host: np.ndarray, order: np.ndarray) -> None:
@@ -48,6 +52,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys-log2", type=int, default=24)
     ap.add_argument("--cols", default=",".join(map(str, COLS)))
+    ap.add_argument("--old", action="store_true", help="also the wrappers' ratio under the earlier timing")
     args = ap.parse_args()
 
     import torch
@@ -58,13 +63,13 @@ def main() -> None:
 
     dev = pk.device("cuda")
     keys = 1 << args.keys_log2
-    big = torch.empty(keys, dtype=torch.float32, device="cuda")
-    copy_out = torch.empty_like(big)
-    copy_bw = 2 * big.nbytes / back_to_back(torch, lambda: copy_out.copy_(big))
+    timer = Timer(torch)
+    copy_bw = timer.copy_bandwidth()
     floor = 8 * keys / copy_bw  # 4 bytes read, 4 written a key at copy speed
-    print(f"{dev.name}: copy bandwidth {copy_bw / 1e12:.2f} TB/s; {keys:,} keys a case "
+    print(f"{dev.name}: copy bandwidth {copy_bw / 1e12:.3f} TB/s; {keys:,} keys a case "
           f"(8 bytes a key at copy speed: {floor * 1e3:.3f} ms)")
-    print(f"{'case':46} {'ms':>8} {'Gkeys/s':>8} {'torch ms':>9} {'vs torch':>8} {'vs stable':>9}")
+    print(f"{'case':46} {'ms':>8} {'Gkeys/s':>8} {'torch ms':>9} {'vs torch':>8} {'vs stable':>9}"
+          + (f" {'old way':>7}" if args.old else ""))
     max_run = getattr(sort, "max_run", lambda dtype: sort.MAX_RUN)(pk.f32)
 
     for cols in map(int, args.cols.split(",")):
@@ -73,15 +78,18 @@ def main() -> None:
         x = torch.from_dlpack(xd)
         x.copy_(torch.randn(rows, cols, device="cuda"))
         x_host = xd.to_host()
-        t_torch = back_to_back(torch, lambda: torch.argsort(x, dim=-1))
-        t_stable = back_to_back(torch, lambda: torch.argsort(x, dim=-1, stable=True))
+        ref = lambda: torch.argsort(x, dim=-1)  # noqa: E731
+        t_torch = timer(ref)
+        t_stable = timer(lambda: torch.argsort(x, dim=-1, stable=True))
 
-        def report(label: str, seconds: float) -> None:
+        def report(label: str, seconds: float, old: str = "") -> None:
             print(f"{label:46} {seconds * 1e3:8.3f} {keys / seconds / 1e9:8.2f} {t_torch * 1e3:9.3f} "
-                  f"{t_torch / seconds:8.2f} {t_stable / seconds:9.2f}", flush=True)
+                  f"{t_torch / seconds:8.2f} {t_stable / seconds:9.2f}{old}", flush=True)
 
         check(f"wrappers {cols}", x_host, sort.argsort(xd).to_host())
-        report(f"f32 rows of {cols} [wrappers]", back_to_back(torch, lambda: sort.argsort(xd)))
+        wrapped = lambda: sort.argsort(xd)  # noqa: E731
+        old = f" {back_to_back(torch, ref) / back_to_back(torch, wrapped):7.3f}" if args.old else ""
+        report(f"f32 rows of {cols} [wrappers]", timer(wrapped), old)
 
         out = dev.empty((rows, cols), pk.u32)
         if cols <= max_run:  # the wrappers' one launch, without the Python around it
@@ -90,7 +98,7 @@ def main() -> None:
             launch = lambda: fn[cfg](xd, rows, cols, out)  # noqa: E731
             launch()
             check(f"wrapper kernel {cols}", x_host, out.to_host())
-            report(f"f32 rows of {cols} [wrappers, kernels only]", back_to_back(torch, launch))
+            report(f"f32 rows of {cols} [wrappers, kernels only]", timer(launch))
 
         ncols_pad = next_power_of_two(cols)
         if ncols_pad * 4 <= 48 * 1024:
@@ -99,7 +107,7 @@ def main() -> None:
             launch = lambda: fn[cfg](xd, out, cols, ncols_pad)  # noqa: E731
             launch()
             check(f"candle {cols}", x_host, out.to_host())
-            report(f"f32 rows of {cols} [candle's launch]", back_to_back(torch, launch))
+            report(f"f32 rows of {cols} [candle's launch]", timer(launch))
         else:
             print(f"f32 rows of {cols} [candle's launch]: needs {ncols_pad * 4 // 1024} KiB of shared memory "
                   f"(48 KiB without opt-in): candle cannot launch it")

@@ -26,16 +26,18 @@ CALLS, REPS = 10, 15
 ROUNDS = 3
 
 
-def idle_start(torch, fn, reps: int = 20, calls: int = 1) -> float:
-    """The earlier timing, kept for comparison only: median seconds a call over ``reps`` samples of
-    ``calls`` calls between two events, the start event recorded on an idle GPU, so each sample
-    includes the host's issue of the first call (the size of what ``Timer`` corrects)."""
+def _per_call(torch, fn, calls: int, reps: int, before=None) -> float:
+    """Median seconds a call over ``reps`` samples of ``calls`` calls of ``fn`` between two events on
+    the current stream, after three calls of warm-up (module loads, first-use work); ``before`` is
+    queued ahead of each sample's start event."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     out = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
         a.record()
         for _ in range(calls):
             fn()
@@ -43,6 +45,33 @@ def idle_start(torch, fn, reps: int = 20, calls: int = 1) -> float:
         b.synchronize()
         out.append(a.elapsed_time(b) / 1e3 / calls)
     return statistics.median(out)
+
+
+def idle_start(torch, fn, reps: int = 20, calls: int = 1) -> float:
+    """The earlier timing, kept for comparison only: median seconds a call over ``reps`` samples of
+    ``calls`` calls between two events, the start event recorded on an idle GPU, so each sample
+    includes the host's issue of the first call (the size of what ``Timer`` corrects)."""
+    return _per_call(torch, fn, calls, reps)
+
+
+def graph_time(torch, fn, iters: int) -> float:
+    """GPU seconds a call of ``fn(i, stream)``: ``iters`` calls captured in one CUDA graph, its
+    replays timed with events (median of 5). No host work at all lies between the graph's kernels,
+    so this is also the independent check of ``Timer`` (tests/test_benchmark_timing.py); the gaps
+    between kernels stay in the figure, as in a captured model."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(3):  # module loads and first-use work stay out of the capture
+            fn(i, s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        for i in range(iters):
+            fn(i, s)
+    g.replay()
+    torch.cuda.synchronize()
+    return _per_call(torch, g.replay, 1, 5) / iters
 
 
 class Timer:
@@ -85,25 +114,11 @@ class Timer:
                  reps: int | None = None) -> float:
         """Median GPU seconds a call of ``fn`` (``calls`` back to back a sample, ``reps`` samples).
         ``host_s``: the host's seconds a call, measured by ``host`` when not given."""
-        torch = self.torch
         calls, reps = calls or self.calls, reps or self.reps
         if host_s is None:
             host_s = self.host(fn)
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
         sleep = max(2e-4, 3 * host_s * calls)
-        out = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            self.sleep(sleep)
-            a.record()
-            for _ in range(calls):
-                fn()
-            b.record()
-            b.synchronize()
-            out.append(a.elapsed_time(b) / 1e3 / calls)
-        return statistics.median(out)
+        return _per_call(self.torch, fn, calls, reps, before=lambda: self.sleep(sleep))
 
     def pair(self, ours, theirs, rounds: int = ROUNDS) -> tuple[float, float, list[float]]:
         """(ours, theirs, the single rounds' theirs/ours ratios): the two timed in turn ``rounds``
@@ -121,6 +136,4 @@ class Timer:
         torch = self.torch
         x = torch.randn(n, device="cuda")
         y = torch.empty_like(x)
-        bw = 2 * x.nbytes / self(lambda: y.copy_(x))
-        del x, y
-        return bw
+        return 2 * x.nbytes / self(lambda: y.copy_(x))
