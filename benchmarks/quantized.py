@@ -1,6 +1,6 @@
 """The QUANTIZED family against PyTorch and the copy bandwidth, on one CUDA GPU, in one process.
 
-Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes] [--iters 50]
+Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes|tile] [--iters 50]
 
 * MMVQ at batch 1 (Q4_0, Q4_K, Q6_K, Q8_0; 4096x4096 and 14336x4096): the q8_1 + MMVQ pair per
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
@@ -18,6 +18,9 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * probes: the q4_K / q6_K pair with an empty kernel in the quantize's place (what a second kernel
   costs by itself), the device's dp4a rate (the arithmetic bound of a dp4a MMQ), and the wrappers'
   MMQ kernel with more activation columns and fewer rows a block at 32 columns.
+* tile: the tiled MMQ probe (``mmq_tile_probe_{q}``, both operands staged in shared memory: ggml's
+  mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
+  activation columns.
 
 Times: GPU time. ``--iters`` back-to-back calls are captured in one CUDA graph, and CUDA events time
 its replays (median of 5, after warm-up): launched from Python one by one, every kernel here under
@@ -271,9 +274,203 @@ def dp4a_probe(p: pk.Ptr[pk.i32], n: pk.i32):
 #: probes time at 32 activation columns, under blocks of (32, MMQ_BLOCK_Y)
 MMQ_SHAPES = ((8, 4), (16, 2), (32, 1), (16, 1))
 
+#: blocks an SM the batch-1 MMVQ probes ask for (``min_blocks_per_sm``: a register budget of 65536 /
+#: (blocks x 128) a thread): q4_K's kernel holds 4 rows' chunks and reaches 8 blocks (32 warps)
+MMVQ_MIN_BLOCKS = (10, 12, 16)
+_MMVQ_BOUNDED = {mb: pk.kernel(max_block_size=128, min_blocks_per_sm={"cuda": mb})(Q.mul_mat_vec_q8_1.__wrapped__)
+                 for mb in MMVQ_MIN_BLOCKS}
+
 PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"), dp4a_probe.instance("dp4a_probe"),
                                           *(Q.mul_mat_vec_q8_1.instance(f"cols_q4_0_{n}x{r}", Q=Q.QTYPES["q4_0"], N=n,
-                                                                        rows=r) for n, r in MMQ_SHAPES))
+                                                                        rows=r) for n, r in MMQ_SHAPES),
+                                          *(k.instance(f"rows_{q}_blocks{mb}", Q=Q.QTYPES[q], N=1,
+                                                       rows=Q.MMVQ_WRAPPER_ROWS[q])
+                                            for mb, k in _MMVQ_BOUNDED.items() for q in ("q4_K", "q6_K")))
+
+
+# ---- the tiled MMQ probe (issue 26: MMQ at 32 columns) ------------------------------------------------
+#: the probe's tile: weight rows and activation columns a block, 32-element chunks a step, threads
+TILE_ROWS, TILE_COLS, TILE_STEP, TILE_THREADS = 32, 32, 8, 256
+#: words of a decoded row or column a step, padded so that 16-byte reads of 8 rows hit distinct banks
+TILE_LDW = TILE_STEP * 8 + 4
+#: floats of a row's scales and mins a step (4 a chunk), padded likewise
+TILE_LDP = TILE_STEP * 4 + 4
+#: words of a column's raw q8_1 blocks a step, and of them a thread copies
+TILE_YW = TILE_STEP * Q.Q8_1_BYTES // 4
+TILE_YPER = TILE_COLS * TILE_YW // TILE_THREADS
+#: f32 bits of 1.5 * 2^23: an integer dot started at MAGIC (|dot| < 2^22) read as an f32 is
+#: 1.5 * 2^23 + dot exactly, so one subtraction converts it (no I2F, a quarter-rate instruction)
+MAGIC, MAGIC_F = 0x4B400000, 12582912.0
+
+
+def tile_params(q) -> dict:
+    """The probe's compile-time layout for format ``q``: the unit raw weight bytes are copied in (u32
+    where blocks are 4-byte multiples, else u16) and how many a row has a step; the words of an
+    activation chunk's record (d8, a dp4a start a group, the group sums as f32 for the formats with a
+    min); the offsets of the shared-memory regions (one array: the final sums reuse its start)."""
+    raw = pk.u32 if q.nbytes % 4 == 0 else pk.u16
+    units = TILE_STEP * Q.Q8_1_QK // q.qk * q.nbytes // raw.nbytes
+    groups = Q.Q8_1_QK // q.group
+    rec = 4 if 1 + groups * (2 if q.has_min else 1) <= 4 else 8
+    o_sp = TILE_ROWS * TILE_LDW
+    o_sy = o_sp + TILE_ROWS * TILE_LDP
+    o_sr = o_sy + TILE_COLS * TILE_LDW
+    o_ry = o_sr + TILE_COLS * TILE_STEP * rec
+    o_rw = o_ry + TILE_COLS * TILE_YW
+    total = o_rw + -(-TILE_ROWS * units * raw.nbytes // 4)
+    assert total * 4 <= 48 * 1024 and o_sr >= 4 * 1024, (q.name, total)
+    return dict(RAW=raw, UNITS=units, RAW_PER=-(-TILE_ROWS * units // TILE_THREADS), REC=rec, O_SP=o_sp,
+                O_SY=o_sy, O_SR=o_sr, O_RY=o_ry, O_RW=o_rw, SMEM=total)
+
+
+@pk.kernel(max_block_size=TILE_THREADS)
+def mmq_tile_probe(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
+                   nrows_x: pk.i32, ncols_y: pk.i32, nrows_y: pk.i32, nrows_dst: pk.i32, *, q, RAW, UNITS, RAW_PER,
+                   REC, O_SP, O_SY, O_SR, O_RY, O_RW, SMEM):
+    """MMQ with both operands staged in shared memory (candle/ggml's mul_mat_q shape), under a block
+    of TILE_THREADS: ``dst[col * nrows_dst + row]`` for TILE_ROWS rows (block x) and TILE_COLS q8_1
+    columns (block y). Each step of TILE_STEP chunks: the raw bytes of the tile's rows and its
+    columns' q8_1 blocks, loaded one step ahead into registers by consecutive threads (coalesced;
+    decoded only once stored, since a use right after a load waits for it), are stored, decoded in
+    shared memory (``load_chunk``; q8_1 words, d8, dp4a starts, group sums) and multiplied: warp w
+    takes chunk w, a thread rows ``rq + 8 i`` (4) x columns ``cq + 4 j`` (8), 32 sums in registers;
+    the 8 warps' sums are added in a fixed order at the end. Rows and columns past the matrix re-read
+    the last one and are not written."""
+    smem = pk.shared.array(SMEM, pk.u32)
+    if ncols_x <= 0 or ncols_y <= 0 or nrows_x <= 0 or Q.flat_threads() != TILE_THREADS:
+        return
+    sw = smem + 0
+    sp = pk.bitcast(smem + O_SP, pk.Ptr[pk.f32])
+    sy = smem + O_SY
+    sr = smem + O_SR
+    ry = smem + O_RY
+    rw = pk.bitcast(smem + O_RW, pk.Ptr[RAW])
+    t = Q.flat_thread()
+    chunks = pk.u32(ncols_x) // Q.Q8_1_QK
+    per_block: pk.u32 = q.qk // Q.Q8_1_QK
+    row_bytes = pk.usize(chunks // per_block) * q.nbytes
+    column_bytes = pk.usize(pk.u32(max(nrows_y, 0)) // Q.Q8_1_QK) * Q.Q8_1_BYTES
+    first_row = pk.block_idx.x * TILE_ROWS
+    first = pk.block_idx.y * TILE_COLS
+    last = pk.u32(ncols_y) - 1
+    last_row = pk.u32(nrows_x) - 1
+    pw = pk.local.array(RAW_PER, RAW)
+    py = pk.local.array(TILE_YPER, pk.u32)
+    for i in pk.static_range(RAW_PER):
+        pw[i] = 0
+    for i in pk.static_range(TILE_YPER):
+        py[i] = 0
+    ch = t % TILE_STEP  # decoding: chunk ch of row (and column) unit
+    unit = t // TILE_STEP
+    words = pk.local.array(8, pk.u32)
+    params = pk.local.array(4, pk.f32)
+    sums = pk.local.array(2, pk.i32)
+    yq = pk.local.array(8, pk.i32)
+    w = t // 32  # the products: chunk w, rows rq + 8 i, columns cq + 4 j
+    lane = t % 32
+    rq = lane % 8
+    cq = lane // 8
+    acc = pk.local.array(32, pk.f32)
+    for i in pk.static_range(32):
+        acc[i] = 0.0
+    wq = pk.local.array(32, pk.u32)
+    pr = pk.local.array(16, pk.f32)
+    yv = pk.local.array(8, pk.u32)
+    for c0 in range(pk.u32(0), chunks + TILE_STEP, pk.u32(TILE_STEP)):
+        if c0 > 0:  # step c0 - STEP: store its loads
+            for i in pk.static_range(RAW_PER):
+                if t + TILE_THREADS * i < TILE_ROWS * UNITS:
+                    rw[t + TILE_THREADS * i] = pw[i]
+            for i in pk.static_range(TILE_YPER):
+                ry[t + TILE_THREADS * i] = py[i]
+            pk.syncthreads()
+        if c0 < chunks:  # step c0's loads, in flight while step c0 - STEP is decoded and multiplied
+            valid_w = min(chunks - c0, pk.u32(TILE_STEP)) // per_block * (q.nbytes // RAW.nbytes)
+            for i in pk.static_range(RAW_PER):
+                f = t + TILE_THREADS * i
+                if f < TILE_ROWS * UNITS and f % UNITS < valid_w:
+                    rp = pk.bitcast(vx + pk.usize(min(first_row + f // UNITS, last_row)) * row_bytes
+                                    + pk.usize(c0 // per_block) * q.nbytes, pk.ConstPtr[RAW])
+                    pw[i] = rp[f % UNITS]
+            valid_y = min(chunks - c0, pk.u32(TILE_STEP)) * (Q.Q8_1_BYTES // 4)
+            for i in pk.static_range(TILE_YPER):
+                f = t + TILE_THREADS * i
+                if f % TILE_YW < valid_y:
+                    yp = pk.bitcast(vy + pk.usize(min(first + f // TILE_YW, last)) * column_bytes
+                                    + pk.usize(c0) * Q.Q8_1_BYTES, pk.ConstPtr[pk.u32])
+                    py[i] = yp[f % TILE_YW]
+        if c0 > 0:
+            s0 = c0 - TILE_STEP
+            if s0 + ch < chunks:  # decode chunk ch of row unit and of column unit
+                Q.load_chunk(pk.bitcast(rw, pk.ConstPtr[pk.u8]) + unit * (UNITS * RAW.nbytes)
+                             + ch // per_block * q.nbytes, ch % per_block, words, params, Q=q)
+                for k in pk.static_range(8):
+                    sw[unit * TILE_LDW + ch * 8 + k] = words[k]
+                for k in pk.static_range(4):
+                    sp[unit * TILE_LDP + ch * 4 + k] = params[k]
+                yb = unit * TILE_YW + ch * (Q.Q8_1_BYTES // 4)
+                for k in pk.static_range(8):
+                    yq[k] = pk.bitcast(ry[yb + 1 + k], pk.i32)
+                    sy[unit * TILE_LDW + ch * 8 + k] = ry[yb + 1 + k]
+                rec = (unit * TILE_STEP + ch) * REC
+                sr[rec] = pk.bitcast(pk.f32(pk.bitcast(pk.u16(ry[yb] & 0xFFFF), pk.f16)), pk.u32)
+                Q.group_sums(yq, sums, Q=q, at=0)
+                for g in pk.static_range(Q.Q8_1_QK // q.group):
+                    if q.qoff != 0 or q.has_min:
+                        sr[rec + 1 + g] = pk.bitcast(MAGIC + q.qoff * sums[g], pk.u32)
+                    else:
+                        sr[rec + 1 + g] = pk.u32(MAGIC)
+                    if q.has_min:
+                        sr[rec + 1 + Q.Q8_1_QK // q.group + g] = pk.bitcast(pk.f32(sums[g]), pk.u32)
+            pk.syncthreads()
+            if s0 + w < chunks:
+                for i in pk.static_range(4):
+                    for k in pk.static_range(8):
+                        wq[8 * i + k] = sw[(rq + 8 * i) * TILE_LDW + w * 8 + k]
+                    for k in pk.static_range(4):
+                        pr[4 * i + k] = sp[(rq + 8 * i) * TILE_LDP + w * 4 + k]
+                for j in pk.static_range(8):
+                    col = cq + 4 * j
+                    for k in pk.static_range(8):
+                        yv[k] = sy[col * TILE_LDW + w * 8 + k]
+                    rec = (col * TILE_STEP + w) * REC
+                    d8 = pk.bitcast(sr[rec], pk.f32)
+                    for i in pk.static_range(4):
+                        total = pk.f32(0)
+                        for g in pk.static_range(Q.Q8_1_QK // q.group):
+                            dots = pk.bitcast(sr[rec + 1 + g], pk.i32)
+                            for k in pk.static_range(q.group // 4):
+                                dots = pk.dot4_i8(wq[8 * i + g * (q.group // 4) + k], yv[g * (q.group // 4) + k], dots)
+                            part = pr[4 * i + 2 * g] * (pk.bitcast(dots, pk.f32) - MAGIC_F)
+                            if q.has_min:
+                                mins = pk.bitcast(sr[rec + 1 + Q.Q8_1_QK // q.group + g], pk.f32)
+                                part += pr[4 * i + 2 * g + 1] * mins
+                            total += part
+                        acc[8 * i + j] += d8 * total
+            pk.syncthreads()
+    red = pk.bitcast(smem, pk.Ptr[pk.f32])  # warps [n, 2n) hand their sums to warps [0, n)
+    for half in pk.static_range(3):
+        n = pk.u32(4 >> half)
+        if w >= n and w < 2 * n:
+            for i in pk.static_range(32):
+                red[((w - n) * 32 + i) * 32 + lane] = acc[i]
+        pk.syncthreads()
+        if w < n:
+            for i in pk.static_range(32):
+                acc[i] += red[(w * 32 + i) * 32 + lane]
+        pk.syncthreads()
+    if w == 0:
+        for i in pk.static_range(4):
+            row = first_row + rq + 8 * i
+            for j in pk.static_range(8):
+                col = first + cq + 4 * j
+                if row <= last_row and col <= last:
+                    dst[pk.usize(col) * pk.usize(nrows_dst) + pk.usize(row)] = acc[8 * i + j]
+
+
+#: the formats the tile probe is built for (every format the wrappers' MMQ serves)
+TILE_PROBES = pk.Module("quantized_tile_probe").add(
+    *(mmq_tile_probe.instance(f"mmq_tile_probe_{q.name}", q=q, **tile_params(q)) for q in Q.MATMUL_TYPES))
 
 
 def launch_floor(b: Bench, grid: int, block: int) -> float:
@@ -365,6 +562,11 @@ def probes(b: Bench) -> None:
         wbytes = ws[0].numel()
         for label, f in (("MMVQ alone", alone), ("quantize_q8_1 + MMVQ", pair), ("empty kernel + MMVQ", empty_pair)):
             b.report(f"{qtype} {label}", b.time(f), wbytes)
+        for mb in MMVQ_MIN_BLOCKS:  # the same kernel under a register budget of mb blocks an SM
+            alone, pair = mmvq_launches(quant, b.dev.get_or_load_func(f"rows_{qtype}_blocks{mb}", PROBES), rows, ws, x,
+                                        vy, dst, k_padded)
+            b.report(f"{qtype} MMVQ alone, {mb} blocks an SM", b.time(alone), wbytes)
+            b.report(f"{qtype} quantize_q8_1 + MMVQ, {mb} blocks an SM", b.time(pair), wbytes)
         del ws
     chip = torch.cuda.get_device_properties(0)
     dp = b.dev.get_or_load_func("dp4a_probe", PROBES)
@@ -413,9 +615,63 @@ def probes(b: Bench) -> None:
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), "the shapes disagree"
 
 
+
+def tile(b: Bench) -> None:
+    """The tiled MMQ probe (``mmq_tile_probe_{q}``: both operands staged in shared memory) against
+    the wrappers' ``mul_mat_cols`` and dequantize + torch.matmul f16, 4096 x 4096, each with the
+    activations' quantize_q8_1; "alone" is the MMQ kernel by itself. The two kernels' outputs are
+    compared (the same sums in another order)."""
+    torch, rng = b.torch, np.random.default_rng(5)
+    n = 4096
+    print(f"\ntiled MMQ probe {n}x{n} (quantize_q8_1 + MMQ) against mul_mat_cols and dequantize + torch.matmul f16")
+    quant = b.fn("quantize_q8_1")
+    w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
+    for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
+        ws = b.rotated(random_blocks(rng, qtype, n, n))
+        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_cols_{qtype}")
+        tile_k = b.dev.get_or_load_func(f"mmq_tile_probe_{qtype}", TILE_PROBES)
+        for batch in (16, 32, 64):
+            x = torch.randn(batch, n, device="cuda")
+            x16 = x.half()
+            vy = torch.empty(batch * n // 32 * 36, dtype=torch.uint8, device="cuda")
+            dst = torch.empty(batch, n, device="cuda")
+
+            def reference(i, s, ws=ws, x16=x16):
+                deq[-(-n * n // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+                    ws[i % len(ws)].data_ptr(), w16.data_ptr(), n * n)
+                return torch.matmul(x16, w16.T)
+
+            def cols(s, w, vy=vy, dst=dst, batch=batch):
+                cols_k[(n // Q.MMQ_ROWS_A_BLOCK, batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
+                    w.data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, n, n)
+
+            def tiled(s, w, vy=vy, dst=dst, batch=batch):
+                tile_k[(n // TILE_ROWS, -(-batch // TILE_COLS)), (32, TILE_THREADS // 32), s](
+                    w.data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, batch, n, n)
+
+            t_ref = b.time(reference)
+            outs = []
+            for label, launch in (("mul_mat_cols", cols), ("tile probe", tiled)):
+                def pair(i, s, launch=launch, x=x, vy=vy, batch=batch, ws=ws):
+                    quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
+                    launch(s, ws[i % len(ws)])
+
+                t_pair = b.time(pair)
+                t_alone = b.time(lambda i, s, launch=launch, ws=ws: launch(s, ws[i % len(ws)]))
+                b.report(f"{qtype} batch {batch} {label}", t_pair, ws[0].numel(), t_ref, "dequant+matmul f16")
+                print(f"{'':48} alone {t_alone * 1e6:8.2f} us")
+                dst.fill_(float("nan"))
+                pair(0, None)
+                torch.cuda.synchronize()
+                outs.append(dst.cpu().numpy())
+            assert np.abs(outs[1] - outs[0]).max() <= 1e-4 * np.abs(outs[0]).max(), \
+                "tile probe and mul_mat_cols disagree"
+        del ws
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes"])
+    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "tile"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -423,7 +679,7 @@ def main() -> None:
         sys.exit("benchmarks/quantized.py needs a CUDA GPU")
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), args.iters)
-    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes}
+    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "tile": tile}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

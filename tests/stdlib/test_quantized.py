@@ -375,6 +375,43 @@ def test_mmq_wrapper_cols(wave_device, qtype, ncols_y):
         check_q8_1_product(got, blocks, qtype, x, qy)
 
 
+def tile_probe_module():
+    """benchmarks/quantized.py's tiled MMQ probe (its GPU figures are in docs/targets/cuda.md: they
+    stand only if the kernel is right), loaded from the file."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "quantized.py"
+    spec = importlib.util.spec_from_file_location("bench_quantized_tile_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_tile_probe(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray):
+    bench = tile_probe_module()
+    ncols_y, ncols = x.shape
+    vy, qy = quantize_on(device, x)
+    dst = device.zeros(ncols_y * nrows + 8, pk.f32)
+    device.get_or_load_func(f"mmq_tile_probe_{qtype}", bench.TILE_PROBES)[
+        (-(-nrows // bench.TILE_ROWS), -(-ncols_y // bench.TILE_COLS)), (32, 8)](
+        device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, ncols_y, qy.shape[1] // 36 * 32, nrows)
+    got = dst.to_host()
+    assert not got[ncols_y * nrows:].any()  # outputs outside the matrix are not written
+    return got[:ncols_y * nrows].reshape(ncols_y, nrows), qy
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmq_tile_probe(wave_device, qtype):
+    """The benchmark's tiled MMQ probe: odd row counts, a last step of fewer chunks (legacy formats:
+    11 chunks), a second tile of rows and of columns (37 x 40)."""
+    rng = np.random.default_rng(14)
+    for nrows, ncols, ncols_y in (shape_for(qtype) + (9,), (37, 512 if qtype.endswith("K") else 288, 40)):
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, ncols_y, ncols)
+        got, qy = run_tile_probe(wave_device, qtype, blocks, nrows, x)
+        check_q8_1_product(got, blocks, qtype, x, qy)
+
+
 @pytest.mark.parametrize("qtype", list(Q.MOE_NAMES))
 @pytest.mark.parametrize("shared_input", [True, False])
 def test_indexed_moe_forward(wave_device, qtype, shared_input):
@@ -639,6 +676,16 @@ def test_mmq_wrapper_cols_stay_in_bounds(checked, qtype):
     blocks = weights(rng, qtype, nrows, ncols)
     x = activations(rng, 16, ncols)
     got, qy = run_mmq_wrapper_cols(checked, qtype, blocks, nrows, x)
+    check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", ["q4_0", "q6_K"])
+def test_mmq_tile_probe_stays_in_bounds(checked, qtype):
+    rng = np.random.default_rng(15)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 33, ncols)
+    got, qy = run_tile_probe(checked, qtype, blocks, nrows, x)
     check_q8_1_product(got, blocks, qtype, x, qy)
 
 
