@@ -5,7 +5,7 @@ Run on the GPU machine:  python benchmarks/indexing.py [--size-log2 26] [--sweep
 Cases (i64 ids as torch takes them): index_select along dim 0 (an embedding lookup) into 4 * 2^26
 bytes of output rows: f32 rows of 1 KiB, 256 B and 4 KiB from a 64 MiB table and 1 KiB from a 512
 MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with random ids; scatter_
-along dim 1 (random ids, and a permutation a row) and dim 0 (``scatter_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
+along dim 1 (random ids, and a permutation a row; rows of 4096, 16384 and 65536) and dim 0 (``scatter_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
 (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off: the host check of the ids is a
 device-to-host copy, not the kernel; the deterministic scatter_add_/index_add_ include their ids'
 device sort where they sort), index_select also by the previous wrapper kernel (``is_words_*``),
@@ -14,10 +14,11 @@ agree bit for bit) and with ``deterministic=False``, index_add_ by its atomic ke
 torch's own are like), and each with candle's exact launch (cudarc's ``for_num_elems``:
 ``ceil(n/1024)`` blocks of 1024 over the elements for ``is``/``gather``, over the (pre, post)
 columns for ``ia``/``sa``; candle's arguments, ``info`` always passed for ``is``). Times are
-CUDA-event medians of ``CALLS`` back-to-back calls queued behind a GPU-side sleep (``Timer``: the
-GPU's time alone, not the host's to issue the first call), ours and torch's alternating ``ROUNDS``
-times ("spread": the lowest and highest ratio of those single pairs; "old way": the ratio with
-``sort.back_to_back``'s events on an idle GPU, for index_select; "host us": the host's time to issue
+``benchmarks/timing.py``'s: CUDA-event medians of 10 back-to-back calls queued behind a GPU-side sleep
+(``Timer``: the GPU's time alone, not the host's to issue the first call), ours and torch's
+alternating ``ROUNDS`` times (``Timer.pair``; "spread": the lowest and highest ratio of those single
+pairs; "old way": the ratio with ``back_to_back``'s events on an idle GPU (``timing.idle_start``),
+for index_select; "host us": the host's time to issue
 one call, ours/torch's); bandwidth counts the bytes a kernel must move (read + written once, ids
 included) against the copy bandwidth measured in this run the same way. ``--sweep`` also times
 index_select's ``is_tiles_*`` under other launches (``TILE_SWEEP``), ``--select-probes`` the f32
@@ -38,66 +39,17 @@ from pykern import ConstPtr, Ptr, usize
 from stdlib_kernels import indexing as ix
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu import timed  # noqa: E402
-from sort import back_to_back  # noqa: E402
+from timing import Timer, idle_start  # noqa: E402
 
 
 #: alternations of pykern's and torch's timings a case
 ROUNDS = 5
-#: calls between the two events of a sample, and samples a timing
-CALLS, REPS = 10, 15
 
 
-class Timer:
-    """CUDA-event medians of ``CALLS`` back-to-back calls with the host's issue of them kept out of
-    the window: a GPU-side sleep (``torch.cuda._sleep``) longer than the host takes to issue the calls
-    goes into the stream before the start event, so the calls wait queued and the events time the
-    GPU's work alone. ``sort.back_to_back`` records the start event on an idle GPU instead, so the
-    window also holds the host's time to issue the first call (the wrapper's Python, tens of µs: a few
-    percent of ten calls of 0.2 ms); ``Bench`` reports both."""
-
-    def __init__(self, torch):
-        import time
-        self.torch, self.time = torch, time
-        torch.cuda._sleep(1000)
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        torch.cuda._sleep(10_000_000)
-        b.record()
-        b.synchronize()
-        self.cycles_per_s = 1e7 / (a.elapsed_time(b) / 1e3)
-
-    def host(self, fn, calls: int = 50) -> float:
-        """Seconds the host takes to issue one call (the GPU kept busy by a sleep meanwhile)."""
-        torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        torch.cuda._sleep(int(self.cycles_per_s * 0.05))
-        t0 = self.time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t = (self.time.perf_counter() - t0) / calls
-        torch.cuda.synchronize()
-        return t
-
-    def __call__(self, fn, host_s: float) -> float:
-        torch = self.torch
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        sleep = int(self.cycles_per_s * max(2e-4, 3 * host_s * CALLS))
-        out = []
-        for _ in range(REPS):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(sleep)
-            a.record()
-            for _ in range(CALLS):
-                fn()
-            b.record()
-            b.synchronize()
-            out.append(a.elapsed_time(b) / 1e3 / CALLS)
-        return float(np.median(out))
+def back_to_back(torch, fn) -> float:
+    """The earlier timing (10 calls between two events, the first event on an idle GPU, 15 samples):
+    the "old way" column and the copy bandwidth "with it in"."""
+    return idle_start(torch, fn, reps=15, calls=10)
 
 
 class Bench:
@@ -122,13 +74,11 @@ class Bench:
         and torch's alternate, ``ROUNDS`` times each, and each side's median counts: the two are a
         few percent apart, about what the order of two single measurements moves."""
         if slow:
-            t_ours, t_theirs = timed(self.torch, ours, reps=5), back_to_back(self.torch, theirs)
+            t_ours, t_theirs = idle_start(self.torch, ours, reps=5), back_to_back(self.torch, theirs)
             spread, old, hosts = "", "", ""
         else:
             h_ours, h_theirs = self.timer.host(ours), self.timer.host(theirs)
-            t = [(self.timer(ours, h_ours), self.timer(theirs, h_theirs)) for _ in range(ROUNDS)]
-            t_ours, t_theirs = (float(np.median([p[k] for p in t])) for k in (0, 1))
-            ratios = [p[1] / p[0] for p in t]
+            t_ours, t_theirs, ratios = self.timer.pair(ours, theirs, rounds=ROUNDS)
             spread = f"{min(ratios):.3f}-{max(ratios):.3f}"  # the single pairs' ratios
             old = ""
             if label.startswith("index_select"):  # the short kernels, where the host's first call shows
@@ -367,65 +317,89 @@ def last_writer(torch, x, dim: int, ids, src):
     return torch.where(win >= 0, torch.gather(src, dim, win.clamp(min=0)), x), int((win >= 0).sum())
 
 
-def scatter_case(b: Bench, variants: bool = False) -> None:
-    """``scatter_`` (candle's ``s``, last writer wins) along dim 1 of rows of 4096 f32 from as many
-    sources with random i64 ids (duplicates) and with a permutation a row (none: torch's result is
-    then exact), and along dim 0 of a table; the wrapper (``s_rows_*`` along dim 1, the global winner
-    table along dim 0), the wrapper before them (candle's column kernel), candle's column kernel under
-    its launch, and with ``variants`` ``s_rows_*`` under other block sizes."""
-    from stdlib_kernels import INDEXING
+def _scatter_variants(b: Bench, label: str, x, x0, ids, src, dim: int, want, nbytes: int, variants) -> None:
+    """The wrapper, then the wrapper under each of ``variants`` ((suffix, {knob: value}, slow) with
+    ``stdlib_kernels.indexing``'s constants set for the variant), each checked against ``want``."""
     from stdlib_kernels import indexing as ix
+    torch, dev = b.torch, b.dev
+    xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
+    theirs = lambda: x.scatter_(dim, ids, src)  # noqa: E731
+    for suffix, knobs, slow in (("wrapper", {}, False),) + tuple(variants):
+        keep = {k: getattr(ix, k) for k in knobs}
+        for k, v in knobs.items():
+            setattr(ix, k, v)
+        try:
+            x.copy_(x0)
+            ix.scatter(xw, dim, iw, sw, check_ids=False)
+            assert torch.equal(x, want), f"{label} [{suffix}] != last writer"
+            b.case(f"{label} [{suffix}]", nbytes, lambda: ix.scatter(xw, dim, iw, sw, check_ids=False), theirs,
+                   slow=slow)
+        finally:
+            for k, v in keep.items():
+                setattr(ix, k, v)
+
+
+#: the wrapper before s_rows' ranges and tiles: rows past one range of S_ROWS_BYTES take the global
+#: winner table (along dim 0 that table is taken with S_ROWS_BYTES 0)
+OLD_ROWS = {"S_ROWS_RANGES": 1}
+
+
+def scatter_case(b: Bench, variants: bool = False) -> None:
+    """``scatter_`` (candle's ``s``, last writer wins) with random i64 ids (duplicates): along dim 1 of
+    rows of 4096 f32 from as many sources, and with a permutation a row (no duplicates: torch's result
+    is then exact); along long rows (16384 and 65536: past one ``S_ROWS_BYTES`` range); along dim 0
+    of a table of 1024 rows of 4096 from 4096 source rows. The wrapper, the wrapper under its previous
+    choices (the global winner table; candle's column kernel along dim 0 before that), ``s_rows_*``
+    and ``s_tiles_*`` under other ranges, tiles and blocks, candle's column kernel under candle's launch; with
+    ``variants`` also ``s_rows_*`` under other block sizes along dim 1."""
+    from stdlib_kernels import INDEXING
     torch, dev = b.torch, b.dev
     cols = 4096
     rows = b.n // cols
     src = torch.randn(rows, cols, device="cuda")
     x0 = torch.randn(rows, cols, device="cuda")
     x = x0.clone()
-    xw, sw = wrap(dev, x), wrap(dev, src)
     for kind in ("random ids", "a permutation a row"):
         if kind == "random ids":
             ids = torch.randint(0, cols, (rows, cols), device="cuda", dtype=torch.int64)
         else:
             ids = torch.argsort(torch.rand(rows, cols, device="cuda"), dim=1)
-        iw = wrap(dev, ids)
         want, written = last_writer(torch, x0, 1, ids, src)
         nbytes = src.nbytes + ids.nbytes + 4 * written  # src and ids read, each written element of x once
-        x.copy_(x0)
-        ix.scatter(xw, 1, iw, sw, check_ids=False)
-        assert torch.equal(x, want), f"scatter ({kind}) != last writer"
         if kind != "random ids":
-            assert torch.equal(x, x0.clone().scatter_(1, ids, src)), "scatter (no duplicates) != torch"
-        theirs = lambda: x.scatter_(1, ids, src)  # noqa: E731
-        b.case(f"scatter_ dim 1 {kind} [wrapper]", nbytes, lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
-        if variants:
-            keep = ix.S_ROWS_BLOCK
-            for block in S_VARIANTS:
-                ix.S_ROWS_BLOCK = block
-                b.case(f"scatter_ dim 1 {kind} [s_rows block {block}]", nbytes,
-                       lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
-                x.copy_(x0)
-                ix.scatter(xw, 1, iw, sw, check_ids=False)
-                assert torch.equal(x, want), f"s_rows block {block} ({kind}) != last writer"
-            ix.S_ROWS_BLOCK = keep
+            assert torch.equal(want, x0.clone().scatter_(1, ids, src)), "last writer (no duplicates) != torch"
+        more = [(f"s_rows block {block}", {"S_ROWS_BLOCK": block}, False) for block in (S_VARIANTS if variants else ())]
+        more += [("s_tiles, one column", {"S_TILES_LAST": True}, False)]
         if kind == "random ids":
-            keep = ix.S_ROWS_BYTES, ix.S_COLUMNS_MIN_RIGHT, ix.S_COLUMNS_MIN
-            ix.S_ROWS_BYTES = 0  # rows past the shared budget: the global winner table
-            b.case(f"scatter_ dim 1 {kind} [global winners]", nbytes,
-                   lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs)
-            x.copy_(x0)
-            ix.scatter(xw, 1, iw, sw, check_ids=False)
-            assert torch.equal(x, want), "scatter (global winners) != last writer"
-            ix.S_COLUMNS_MIN_RIGHT = ix.S_COLUMNS_MIN = 0  # the wrapper before both: candle's column kernel, blocks of COLUMN_BLOCK
-            b.case(f"scatter_ dim 1 {kind} [old wrapper: columns]", nbytes,
-                   lambda: ix.scatter(xw, 1, iw, sw, check_ids=False), theirs, slow=True)
-            ix.S_ROWS_BYTES, ix.S_COLUMNS_MIN_RIGHT, ix.S_COLUMNS_MIN = keep
+            more += [("global winner table", {"S_ROWS_BYTES": 0}, False)]
+        _scatter_variants(b, f"scatter_ dim 1 {kind}", x, x0, ids, src, 1, want, nbytes, more)
+        if kind == "random ids":
             f = dev.get_or_load_func("s_i64_f32", INDEXING)
             b.case(f"scatter_ dim 1 {kind} [candle]", nbytes,
                    lambda: f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1),
-                   theirs, slow=True)
+                   lambda: x.scatter_(1, ids, src), slow=True)
             x.copy_(x0)
             f[candle_grid(rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), rows, cols, cols, 1)
             assert torch.equal(x, want), "candle's s_i64_f32 != last writer"
+    del src, x0, x, ids
+    for long_cols in (16384, 65536):  # long rows: past one range of S_ROWS_BYTES of u32 winners
+        long_rows = b.n // long_cols
+        src = torch.randn(long_rows, long_cols, device="cuda")
+        x0 = torch.randn(long_rows, long_cols, device="cuda")
+        x = x0.clone()
+        ids = torch.randint(0, long_cols, (long_rows, long_cols), device="cuda", dtype=torch.int64)
+        want, written = last_writer(torch, x0, 1, ids, src)
+        nbytes = src.nbytes + ids.nbytes + 4 * written
+        more = [("old wrapper: global winner table", OLD_ROWS, False), ("s_tiles, one column", {"S_TILES_LAST": True}, False),
+                ("s_rows ranges of 96 KiB", {"S_ROWS_BYTES": 96 * 1024}, False)]
+        _scatter_variants(b, f"scatter_ dim 1 rows of {long_cols} random ids", x, x0, ids, src, 1, want, nbytes, more)
+        if long_cols == 16384:
+            f = dev.get_or_load_func("s_i64_f32", INDEXING)
+            b.case(f"scatter_ dim 1 rows of {long_cols} random ids [candle]", nbytes,
+                   lambda: f[candle_grid(long_rows)](ids.data_ptr(), src.data_ptr(), x.data_ptr(), long_rows,
+                                                     long_cols, long_cols, 1),
+                   lambda: x.scatter_(1, ids, src), slow=True)
+        del src, x0, x, ids, want
     # dim 0: n_src rows of sources into a table of rows (right = cols: candle's column kernel, coalesced)
     vocab, n_src = 1024, rows // 4
     table0 = torch.randn(vocab, cols, device="cuda")
@@ -433,20 +407,17 @@ def scatter_case(b: Bench, variants: bool = False) -> None:
     src = torch.randn(n_src, cols, device="cuda")
     ids = torch.randint(0, vocab, (n_src, cols), device="cuda", dtype=torch.int64)
     want, written = last_writer(torch, table0, 0, ids, src)
-    tw, iw, sw = wrap(dev, table), wrap(dev, ids), wrap(dev, src)
-    ix.scatter(tw, 0, iw, sw, check_ids=False)
-    assert torch.equal(table, want), "scatter dim 0 != last writer"
     nbytes = src.nbytes + ids.nbytes + 4 * written
-    theirs = lambda: table.scatter_(0, ids, src)  # noqa: E731
-    b.case("scatter_ dim 0 random ids [wrapper]", nbytes, lambda: ix.scatter(tw, 0, iw, sw, check_ids=False), theirs)
-    keep = ix.S_COLUMNS_MIN
-    ix.S_COLUMNS_MIN = 0  # the wrapper before the winner table: candle's column kernel
-    b.case("scatter_ dim 0 random ids [old wrapper: columns]", nbytes,
-           lambda: ix.scatter(tw, 0, iw, sw, check_ids=False), theirs, slow=True)
-    table.copy_(table0)
-    ix.scatter(tw, 0, iw, sw, check_ids=False)
-    assert torch.equal(table, want), "scatter dim 0 (columns) != last writer"
-    ix.S_COLUMNS_MIN = keep
+    _scatter_variants(b, "scatter_ dim 0 random ids", table, table0, ids, src, 0, want, nbytes,
+                      [(f"s_tiles tiles of {c} columns", {"S_TILE_COLS": c}, False) for c in (8, 32)]
+                      + [("s_tiles tiles of 32 columns, 96 KiB", {"S_TILE_COLS": 32, "S_ROWS_BYTES": 96 * 1024}, False),
+                         ("s_tiles 512 threads", {"S_ROWS_BLOCK": 512}, False),
+                         ("old wrapper: global winner table", {"S_ROWS_BYTES": 0}, False),
+                         ("columns", {"S_COLUMNS_MIN": 0}, True)])
+    f = dev.get_or_load_func("s_i64_f32", INDEXING)
+    b.case("scatter_ dim 0 random ids [candle]", nbytes,
+           lambda: f[candle_grid(cols)](ids.data_ptr(), src.data_ptr(), table.data_ptr(), 1, n_src, vocab, cols),
+           lambda: table.scatter_(0, ids, src), slow=True)
 
 
 def index_add_case(b: Bench) -> None:

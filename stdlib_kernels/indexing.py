@@ -18,9 +18,10 @@ The wrappers (below the kernels) also have kernels of their own that candle neve
 shared memory, ``ia_sorted_*``/``sa_sorted_*`` add in candle's order with the ids' positions
 (``ids_positions_*``) argsorted on the device, ``sa_atomic_*``/``ia_atomic_*`` add with one
 thread per source element where the order of the adds cannot matter (integers) or the caller allows
-it, and ``s_rows_*`` / ``s_winners_*`` + ``s_from_winners_*`` scatter with candle's last writer found
-by atomic maxima of the source index (in shared memory a row at a time, or in a table the size of
-the output), which any order of the atomics leaves the same.
+it, and ``s_rows_*`` / ``s_tiles_*`` / ``s_winners_*`` + ``s_from_winners_*`` scatter with candle's
+last writer found by atomic maxima of the source index (in shared memory a range of a row or of a
+tile of columns at a time, or in a table the size of the output), which any order of the atomics
+leaves the same.
 """
 from __future__ import annotations
 
@@ -567,37 +568,82 @@ def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usiz
 
 @pk.kernel
 def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
-                 *, I, T):
-    """scatter along the last dim (``right`` 1), a block a row at a time (rows ``block_idx.x, +
-    grid_dim.x, ...``), with candle's last-writer result and no walk in order: each source ``j`` of
-    the row takes an atomic max of ``j + 1`` at its destination in a shared table of ``dst_dim`` u32
-    (dynamic shared memory, 0: no source), which leaves the last ``j`` of every destination whatever
-    order the atomics land in; after a barrier each destination with a winner copies its source
-    (adjacent threads, adjacent stores; destinations without one keep their value) and clears its
-    entry for the next row. ``src_dim`` below 2**32 - 1 (the wrapper's check)."""
+                 right: usize, span: pk.u32, cols_log2: pk.u32, *, I, T, tiled):
+    """scatter along any dim with candle's last-writer result and no walk in order, a block a unit
+    at a time (units ``block_idx.x, + grid_dim.x, ...``). A unit is ``pre``, a tile of ``C = 2 **
+    cols_log2`` adjacent columns (``post``; 1 along the last dim) and a range of ``span`` destinations
+    along the dim (``ceil(dst_dim / span)`` ranges; a tile's ranges adjacent, so their blocks share its
+    ids in the caches). Each source ``(j, c)`` of the tile whose destination lies in the range takes an
+    atomic max of ``j + 1`` there in a shared table of ``span x C`` u32 (dynamic shared memory, 0: no
+    source), which leaves the last ``j`` of every destination whatever order the atomics land in;
+    after a barrier each destination with a winner copies its source (adjacent threads, adjacent
+    stores; destinations without one keep their value) and clears its entry for the next unit. The
+    tile's ids are read a row segment at a time (``C`` adjacent ids), so along other dims the reads
+    stay contiguous where a thread per source would scatter its stores. ``src_dim * C``, ``src_dim *
+    right`` and ``dst_dim * right`` below 2**32 - 1 (the wrapper's check).
+
+    ``tiled`` False (``s_rows_*``) is the last dim alone (``right`` 1, ``cols_log2`` 0) without the
+    tiles' arithmetic: in one kernel with it, a runtime branch, sm_90 gave the rows 62 registers
+    against 32, one block of 1024 threads an SM instead of two (docs/targets/cuda.md)."""
     win = pk.shared.dynamic(pk.u32)
     t = pk.thread_idx.x
     nt = pk.block_dim.x
-    for c in pk.parallel_range(pk.u32(0), dst_dim, t, nt):
-        win[c] = pk.u32(0)
+    cols = pk.u32(1) << cols_log2
+    for e in pk.parallel_range(pk.u32(0), span << cols_log2, t, nt):
+        win[e] = pk.u32(0)
     pk.syncthreads()
-    r = usize(pk.block_idx.x)
-    while r < left:
-        ri = ids + r * src_dim
-        for j in pk.parallel_range(pk.u32(0), pk.u32(src_dim), t, nt):
-            k = pk.u32(position(ri[j], usize(dst_dim)))
-            if k < dst_dim:
-                pk.atomic.max(win, k, j + pk.u32(1))
-        pk.syncthreads()
-        rv = inp + r * src_dim
-        dst = out + r * usize(dst_dim)
-        for c in pk.parallel_range(pk.u32(0), dst_dim, t, nt):
-            w = win[c]
-            if w != pk.u32(0):
-                dst[c] = rv[w - pk.u32(1)]
-                win[c] = pk.u32(0)
-        pk.syncthreads()  # the table is clear before the next row's atomics
-        r += usize(pk.grid_dim.x)
+    ranges = (dst_dim + span - pk.u32(1)) // span
+    tiles = (right + usize(cols) - 1) >> usize(cols_log2) if tiled else usize(1)
+    units = left * tiles * usize(ranges)
+    u = usize(pk.block_idx.x)
+    while u < units:
+        q = u
+        lo = pk.u32(0)
+        if ranges > pk.u32(1):
+            q = u // usize(ranges)
+            lo = pk.u32(u - q * usize(ranges)) * span
+        pre = q
+        c0 = usize(0)
+        if tiles > usize(1):
+            pre = q // tiles
+            c0 = (q - pre * tiles) << usize(cols_log2)
+        count = min(span, dst_dim - lo)
+        if not tiled:  # along the last dim (``right`` 1): a row's ids and sources contiguous, no tile arithmetic
+            ri = ids + pre * src_dim
+            for j in pk.parallel_range(pk.u32(0), pk.u32(src_dim), t, nt):
+                d = pk.u32(position(ri[j], usize(dst_dim))) - lo  # wraps past count below the range
+                if d < count:
+                    pk.atomic.max(win, d, j + pk.u32(1))
+            pk.syncthreads()
+            rv = inp + pre * src_dim
+            dst = out + pre * usize(dst_dim) + usize(lo)
+            for e in pk.parallel_range(pk.u32(0), count, t, nt):
+                w = win[e]
+                if w != pk.u32(0):
+                    dst[e] = rv[w - pk.u32(1)]
+                    win[e] = pk.u32(0)
+        else:  # offsets inside a unit in u32: ``src_dim * right`` and ``dst_dim * right`` below 2**32
+            stride = pk.u32(right)
+            width = pk.u32(min(usize(cols), right - c0))
+            ri = ids + pre * src_dim * right + c0
+            for e in pk.parallel_range(pk.u32(0), pk.u32(src_dim) << cols_log2, t, nt):
+                c = e & (cols - pk.u32(1))
+                j = e >> cols_log2
+                if c < width:
+                    d = pk.u32(position(ri[j * stride + c], usize(dst_dim))) - lo
+                    if d < count:
+                        pk.atomic.max(win, (d << cols_log2) | c, j + pk.u32(1))
+            pk.syncthreads()
+            rv = inp + pre * src_dim * right + c0
+            dst = out + (pre * usize(dst_dim) + usize(lo)) * right + c0
+            for e in pk.parallel_range(pk.u32(0), count << cols_log2, t, nt):
+                w = win[e]
+                if w != pk.u32(0):
+                    c = e & (cols - pk.u32(1))
+                    dst[(e >> cols_log2) * stride + c] = rv[(w - pk.u32(1)) * stride + c]
+                    win[e] = pk.u32(0)
+        pk.syncthreads()  # the table is clear before the next unit's atomics
+        u += usize(pk.grid_dim.x)
 
 
 @pk.kernel
@@ -693,12 +739,12 @@ for _i in INDICES:
         INDEXING.add(scatter_add_rows.instance(kernel_name("sa_rows", _i, _t), I=_i, T=_t, tags=SA_TAGS,
                                                row_loads=SA_ROW_LOADS))
 
-#: ``s_rows_*`` (scatter along the last dim, a block a row) for every ``s_*`` pair, the f8e4m3 extras too
-for _op, _i, _t, _tag in TABLE:
-    if _op == "s":
-        INDEXING.add(scatter_rows.instance(kernel_name("s_rows", _i, _tag), I=_i, T=_t))
-for _i in INDICES:
-    INDEXING.add(scatter_rows.instance(kernel_name("s_rows", _i, "f8e4m3"), I=_i, T=pk.f8e4m3))
+#: ``s_rows_*`` (scatter along the last dim, a block a range of a row) and ``s_tiles_*`` (along other
+#: dims, a block a range of a tile of columns) for every ``s_*`` pair, the f8e4m3 extras too
+for _i, _t, _tag in ([(i, t, tag) for op, i, t, tag in TABLE if op == "s"]
+                     + [(i, pk.f8e4m3, "f8e4m3") for i in INDICES]):
+    INDEXING.add(scatter_rows.instance(kernel_name("s_rows", _i, _tag), I=_i, T=_t, tiled=False),
+                 scatter_rows.instance(kernel_name("s_tiles", _i, _tag), I=_i, T=_t, tiled=True))
 #: scatter's two passes elsewhere: ``s_winners_*`` for every index dtype, ``s_from_winners_*`` for every
 #: value dtype
 for _i in INDICES:
@@ -734,20 +780,28 @@ SORTED_MAX_RIGHT = 32
 #: a whole row) with destination rows of at most this many bytes (more leave fewer waves an SM)
 SA_ROWS_MIN = 1024
 SA_ROWS_BYTES = 16 * 1024
-#: scatter along the last dim by ``s_rows_*`` where a destination row's u32 winner table fits this
+#: scatter by ``s_rows_*`` / ``s_tiles_*`` in ranges of destinations whose u32 winner table fits this
 #: many bytes of dynamic shared memory (no opt-in on any target), with this many threads a block and
-#: at most this many blocks (rows beyond them are walked grid-stride)
+#: at most this many blocks (units beyond them are walked grid-stride)
 S_ROWS_BYTES = 48 * 1024
 S_ROWS_BLOCK = 1024
 S_ROWS_GRID = 1 << 20
-#: ``s_rows_*`` launches blocks of about a row's elements over this many (a wave at least, then
-#: whole waves up to ``S_ROWS_BLOCK``)
+#: ``s_rows_*`` / ``s_tiles_*`` launch blocks of about a unit's sources over this many (a wave at
+#: least, then whole waves up to ``S_ROWS_BLOCK``)
 S_ROWS_PER_THREAD = 4
 #: elsewhere scatter keeps candle's column kernel only for at least this many (pre, post) columns
 #: (about the threads an H100 keeps resident) of at least this many adjacent elements (a warp's
 #: loads and stores coalesced); fewer take the winner table in global memory
 S_COLUMNS_MIN = 1 << 17
 S_COLUMNS_MIN_RIGHT = 32
+#: ``s_rows_*`` / ``s_tiles_*`` split a row's or tile's destinations into at most this many ranges of
+#: ``S_ROWS_BYTES`` of winners (each range's block reads all its ids); more take the global table
+S_ROWS_RANGES = 16
+#: ``s_tiles_*`` takes tiles of at most this many adjacent columns (a power of two) along dims other
+#: than the last
+S_TILE_COLS = 16
+#: ``s_tiles_*`` along the last dim too (tiles of one column), in place of ``s_rows_*``
+S_TILES_LAST = False
 #: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
 #: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
 SA_BALLOTS = 4
@@ -967,35 +1021,63 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     candle ``scatter_set``); ``ids`` has ``src``'s shape. Of duplicate indices the last along ``dim``
     wins. Returns ``x``.
 
-    Along the last dim, where a destination row's u32 winner table fits ``S_ROWS_BYTES``, a block a
-    row finds each destination's last source by shared-memory atomic maxima and then copies the
-    winners (``s_rows_*``): candle's result, with a row's work spread over a block where candle's
-    column kernel gives a whole row to one thread. Where candle's columns are few
-    (``S_COLUMNS_MIN``) or a warp's are not adjacent (``S_COLUMNS_MIN_RIGHT``), the same two passes
-    through a zeroed u32 table the size of ``x`` in global memory (``s_winners_*``, one thread a
-    source; ``s_from_winners_*``, one thread an element of ``x``). Elsewhere candle's column kernel."""
+    Where candle's columns are few (``S_COLUMNS_MIN``) or a warp's are not adjacent
+    (``S_COLUMNS_MIN_RIGHT``, the last dim included), ``s_rows_*`` (along the last dim) or
+    ``s_tiles_*``: a block a unit of a row, or of a tile of up to ``S_TILE_COLS`` adjacent columns,
+    and a range of destinations along the dim whose u32 winner table fits ``S_ROWS_BYTES``, at most
+    ``S_ROWS_RANGES`` ranges a row or tile, finds each destination's last
+    source by shared-memory atomic maxima and then copies the winners: candle's result, with a
+    column's work spread over a block where candle's column kernel gives it to one thread. Past
+    those ranges, the same two passes through a zeroed u32 table the size of ``x`` in global memory
+    (``s_winners_*``, one thread a source; ``s_from_winners_*``, one thread an element of ``x``).
+    Elsewhere candle's column kernel."""
     name, x, dim, ids, src = _columns("s", x, dim, ids, src, check_ids, "scatter")
     if ids.shape != src.shape:
         raise ValueError(f"scatter: ids must have src's shape {src.shape}, got {ids.shape}")
     left, right = _sizes(src.shape, dim)
     if not (src.size and x.size):
         return x
-    dev = x.device
-    if right == 1 and x.shape[dim] * 4 <= S_ROWS_BYTES and src.shape[dim] < U32_LIMIT:
-        ws = dev.target.wave_size
-        block = min(S_ROWS_BLOCK, max(ws, -(-max(src.shape[dim], x.shape[dim]) // (S_ROWS_PER_THREAD * ws)) * ws))
-        dev.get_or_load_func(name.replace("s_", "s_rows_", 1), INDEXING)[
-            (min(left, S_ROWS_GRID), 1, 1), (block, 1, 1), None, x.shape[dim] * 4](
-            ids, src, x, left, src.shape[dim], x.shape[dim])
-    elif (right < S_COLUMNS_MIN_RIGHT or left * right < S_COLUMNS_MIN) and max(src.size, x.size) < U32_LIMIT:
-        win = const_set(dev.empty(x.size, pk.u32), 0)  # on the device: ``zeros`` copies from the host
-        dev.get_or_load_func(kernel_name("s_winners", ids.dtype), INDEXING)[launch_stream(src.size, ids)](
-            src.size, ids, win, src.shape[dim], x.shape[dim], right)
-        dev.get_or_load_func(kernel_name("s_from_winners", x.dtype), INDEXING)[launch_stream(x.size, x)](
-            x.size, win, src, x, src.shape[dim], x.shape[dim], right)
+    n, m = src.shape[dim], x.shape[dim]
+    few = right < S_COLUMNS_MIN_RIGHT or left * right < S_COLUMNS_MIN
+    if few and _scatter_tiles(x, name, ids, src, left, n, m, right):
+        return x
+    if few and max(src.size, x.size) < U32_LIMIT:
+        _scatter_table(x, ids, src, n, m, right)
     else:
-        _launch_columns(x, name, (ids, src, x, left, src.shape[dim], x.shape[dim], right), left, right)
+        _launch_columns(x, name, (ids, src, x, left, n, m, right), left, right)
     return x
+
+
+def _scatter_table(x, ids, src, n: int, m: int, right: int) -> None:
+    """scatter through a u32 winner table the size of ``x`` (sizes below 2**32), zeroed on the device
+    by ``const_set`` (``zeros`` would copy from the host): ``s_winners_*`` then ``s_from_winners_*``."""
+    dev = x.device
+    win = const_set(dev.empty(x.size, pk.u32), 0)
+    dev.get_or_load_func(kernel_name("s_winners", ids.dtype), INDEXING)[launch_stream(src.size, ids)](
+        src.size, ids, win, n, m, right)
+    dev.get_or_load_func(kernel_name("s_from_winners", x.dtype), INDEXING)[launch_stream(x.size, x)](
+        x.size, win, src, x, n, m, right)
+
+
+def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int) -> bool:
+    """``s_rows_*``'s or ``s_tiles_*``'s launch where their units fit (see ``scatter``); False where
+    they do not."""
+    cols = 1 if right == 1 else min(S_TILE_COLS, sort.next_power_of_two(right))
+    per_range = S_ROWS_BYTES // (4 * cols)
+    if not per_range:
+        return False
+    ranges = -(-m // per_range)
+    if ranges > S_ROWS_RANGES or max(n * cols, n * right, m * right) >= U32_LIMIT:
+        return False
+    span = -(-m // ranges)
+    units = left * -(-right // cols) * ranges
+    ws = x.device.target.wave_size
+    block = min(S_ROWS_BLOCK, max(ws, -(-max(n, span) * cols // (S_ROWS_PER_THREAD * ws)) * ws))
+    rows = right == 1 and not S_TILES_LAST
+    x.device.get_or_load_func(name.replace("s_", "s_rows_" if rows else "s_tiles_", 1), INDEXING)[
+        (min(units, S_ROWS_GRID), 1, 1), (block, 1, 1), None, span * cols * 4](
+        ids, src, x, left, n, m, right, span, cols.bit_length() - 1)
+    return True
 
 
 def _atomic(op: str, ids, x, deterministic: bool) -> str | None:

@@ -151,7 +151,8 @@ def _indexing_adds(dev):
     ``sa_sorted_*`` (candle's order, deterministic), ``sa_rows_*`` (two blocks over three rows), the atomic adds (one thread an element: integers,
     or floats with ``deterministic=False``; small integer values keep every order exact),
     ``ia_segments_*`` (the host-sorted fallback), scatter's ``s_rows_*`` (shared-memory winners along the
-    last dim) and ``s_winners_*`` / ``s_from_winners_*`` (a global winner table), and the GPU's ids check."""
+    last dim, a row in ranges; ``s_tiles_*`` along dim 0 in tiles of columns) and ``s_winners_*`` / ``s_from_winners_*``
+    (a global winner table), and the GPU's ids check."""
     gen = rng("indexing/adds")
     for value in indexing.VALUES + (pk.f8e4m3,):
         ids = dev.to_device(np.array([2, 0, 2, 5, 2, 1, 7], np.uint32))  # one past the dim: skipped
@@ -197,16 +198,19 @@ def _indexing_adds(dev):
     for index, value, tag in ([(i, v, tag) for o, i, v, tag in indexing.TABLE if o == "s"]
                               + [(i, pk.f8e4m3, "f8e4m3") for i in indexing.INDICES]):
         # s_rows_* by name for every pair: 3 rows of 50 sources (duplicates, the sentinel, one past the
-        # dim) into rows of 20, two blocks of two waves (the winner table cleared between rows)
+        # dim) into rows of 20 in ranges of 7 (the last short), two blocks of two waves (the winner
+        # table cleared between units)
         ids = dev.to_device(_ids(index, 3 * 50, 20, gen).reshape(3, 50))
         src = dev.to_device(values(value, 3 * 50, gen).reshape(3, 50))
         x = dev.to_device(values(value, 3 * 20, gen).reshape(3, 20))
         _launch(dev, sk.INDEXING, kernel_name("s_rows", index, tag), 2, 2 * dev.target.wave_size, ids, src, x,
-                3, 50, 20, shared=20 * 4)
-        ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # dim 0, columns of 5: the global
-        src = dev.to_device(values(value, 4 * 5, gen).reshape(4, 5))    # winner table (s_winners_*,
-        indexing.scatter(dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), 0, ids, src,  # s_from_winners_*)
-                         check_ids=False)
+                3, 50, 20, 1, 7, 0, shared=7 * 4)
+        ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # dim 0, columns of 5: s_tiles_* in
+        src = dev.to_device(values(value, 4 * 5, gen).reshape(4, 5))    # tiles of 2 columns (the last
+        _launch(dev, sk.INDEXING, kernel_name("s_tiles", index, tag), 2, dev.target.wave_size, ids, src,  # narrow)
+                dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), 1, 4, 6, 5, 6, 1, shared=6 * 2 * 4)
+        ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # and the global winner table
+        indexing._scatter_table(dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), ids, src, 4, 6, 5)
 
 
 # ---- sort -------------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op
        | {kernel_name("sa_rows", i, v) for i in indexing.INDICES for v in indexing.ROWS_VALUES}
        | {kernel_name("s_rows", i, tag) for op, i, v, tag in indexing.TABLE if op == "s"}
        | {kernel_name("s_rows", i, "f8e4m3") for i in indexing.INDICES}
+       | {kernel_name("s_tiles", i, tag) for op, i, v, tag in indexing.TABLE if op == "s"}
+       | {kernel_name("s_tiles", i, "f8e4m3") for i in indexing.INDICES}
        | {kernel_name("s_winners", i) for i in indexing.INDICES}
        | {kernel_name("s_from_winners", v) for v in indexing.VALUES + (f8e4m3,)})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
@@ -401,53 +403,73 @@ S_ROWS_CASES = [(dt, idt) for dt in indexing.VALUES + (f8e4m3,) for idt in index
 
 @pytest.mark.parametrize("dt,idt", S_ROWS_CASES, ids=str)
 def test_scatter_rows_last_writer(wave_device, dt, idt):
-    """``s_rows_*`` (a block a row, shared-memory atomic maxima of each destination's sources) keeps
-    candle's last writer: many duplicates (few destinations), rows of fewer sources than destinations
-    (holes keep x), the sentinel and indices out of range (skipped), odd sizes, grids and blocks
-    smaller than the rows (the table cleared between rows), through the kernel and the wrapper; rows
-    past ``S_ROWS_BYTES`` keep candle's column kernel."""
+    """``s_rows_*`` / ``s_tiles_*`` (a block a unit: a range of destinations of a row, or of a tile of
+    columns; shared-memory atomic maxima of each destination's sources) keep candle's last writer:
+    many duplicates (few destinations), fewer sources than destinations (holes keep x), the sentinel
+    and indices out of range (skipped), odd sizes, grids and blocks smaller than the units (the table
+    cleared between them), ranges of odd spans (the last short), along the last dim (``s_rows_*``, and
+    ``s_tiles_*`` in tiles of one column) and along a middle one in tiles of 1, 2 and 8 columns (the
+    last tile narrow), through the kernels and the wrapper."""
     dev = wave_device
     ws = dev.target.wave_size
     hi = min(idt.int_range[1], 300)
-    for left, n, m in ((5, 7, 3), (3, 2 * ws + 5, min(hi, 200)), (4, 300, 37), (2, 33, min(hi, 255))):
-        hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
-        ids = index_data(idt, left * n, m).reshape(left, n)
-        ids[-1] = RNG.integers(0, 2, n).astype(idt.np)  # one row of two destinations only
-        want = ref_last_writer(acc, ids, hsrc, idt)
-        assert (want == ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, False)[:, :, 0]).all()
-        for grid, block in ((1, ws), (2, 3 * ws), (left, 256)):
+    tag = "f8e4m3" if dt is f8e4m3 else dt  # candle's s_*_f8e4m3 spelling
+    for left, n, m, right in ((5, 7, 3, 1), (3, 2 * ws + 5, min(hi, 200), 1), (4, 300, 37, 1), (2, 33, min(hi, 255), 1),
+                              (3, 9, 6, 5)):
+        hsrc, acc = values(dt, (left, n, right)), values(dt, (left, m, right))
+        ids = index_data(idt, left * n * right, m).reshape(left, n, right)
+        ids[-1] = RNG.integers(0, 2, (n, right)).astype(idt.np)  # one row of two destinations only
+        want = ref_scatter(acc, ids, hsrc, idt, dt, False)
+        if right == 1:
+            assert (want[:, :, 0] == ref_last_writer(acc[:, :, 0], ids[:, :, 0], hsrc[:, :, 0], idt)).all()
+            launches = [("s_rows", g, b, s, 0) for g, b, s in ((1, ws, m), (2, 3 * ws, m), (left, 256, m),
+                                                              (3, ws, -(-m // 3)), (1, 2 * ws, 2))]
+            launches += [("s_tiles", 2, 3 * ws, -(-m // 2), 0)]
+        else:
+            launches = [("s_tiles", g, b, s, c) for g, b, s, c in ((2, ws, m, 0), (3, 2 * ws, 4, 1), (1, ws, m, 3),
+                                                                   (4, 3 * ws, 1, 3))]
+        for kind, grid, block, span, cols_log2 in launches:
             x = dev.to_device(acc)
-            name = kernel_name("s_rows", idt, "f8e4m3" if dt is f8e4m3 else dt)  # candle's s_*_f8e4m3 spelling
-            dev.get_or_load_func(name, INDEXING)[(grid, 1, 1), (block, 1, 1), None, m * 4](
-                dev.to_device(ids), dev.to_device(hsrc), x, left, n, m)
-            assert_bits(x.to_host(), want, f"s_rows {left}x{n} into {m}, grid {grid}, block {block}")
+            dev.get_or_load_func(kernel_name(kind, idt, tag), INDEXING)[
+                (grid, 1, 1), (block, 1, 1), None, (span << cols_log2) * 4](
+                dev.to_device(ids), dev.to_device(hsrc), x, left, n, m, right, span, cols_log2)
+            assert_bits(x.to_host(), want, f"{kind} {left}x{n}x{right} into {m}, grid {grid}, block {block}, "
+                                            f"span {span}, columns {1 << cols_log2}")
         x = dev.to_device(acc)
-        assert indexing.scatter(x, -1, dev.to_device(ids), dev.to_device(hsrc), check_ids=False) is x
-        assert_bits(x.to_host(), want, f"scatter {left}x{n} into {m}")
+        assert indexing.scatter(x, 1, dev.to_device(ids), dev.to_device(hsrc), check_ids=False) is x
+        assert_bits(x.to_host(), want, f"scatter {left}x{n}x{right} into {m}")
 
 
-def test_scatter_paths(wave_device, monkeypatch):
-    """Each of scatter's paths keeps candle's last writer: a destination row whose winner table does
-    not fit ``S_ROWS_BYTES`` takes the global winner table (``s_winners_*`` / ``s_from_winners_*``),
-    as do few or narrow columns along other dims; many wide columns keep candle's column kernel.
+@pytest.mark.parametrize("dt", (pk.f64, pk.bf16), ids=str)
+def test_scatter_paths(wave_device, monkeypatch, dt):
+    """Each of scatter's paths keeps candle's last writer: few or narrow columns take ``s_rows_*``
+    (along the last dim) or ``s_tiles_*`` where a row's or a tile's destinations split into at most
+    ``S_ROWS_RANGES`` ranges of ``S_ROWS_BYTES`` of winners, and the global winner table
+    (``s_winners_*`` / ``s_from_winners_*``) past them; many wide columns keep candle's column kernel.
     Odd sizes around each limit, duplicates, the sentinel, one past the dim."""
     dev = wave_device
     calls = []
     real = dev.get_or_load_func
     monkeypatch.setattr(dev, "get_or_load_func", lambda name, mod: calls.append(name) or real(name, mod))
     monkeypatch.setattr(indexing, "S_ROWS_BYTES", 4 * 40)
+    monkeypatch.setattr(indexing, "S_ROWS_RANGES", 3)
+    monkeypatch.setattr(indexing, "S_TILE_COLS", 8)
     monkeypatch.setattr(indexing, "S_COLUMNS_MIN", 6 * 32)
-    for shape, n, dim, kernel in (((3, 40), 50, 1, "s_rows_u32_f64"), ((3, 41), 50, 1, "s_winners_u32"),
-                                  ((5, 7), 9, 0, "s_winners_u32"), ((2, 3, 31), 4, 1, "s_winners_u32"),
-                                  ((6, 5, 32), 9, 1, "s_u32_f64"), ((1, 4, 3, 33), 6, 1, "s_winners_u32")):
+    tag = dt.tag
+    rows, tiles, table = f"s_rows_u32_{tag}", f"s_tiles_u32_{tag}", "s_winners_u32"
+    for shape, n, dim, kernel in (((3, 40), 50, 1, rows), ((3, 41), 50, 1, rows), ((2, 120), 130, 1, rows),
+                                  ((2, 121), 70, 1, table), ((5, 7), 9, 0, tiles), ((15, 9), 5, 0, tiles),
+                                  ((16, 9), 5, 0, table), ((17, 3), 20, 0, tiles), ((40, 3), 20, 0, table),
+                                  ((2, 3, 31), 4, 1, tiles), ((6, 5, 32), 9, 1, f"s_u32_{tag}"),
+                                  ((1, 4, 3, 33), 6, 1, tiles)):
         src_shape = shape[:dim] + (n,) + shape[dim + 1:]
-        hsrc, acc = values(pk.f64, src_shape), values(pk.f64, shape)
+        hsrc, acc = values(dt, src_shape), values(dt, shape)
         ids = index_data(u32, math.prod(src_shape), shape[dim]).reshape(src_shape)
         x = dev.to_device(acc)
         calls.clear()
         indexing.scatter(x, dim, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
         assert kernel in calls, (shape, calls)
-        want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), u32, pk.f64, False)
+        want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), u32, dt, False)
         assert_bits(x.to_host(), want.reshape(shape), f"scatter {shape} dim {dim}")
 
 
