@@ -473,6 +473,65 @@ TILE_PROBES = pk.Module("quantized_tile_probe").add(
     *(mmq_tile_probe.instance(f"mmq_tile_probe_{q.name}", q=q, **tile_params(q)) for q in Q.MATMUL_TYPES))
 
 
+# ---- q4_K's batch-1 MMVQ, a thread a pair of chunks (issue 26: the pair at 80% of copy) -------------
+#: rows a block of the pairs probe, and threads (32, PAIR_BLOCK_Y)
+PAIR_ROWS, PAIR_BLOCK_Y = 4, 2
+
+
+@pk.kernel(max_block_size=128)
+def mmvq_q4k_pairs_probe(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
+                         nrows_x: pk.i32, *, q):
+    """q4_K's ``mul_mat_vec_rows`` with a thread taking chunks 2p and 2p + 1 of each of its block's
+    PAIR_ROWS rows: their 32 bytes of quants are one load of 8 words, low nibbles for chunk 2p and
+    high for 2p + 1 (the wrappers' kernel gives the two chunks to neighbouring threads, which both
+    load the 8 words and use half of each). Rows past the matrix recompute the last; not written."""
+    sm = pk.shared.array(Q.SHARED_SUMS[PAIR_ROWS], pk.f32)
+    acc = pk.local.array(PAIR_ROWS, pk.f32)
+    for r in pk.static_range(PAIR_ROWS):
+        acc[r] = 0.0
+    t = Q.flat_thread()
+    nt = Q.flat_threads()
+    first = pk.block_idx.x * PAIR_ROWS
+    pairs = pk.u32(max(ncols_x, 0)) // 64
+    row_bytes = pk.usize(pairs // 4) * q.nbytes
+    last = pk.u32(max(nrows_x, 1)) - 1
+    raw = pk.local.array(8, pk.u32)
+    lo = pk.local.array(8, pk.u32)
+    hi = pk.local.array(8, pk.u32)
+    params = pk.local.array(2, pk.f32)
+    params_hi = pk.local.array(2, pk.f32)
+    yw = pk.local.array(16, pk.i32)
+    sums = pk.local.array(2, pk.i32)
+    for p in range(t, pairs, nt):
+        d8a = Q.half_at(vy + pk.usize(2 * p) * Q.Q8_1_BYTES, 0)
+        d8b = Q.half_at(vy + pk.usize(2 * p + 1) * Q.Q8_1_BYTES, 0)
+        for h in pk.static_range(2):
+            y = pk.bitcast(vy + pk.usize(2 * p + h) * Q.Q8_1_BYTES + 4, pk.ConstPtr[pk.i32])
+            for k in pk.static_range(8):
+                yw[8 * h + k] = y[k]
+            Q.group_sums(y, sums, Q=q, at=h)
+        for r in pk.static_range(PAIR_ROWS):
+            b = vx + pk.usize(min(first + r, last)) * row_bytes + pk.usize(p // 4) * q.nbytes
+            for k in pk.static_range(8):
+                raw[k] = Q.aligned_word_at(b, 16 + 32 * (p % 4) + 4 * k)
+                lo[k] = raw[k] & 0x0F0F0F0F
+                hi[k] = (raw[k] >> 4) & 0x0F0F0F0F
+            g = 2 * (p % 4)
+            params[0] = q.scale(b, g)
+            params[1] = q.min(b, g)
+            params_hi[0] = q.scale(b, g + 1)
+            params_hi[1] = q.min(b, g + 1)
+            acc[r] += Q.dot_words(lo, params, yw, d8a, sums, Q=q, y_at=0, sums_at=0)
+            acc[r] += Q.dot_words(hi, params_hi, yw, d8b, sums, Q=q, y_at=8, sums_at=1)
+    total = Q.block_sums(acc, sm, t, nt, count=PAIR_ROWS)
+    if t < PAIR_ROWS and pk.i32(first + t) < nrows_x:
+        dst[pk.usize(first + t)] = total
+
+
+PAIR_PROBES = pk.Module("quantized_pair_probe").add(mmvq_q4k_pairs_probe.instance("mmvq_q4k_pairs_probe",
+                                                                                  q=Q.QTYPES["q4_K"]))
+
+
 def launch_floor(b: Bench, grid: int, block: int) -> float:
     buf = b.torch.empty(1, device="cuda")
     fn = b.dev.get_or_load_func("launch_probe", PROBES)
@@ -567,6 +626,24 @@ def probes(b: Bench) -> None:
                                         vy, dst, k_padded)
             b.report(f"{qtype} MMVQ alone, {mb} blocks an SM", b.time(alone), wbytes)
             b.report(f"{qtype} quantize_q8_1 + MMVQ, {mb} blocks an SM", b.time(pair), wbytes)
+        if qtype == "q4_K":  # a thread a pair of chunks, checked against the wrappers' kernel
+            fn = b.dev.get_or_load_func("mmvq_q4k_pairs_probe", PAIR_PROBES)
+
+            def pairs(i, s, fn=fn, ws=ws):
+                fn[-(-nrows // PAIR_ROWS), (32, PAIR_BLOCK_Y), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(),
+                                                                 dst.data_ptr(), ncols, nrows)
+
+            def pairs_pair(i, s, pairs=pairs):
+                quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+                pairs(i, s)
+            b.report(f"{qtype} MMVQ alone, a thread a pair of chunks", b.time(pairs), wbytes)
+            b.report(f"{qtype} quantize_q8_1 + MMVQ, a thread a pair of chunks", b.time(pairs_pair), wbytes)
+            alone(0, None)
+            torch.cuda.synchronize()
+            want = dst.cpu().numpy()
+            pairs(0, None)
+            torch.cuda.synchronize()
+            assert np.abs(dst.cpu().numpy() - want).max() <= 1e-4 * np.abs(want).max(), "pairs probe disagrees"
         del ws
     chip = torch.cuda.get_device_properties(0)
     dp = b.dev.get_or_load_func("dp4a_probe", PROBES)

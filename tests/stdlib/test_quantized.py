@@ -679,6 +679,24 @@ def test_mmq_wrapper_cols_stay_in_bounds(checked, qtype):
     check_q8_1_product(got, blocks, qtype, x, qy)
 
 
+def test_mmvq_q4k_pairs_probe(wave_device):
+    """The benchmark's q4_K batch-1 MMVQ probe (a thread chunks 2p and 2p + 1 from one load of
+    their words): odd row counts, a row of one trip and of several."""
+    bench = tile_probe_module()
+    rng = np.random.default_rng(16)
+    for nrows, ncols in ((7, 768), (9, 4096)):
+        blocks = weights(rng, "q4_K", nrows, ncols)
+        x = activations(rng, 1, ncols)
+        vy, qy = quantize_on(wave_device, x)
+        dst = wave_device.zeros(nrows + 8, pk.f32)
+        wave_device.get_or_load_func("mmvq_q4k_pairs_probe", bench.PAIR_PROBES)[
+            -(-nrows // bench.PAIR_ROWS), (32, bench.PAIR_BLOCK_Y)](
+            wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows)
+        got = dst.to_host()
+        assert not got[nrows:].any()
+        check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, "q4_K", x, qy)
+
+
 @pytest.mark.parametrize("qtype", ["q4_0", "q6_K"])
 def test_mmq_tile_probe_stays_in_bounds(checked, qtype):
     rng = np.random.default_rng(15)
