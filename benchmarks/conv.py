@@ -4,7 +4,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
-  im2col1d one block of 256 per staged work item, ``im2col_launch``; the pools and upsamplings
+  im2col1d through the wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*``, one block of 288 per work
+  item, ``im2col_rows_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``; col2im1d
   the wrappers' own ``col2im1d_staged_*``, one block of 256 per staged work item, ``col2im1d_launch``) and under candle's (one thread per output,
@@ -116,21 +117,23 @@ def data_movement(b: Bench, quick: bool) -> None:
     import torch.nn.functional as F
 
     from stdlib_kernels import CONV
-    from stdlib_kernels.conv import col2im1d_launch, im2col_launch
+    from stdlib_kernels.conv import col2im1d_launch, im2col_rows_launch, im2col_rows_ok
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         # im2col 3x3, padding 1, on [32,256,56,56]: output (b, 56, 56, 256, 3, 3)
         x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
-        fn = Lazy(dev, f"im2col_{tag}", CONV)
+        fns = {"wrapper": Lazy(dev, f"im2col_rows_{tag}", CONV), "candle": Lazy(dev, f"im2col_{tag}", CONV)}
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
-        launches = {"wrapper": im2col_launch(batch, 256, 56, 56, 3, 3, as_array(dev, x).dtype),
+        assert im2col_rows_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1)
+        launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype),
                     "candle": shapes(b, cols.numel(), x, cols)["candle"]}
         for shape, (grid, block) in launches.items():
+            cols.fill_(float("nan"))
             b.case(f"im2col 3x3 p1 [{batch},256,56,56] {tag} [{shape}]", nbytes,
-                   lambda g=grid, bl=block: fn[g, bl](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(),
+                   lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(),
                                                       cols.data_ptr()),
                    lambda: F.unfold(x, 3, padding=1),
                    lambda: (cols.view(batch, 56 * 56, 256 * 9).transpose(1, 2), F.unfold(x, 3, padding=1)))
@@ -138,14 +141,16 @@ def data_movement(b: Bench, quick: bool) -> None:
         l = 8192
         x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
         cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
-        fn = Lazy(dev, f"im2col1d_{tag}", CONV)
+        fns = {"wrapper": Lazy(dev, f"im2col1d_rows_{tag}", CONV), "candle": Lazy(dev, f"im2col1d_{tag}", CONV)}
         inf1 = info(torch, x1)
         threads = batch * l * 256
-        launches1 = {"wrapper": im2col_launch(batch, 256, 1, l, 1, 3, as_array(dev, x1).dtype),
+        assert im2col_rows_ok(as_array(dev, x1), 1, l, 1, 3, 1, 1, 1)
+        launches1 = {"wrapper": im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, as_array(dev, x1).dtype),
                      "candle": shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3)["candle"]}
         for shape, (grid, block) in launches1.items():
+            cols1.fill_(float("nan"))
             b.case(f"im2col1d k3 p1 [{batch},256,{l}] {tag} [{shape}]", x1.nbytes + cols1.nbytes,
-                   lambda g=grid, bl=block: fn[g, bl](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
+                   lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
                    lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)),
                    lambda: (cols1.view(batch, l, 256 * 3).transpose(1, 2), F.unfold(x1.unsqueeze(2), (1, 3),
                                                                                      padding=(0, 1))))

@@ -18,6 +18,10 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
 * im2col 3x3: candle's kernel and the staged path alone (``im2col_staged``; also with its registers
   capped for 5 and 6 blocks an SM), all under ``im2col_launch``, and torch's ``fill_`` of its output (the write-only bound of a 9:1 write:read
   pattern).
+* im2col 3x3 and im2col1d k3 by rows (``--only im2col``): the old wrappers' kernels (candle's, staged, under
+  ``im2col_launch``) against the rows path (``im2col_rows_*``, ``im2col1d_rows_*``) under
+  ``im2col_rows_launch`` and a grid capped at 2 blocks an SM; the rows path with its registers sized for
+  3 or 5 blocks an SM instead of 4, and under a grid of 4 blocks an SM.
 """
 from __future__ import annotations
 
@@ -34,8 +38,8 @@ W = pk.TypeVar("W")
 
 
 from stdlib_kernels import conv  # noqa: E402
-from stdlib_kernels.conv import (STAGE_BYTES, STAGE_PIXELS, im2col_staged, nearest2x_rows,  # noqa: E402
-                                 pool_words)
+from stdlib_kernels.conv import (ROWS_BLOCK, ROWS_LOADS, ROWS_STAGE_BYTES, STAGE_BYTES, STAGE_PIXELS,  # noqa: E402
+                                 im2col_rows, im2col_rows_tile, im2col_staged, nearest2x_rows, pool_words)
 
 
 def _near_vec(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
@@ -57,6 +61,16 @@ def _im2col_st(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: us
                   chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3, U=1)
 
 
+def _rows2d(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
+            padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L):
+    """im2col_rows_op's body with the probe's stage size and loads in flight; no domain test."""
+    stage = pk.shared.array(SB // T.nbytes, T)
+    tab = pk.shared.array(conv.ROWS_TAB, pk.u16)
+    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB))
+    im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                usize(pk.u32(tile)), usize(tile >> 32), stage, tab, L=L)
+
+
 #: the probe module: the vector-row paths and im2col's staged path as kernels of their own
 PROBE = pk.Module("conv_rows_probe")
 _nv = pk.kernel(max_block_size=256)(_near_vec)
@@ -69,6 +83,73 @@ for _t, _w, _h in ((pk.f32, pk.u64, pk.u32), (pk.bf16, pk.u32, pk.u16)):
     for _mb in (5, 6):  # registers capped for 5 / 6 blocks of 256 an SM (48 / 40; the stage allows 7)
         PROBE.add(pk.kernel(max_block_size=256, min_blocks_per_sm={"cuda": _mb})(_im2col_st).instance(
             f"im2col_st_{_t.tag}_{_mb}", T=_t))
+
+
+ROWS_VARIANTS = {  # label -> (min blocks an SM on cuda, stage bytes, loads in flight, blocks an SM or 0)
+    "rows, 3 blocks/SM": (3, ROWS_STAGE_BYTES, ROWS_LOADS, 0),
+    "rows, 5 blocks/SM": (5, ROWS_STAGE_BYTES, ROWS_LOADS, 0),
+    "rows, 4 blocks/SM, grid 4/SM": (4, ROWS_STAGE_BYTES, ROWS_LOADS, 4),
+}
+for _t in (pk.f32, pk.bf16):
+    for _n, (_label, (_mb, _sb, _l, _)) in enumerate(ROWS_VARIANTS.items()):
+        PROBE.add(pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(_rows2d).instance(
+            f"rows2d_{_n}_{_t.tag}", T=_t, SB=_sb, L=_l))
+
+
+def run_im2col(b: Bench, quick: bool) -> None:
+    """im2col 3x3 on [32,256,56,56] and im2col1d k3 on [32,256,8192] (as 2-d: height 1, padding along
+    width only is what im2col1d does, so the 1-d case runs through the 1-d kernels and the 2-d probe
+    variants take the 3x3 case alone)."""
+    import torch.nn.functional as F
+
+    from stdlib_kernels import CONV
+    from stdlib_kernels.conv import im2col_launch, im2col_rows_launch, im2col_rows_plan
+    torch, dev = b.torch, b.dev
+    batch = 8 if quick else 32
+    sms = dev.multiprocessors or 132
+    nan = float("nan")
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        pdt = pk.f32 if tag == "f32" else pk.bf16
+        x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
+        cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
+        inf = info(torch, x)
+        nbytes = x.nbytes + cols.nbytes
+        own = im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, pdt)
+        runs = [("old: candle's kernel, im2col_launch", Lazy(dev, f"im2col_{tag}", CONV),
+                 im2col_launch(batch, 256, 56, 56, 3, 3, pdt)),
+                ("im2col_rows, im2col_rows_launch", Lazy(dev, f"im2col_rows_{tag}", CONV), own),
+                ("im2col_rows, 2 blocks/SM grid", Lazy(dev, f"im2col_rows_{tag}", CONV), (sms * 2, ROWS_BLOCK))]
+        for n, (label, (_, sb, _, per_sm)) in enumerate(ROWS_VARIANTS.items()):
+            chunk, pix = im2col_rows_plan(256, 3, 3, 56, 1, 1, pdt, sb)
+            items = batch * 56 * -(-56 // pix) * -(-256 // chunk)
+            runs.append((label, Lazy(dev, f"rows2d_{n}_{tag}", PROBE),
+                         (min(items, sms * per_sm) if per_sm else items, ROWS_BLOCK)))
+        for label, fn, g in runs:
+            cols.fill_(nan)
+            b.case(f"im2col 3x3 {tag} [{label}] {g[0]}x{g[1]}", nbytes,
+                   lambda fn=fn, g=g: fn[g](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(), cols.data_ptr()),
+                   lambda: F.unfold(x, 3, padding=1),
+                   lambda: (cols.view(batch, 56 * 56, 256 * 9).transpose(1, 2), F.unfold(x, 3, padding=1)))
+        b.case(f"im2col 3x3 {tag} [probe: torch fill_ of the output, write only]", cols.nbytes,
+               lambda: cols.fill_(1.0))
+        l = 8192
+        x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
+        cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
+        inf1 = info(torch, x1)
+        threads = batch * l * 256
+        own1 = im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, pdt)
+        for label, fn, g in (("old: candle's kernel, im2col_launch", Lazy(dev, f"im2col1d_{tag}", CONV),
+                              im2col_launch(batch, 256, 1, l, 1, 3, pdt)),
+                             ("im2col1d_rows, im2col_rows_launch", Lazy(dev, f"im2col1d_rows_{tag}", CONV), own1),
+                             ("im2col1d_rows, 4 blocks/SM grid", Lazy(dev, f"im2col1d_rows_{tag}", CONV),
+                              (sms * 4, ROWS_BLOCK))):
+            cols1.fill_(nan)
+            b.case(f"im2col1d k3 {tag} [{label}] {g[0]}x{g[1]}", x1.nbytes + cols1.nbytes,
+                   lambda fn=fn, g=g: fn[g](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
+                   lambda: F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1)),
+                   lambda: (cols1.view(batch, l, 256 * 3).transpose(1, 2),
+                            F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1))))
+        del x, cols, x1, cols1
 
 
 def grid(rows: int, cols: int, dtype, dev, tiles: bool, per_sm: int):
@@ -146,13 +227,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", choices=["rows", "im2col"], help="one part: the pools and upsamplings, or im2col")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
         sys.exit("benchmarks/conv_rows_probe.py needs a CUDA GPU")
     torch.cuda.init()
     dev = pk.device("cuda")
-    run(Bench(torch, dev, args.reps), args.quick)
+    b = Bench(torch, dev, args.reps)
+    if args.only in (None, "rows"):
+        run(b, args.quick)
+    if args.only in (None, "im2col"):
+        run_im2col(b, args.quick)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,15 @@ and 3x3 windows) and the upsamplings go by output rows (``pool_rows``, ``nearest
 shared memory; 2x2 stride-2 pools over contiguous rows (``pool_rows_vec``) and exact 2x nearest
 upsampling (``nearest2x_rows``) are plain vector tiles of a row. ``rows_launch`` is the wrappers' grid.
 The wrappers' own ``col2im1d_staged_{f32,f16,bf16}`` (candle's col2im1d, staged through shared memory;
-``col2im1d_launch``) are the one addition to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
+``col2im1d_launch``), ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (im2col by
+output rows: an item's input rows staged once, each pixel's run stored in 16-byte vectors;
+``im2col_rows_launch``) are the additions to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
 way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
 (``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
 """
 from __future__ import annotations
+
+from math import gcd
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u16, u32, u64, usize
@@ -446,6 +450,220 @@ def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usi
     else:
         im2col_loop(dst_numel, h_out, w_out, h_k, w_k, stride, padding, dilation, info, src, dst, u64(0), u64(0),
                     u64(0), u64(0), u64(0), I=usize)
+
+
+#: im2col's rows path (the wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*``): a work item is one
+#: output position (b, oh) with up to ROWS_PIXELS consecutive ow and a chunk of channels whose run of
+#: (c, kh, kw) columns is about ROWS_VECS 16-byte vectors. Its stage holds the input rows the item's
+#: windows cover (chunk x h_k rows of the columns they span, zeros in the padding), a third of what the
+#: output layout would take for a 3x3 window; each output value is then one shared read through a table
+#: of its column's offset, and each lane stores whole 16-byte vectors of a pixel's run.
+ROWS_PIXELS = 64
+ROWS_VECS = 72
+#: the wrappers' block for the rows path: ROWS_VECS lanes a pixel, four pixels at once
+ROWS_BLOCK = 288
+ROWS_STAGE_BYTES = 24576
+#: the column-offset table (u16 entries): the most (c, kh, kw) columns an item's run may have
+ROWS_TAB = 2048
+#: the stage's loads a thread issues before storing any of them
+ROWS_LOADS = 8
+#: blocks of ROWS_BLOCK an SM the kernels' registers are sized for on CUDA (56 registers; uncapped they
+#: took 71-95, three or two blocks an SM; docs/targets/cuda.md)
+ROWS_BLOCKS_PER_SM = 4
+
+
+@pk.func
+def im2col_rows_tile(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize,
+                     tbytes: usize, stage_bytes: usize) -> u64:
+    """The rows path's tile, ``chunk | pixels << 32`` (0 where the path does not apply): ``chunk``
+    channels, a multiple of the channels whose (c, kh, kw) run fills whole 16-byte vectors, about
+    ROWS_VECS vectors (all of c_in where fewer); ``pixels`` consecutive ow (at most ROWS_PIXELS) whose
+    staged columns fit the stage. ``im2col_rows_plan`` computes the same on the host."""
+    kk = h_k * w_k
+    vw = usize(16) // tbytes
+    if kk == 0 or c_in == 0 or w_out == 0:
+        return u64(0)
+    g = vw
+    while kk % g != 0:  # gcd(kk, vw), vw a power of two
+        g = g // 2
+    unit = vw // g
+    chunk = min(c_in, max(unit, usize(ROWS_VECS) * vw // kk // unit * unit))
+    if chunk * kk > ROWS_TAB:
+        return u64(0)
+    per_row = stage_bytes // tbytes // (chunk * h_k)
+    reach = (w_k - 1) * dilation + 1
+    if per_row < reach + 3:
+        return u64(0)
+    pixels = min(min(w_out, usize(ROWS_PIXELS)), (per_row - 3 - reach) // stride + 1)
+    return u64(chunk) | (u64(pixels) << 32)
+
+
+@pk.func
+def rows_pitch(sw: usize, tbytes: usize) -> usize:
+    """A staged row's pitch: at least ``sw`` elements and an odd number of 4-byte words (16-bit types: an
+    even number of elements, 2 mod 4), so a warp's reads of adjacent channels' rows spread over the banks
+    (a pitch of 64 put every channel of im2col1d's k = 3 window on the same few banks)."""
+    p = sw
+    if tbytes == 4:
+        p = p | 1
+    elif tbytes == 2:
+        while p % 4 != 2:
+            p += 1
+    return p
+
+
+@pk.func
+def rows_domain(info: ConstPtr[usize], reach: usize, padding: usize, dilation: usize) -> bool:
+    """im2col_rows' u32 staging arithmetic holds: the 2-d layout ``info``'s dims and strides, ``reach``
+    (the largest source position plus one), padding and dilation below 2**31, and a batch's offsets
+    (``sum (dim - 1) * stride`` over c, h, w) below 2**32 (``im2col_rows_ok`` on the host)."""
+    if not small_layout(info, usize(8)) or max(reach, max(padding, dilation)) > INDEX_31:
+        return False
+    span = usize(0)
+    for d in range(1, 4):
+        span += (max(info[d], usize(1)) - 1) * info[d + 4]
+    return span <= 0xFFFFFFFF
+
+
+@pk.func
+def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
+                pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
+                dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], tab: Ptr[u16], *, L):
+    """Items go to blocks in turn (block-uniform loop and barriers). Fill: thread t takes staged column
+    ``t % sw`` (lanes along the input's width) of every ``nt // sw``-th of the item's ``cn * h_k`` rows,
+    L loads in flight before any store; staged rows at ``rows_pitch``. Write: groups of ``g`` lanes (one
+    16-byte tile a lane where the block has ``g`` = the run's vectors) take the item's pixels in turn;
+    pixel q's value of column e is ``stage[tab[e] + q * stride_w]``. ``info`` is the 2-d source layout
+    (im2col1d passes its 1-d one as height 1, unpadded)."""
+    c_in = info[1]
+    kk = h_k * w_k
+    sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
+    pitch = rows_pitch(sw, usize(T.nbytes))
+    c_tiles = (c_in + chunk - 1) // chunk
+    w_tiles = (w_out + pw - 1) // pw
+    items = info[0] * h_out * w_tiles * c_tiles
+    if items > INDEX_31:  # the item loop's arithmetic is u32 (im2col_rows_ok checks this on the host)
+        return
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    for e in range(t, chunk * kk, nt):  # column e of a run -> its stage offset for the item's first pixel
+        ce = e // kk
+        je = e - ce * kk
+        ke = je // w_k
+        tab[e] = u16((ce * h_k + ke) * pitch + (je - ke * w_k) * dil_w)
+    pk.syncthreads()
+    nv = (chunk * kk * usize(T.nbytes) + 15) // 16
+    g = min(nv, nt)
+    groups = nt // g
+    lane = t % g
+    grp = t // g
+    rowlen = c_in * kk
+    # the fill's index arithmetic in u32 (the kernels check that a batch's offsets fit)
+    xs = min(sw, nt)
+    passes = u32(nt // xs)  # rows a pass of the fill covers
+    tx = u32(t % xs)
+    ty = u32(t // xs)
+    sw32 = u32(sw)
+    p32 = u32(pitch)
+    hk32 = u32(h_k)
+    m_hk = divisor_magic(h_k)
+    s5 = u32(info[5])
+    s6 = u32(info[6])
+    s7 = u32(info[7])
+    hi = u32(info[2])
+    wi = u32(info[3])
+    sh32 = u32(stride_h)
+    dh32 = u32(dil_h)
+    ph32 = u32(pad_h)
+    pw32 = u32(pad_w)
+    vals = pk.local.array(L, T)
+    ct32 = u32(c_tiles)
+    wt32 = u32(w_tiles)
+    ho32 = u32(h_out)
+    item = u32(pk.block_idx.x)
+    while item < u32(items):
+        ct = item % ct32
+        r = item // ct32
+        wt = r % wt32
+        r = r // wt32
+        oh = usize(r % ho32)
+        b = usize(r // ho32)
+        c0 = usize(ct) * chunk
+        cn = min(chunk, c_in - c0)
+        ow0 = usize(wt) * pw
+        pn = min(pw, w_out - ow0)
+        rows = u32(cn * h_k)
+        base = src + b * info[4] + c0 * info[5]
+        oh32 = u32(oh) * sh32
+        if ty < passes:
+            for x in range(tx, sw32, u32(xs)):
+                iw = padded_source(u32(ow0 * stride_w) + x, pw32, wi)
+                iwo = iw * s7
+                for r0 in range(ty, rows, passes * u32(L)):
+                    for u in pk.static_range(L):
+                        row = min(r0 + u32(u) * passes, rows - 1)
+                        c = div_by(row, hk32, m_hk)
+                        ih = padded_source(oh32 + (row - c * hk32) * dh32, ph32, hi)
+                        inside = ih < hi and iw < wi
+                        v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
+                        vals[u] = pk.select(inside, v, T(0))
+                    for u in pk.static_range(L):
+                        if r0 + u32(u) * passes < rows:
+                            stage[(r0 + u32(u) * passes) * p32 + x] = vals[u]
+        pk.syncthreads()
+        run = cn * kk
+        if grp < groups:
+            out = dst + ((b * h_out + oh) * w_out + ow0) * rowlen + c0 * kk
+            for q in range(grp, pn, groups):
+                o = out + q * rowlen
+                sp = stage + q * stride_w
+                for e in pk.parallel_range(usize(0), run, lane, g):
+                    o[e] = sp[tab[e]]
+        pk.syncthreads()
+        item += u32(pk.grid_dim.x)
+
+
+@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
+def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
+                   padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T,
+                   SB, L):
+    """The wrappers' own im2col (``im2col_rows_{T}``, candle's signature and semantics): the rows path
+    alone, for sizes where its tile applies and 32-bit staging indices suffice (``im2col_rows_plan``,
+    which the wrappers check before launching it); arguments outside that write nothing. A kernel of its
+    own: candle's im2col_op holds the loop and the staged gather, whose registers it would take."""
+    stage = pk.shared.array(SB // T.nbytes, T)
+    tab = pk.shared.array(ROWS_TAB, u16)
+    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB))
+    reach = max(max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation), padding + max(info[2], info[3]))
+    if (tile != 0 and dst_numel > 0 and stride > 0 and rows_domain(info, reach, padding, dilation)
+            and max(max(h_out, w_out), max(h_k, w_k)) <= INDEX_31):
+        im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                    usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
+
+
+@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
+def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+                     info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L):
+    """The wrappers' own im2col1d (``im2col1d_rows_{T}``, candle's signature: ``dst_numel`` counts
+    (b, l, c) rows): im2col_rows on the input seen as height 1; arguments outside its domain write
+    nothing (``im2col_rows_plan``)."""
+    stage = pk.shared.array(SB // T.nbytes, T)
+    tab = pk.shared.array(ROWS_TAB, u16)
+    tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB))
+    if tile != 0 and dst_numel > 0 and stride > 0 and max(l_out, l_k) <= INDEX_31:
+        as_2d = pk.local.array(8, usize)  # (b, c, 1, l) and strides
+        as_2d[0] = info[0]
+        as_2d[1] = info[1]
+        as_2d[2] = usize(1)
+        as_2d[3] = info[2]
+        as_2d[4] = info[3]
+        as_2d[5] = info[4]
+        as_2d[6] = usize(0)
+        as_2d[7] = info[5]
+        if not rows_domain(as_2d, max(l_out * stride + l_k * dilation, padding + info[2]), padding, dilation):
+            return
+        im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
+                    src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
 
 
 @pk.func
@@ -1182,6 +1400,12 @@ VEC_POOL_DTYPES = (f32, f16, bf16, u32)
 for _op in ("avg_pool2d", "max_pool2d"):
     for _t in VEC_POOL_DTYPES:
         CONV.add(pool2d_vec_op.instance(kernel_name(f"{_op}_vec", _t), **instance_params(_op, _t)))
+#: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
+#: the GEMM
+ROWS_IM2COL_DTYPES = (f32, f16, bf16)
+for _t in ROWS_IM2COL_DTYPES:
+    CONV.add(im2col_rows_op.instance(kernel_name("im2col_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
+    CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
 
 
 # ---- host side: the wrappers' launch shapes -----------------------------------------------------------
@@ -1199,6 +1423,48 @@ def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int,
         return max(1, -(-b * h_out * w_out * c_in * kk // (STAGE_BLOCK * 4))), STAGE_BLOCK
     items = -(-(b * h_out * w_out) // STAGE_PIXELS) * -(-c_in // chunk)
     return max(1, items), STAGE_BLOCK
+
+
+def im2col_rows_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dilation: int, dtype,
+                     stage_bytes: int = ROWS_STAGE_BYTES) -> tuple[int, int]:
+    """``im2col_rows_tile`` on the host: (chunk, pixels), (0, 0) where the rows path does not apply."""
+    kk, vw = h_k * w_k, 16 // dtype.nbytes
+    if kk == 0 or c_in == 0 or w_out == 0:
+        return 0, 0
+    unit = vw // gcd(kk, vw)
+    chunk = min(c_in, max(unit, ROWS_VECS * vw // kk // unit * unit))
+    per_row = stage_bytes // dtype.nbytes // (chunk * h_k)
+    reach = (w_k - 1) * dilation + 1
+    if chunk * kk > ROWS_TAB or per_row < reach + 3:
+        return 0, 0
+    return chunk, min(w_out, ROWS_PIXELS, (per_row - 3 - reach) // stride + 1)
+
+
+def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int, dilation: int) -> bool:
+    """Whether the wrappers take ``im2col_rows_*`` (x (b, c, h, w)) or ``im2col1d_rows_*`` (x (b, c, l):
+    ``h_out = h_k = 1``) for the device array ``x``: a dtype they are built for, a tile that applies,
+    every size below 2**31 and a batch's source offsets below 2**32 (the kernels' u32 staging
+    arithmetic; ``rows_domain``, their own test)."""
+    dims, strides = (x.shape[0], x.shape[1], 1, x.shape[2]), (x.strides[0], x.strides[1], 0, x.strides[2])
+    if x.ndim == 4:
+        dims, strides = x.shape, x.strides
+    reach = max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation, padding + max(dims[2], dims[3]))
+    span = sum((d - 1) * s for d, s in zip(dims[1:], strides[1:]))
+    chunk, pixels = im2col_rows_plan(dims[1], h_k, w_k, w_out, stride, dilation, x.dtype)
+    items = dims[0] * h_out * -(-w_out // max(pixels, 1)) * -(-dims[1] // max(chunk, 1))
+    return (x.dtype in ROWS_IM2COL_DTYPES and dims[0] * h_out * w_out > 0 and stride > 0 and chunk > 0
+            and items <= INDEX_31
+            and max(*dims, *strides, h_out, w_out, h_k, w_k, stride, dilation, padding, reach) <= INDEX_31
+            and span <= 0xFFFFFFFF)
+
+
+def im2col_rows_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, dilation: int,
+                       dtype) -> tuple[int, int]:
+    """The wrappers' grid for ``im2col_rows_{dtype}`` (``im2col1d_rows``: h_out = h_k = 1): one block of
+    ROWS_BLOCK threads per work item."""
+    chunk, pixels = im2col_rows_plan(c_in, h_k, w_k, w_out, stride, dilation, dtype)
+    items = b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // max(chunk, 1))
+    return max(1, items), ROWS_BLOCK
 
 
 def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """Host wrappers for the CONV family, launched the way candle-core's CUDA backend does (spec §5.11),
 with PyTorch's argument names (``stride``, ``padding``, ``dilation``, ``output_padding``; no groups).
 
-* ``conv1d`` / ``conv2d``: im2col1d / im2col, pykern's GEMM (``matmul``) with the weight as
+* ``conv1d`` / ``conv2d``: im2col1d / im2col (the wrappers' own ``im2col1d_rows_*`` / ``im2col_rows_*``
+  where ``im2col_rows_ok`` holds), pykern's GEMM (``matmul``) with the weight as
   ``(c_in*k, c_out)``, then the permuting copy (``ucopy``) to ``(b, c_out, ...)``. dtypes the GEMM lacks
   (f64, u8, u32) take the direct ``conv1d_*`` / ``conv2d_*`` kernel.
 * ``conv_transpose1d``: the GEMM ``(b, l_in, c_in) x (c_in, c_out*k)`` then col2im1d (pykern's own
@@ -24,7 +25,8 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import operands
-from .conv import DTYPES, col2im1d_launch, im2col_launch, nearest_launch, pool_vec_ok, rows_launch
+from .conv import (DTYPES, col2im1d_launch, im2col_launch, im2col_rows_launch, im2col_rows_ok, nearest_launch,
+                   pool_vec_ok, rows_launch)
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -113,9 +115,13 @@ def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
     if dt in GEMM_DTYPES:
         threads = b * l_out * c_in
         cols = dev.empty((b * l_out, c_in * k), dt)  # (b, l_out, c_in, k)
-        fn = dev.get_or_load_func(kernel_name("im2col1d", dt), CONV)
-        fn[im2col_launch(b, c_in, 1, l_out, 1, k, dt)](threads, l_out, k, stride, padding, dilation, _info(x),
-                                                       storage(x), cols)
+        if im2col_rows_ok(x, 1, l_out, 1, k, stride, padding, dilation):  # the wrappers' own kernel (conv.py)
+            fn = dev.get_or_load_func(kernel_name("im2col1d_rows", dt), CONV)
+            grid = im2col_rows_launch(b, c_in, 1, l_out, 1, k, stride, dilation, dt)
+        else:
+            fn = dev.get_or_load_func(kernel_name("im2col1d", dt), CONV)
+            grid = im2col_launch(b, c_in, 1, l_out, 1, k, dt)
+        fn[grid](threads, l_out, k, stride, padding, dilation, _info(x), storage(x), cols)
         prod = matmul(cols, _contiguous(weight).reshape(c_out, c_in * k).transpose())  # (b*l_out, c_out)
         out = ucopy(prod.reshape(b, l_out, c_out).transpose(1, 2))
     else:
@@ -141,9 +147,13 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
         return _squeeze(dev.empty((b, c_out, h_out, w_out), dt), unbatched)
     if dt in GEMM_DTYPES:
         cols = dev.empty((b * h_out * w_out, c_in * kh * kw), dt)  # (b, h_out, w_out, c_in, kh, kw)
-        fn = dev.get_or_load_func(kernel_name("im2col", dt), CONV)
-        fn[im2col_launch(b, c_in, h_out, w_out, kh, kw, dt)](cols.size, h_out, w_out, kh, kw, stride, padding,
-                                                             dilation, _info(x), storage(x), cols)
+        if im2col_rows_ok(x, h_out, w_out, kh, kw, stride, padding, dilation):  # the wrappers' own kernel (conv.py)
+            fn = dev.get_or_load_func(kernel_name("im2col_rows", dt), CONV)
+            grid = im2col_rows_launch(b, c_in, h_out, w_out, kh, kw, stride, dilation, dt)
+        else:
+            fn = dev.get_or_load_func(kernel_name("im2col", dt), CONV)
+            grid = im2col_launch(b, c_in, h_out, w_out, kh, kw, dt)
+        fn[grid](cols.size, h_out, w_out, kh, kw, stride, padding, dilation, _info(x), storage(x), cols)
         prod = matmul(cols, _contiguous(weight).reshape(c_out, c_in * kh * kw).transpose())
         hw = h_out * w_out
         out = ucopy(prod.as_strided((b, c_out, h_out, w_out), (hw * c_out, 1, w_out * c_out, c_out)))

@@ -292,6 +292,68 @@ def test_im2col_staging(wave_device, dtype):
             assert_bits(out.to_host(), want, f"im2col1d {shape} k={k} launch {launch_shape}")
 
 
+ROWS_IDS = [t.tag for t in conv.ROWS_IM2COL_DTYPES]
+
+
+@pytest.mark.parametrize("dtype", conv.ROWS_IM2COL_DTYPES, ids=ROWS_IDS)
+def test_im2col_rows(wave_device, dtype):
+    """The wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*`` (candle's im2col / im2col1d semantics):
+    channels past one chunk (a partial last chunk), rows past one item's pixels (several w tiles, a
+    partial last one), stride and dilation above 1, padding of the kernel's size or more, 1x1 and 7x5
+    windows, a run not a whole number of vectors (unaligned rows: the one-element path), every layout
+    (contiguous and aligned sources take the fill in 8-byte words, the others the scalar fill); under
+    the wrappers' grid, fewer blocks than items, blocks of 32 and 96 threads."""
+    dev = wave_device
+    cases2 = [((2, 40, 9, 70), (3, 3), 1, 1, 1), ((1, 70, 12, 11), (3, 3), 2, 1, 1), ((2, 9, 8, 9), (1, 1), 1, 0, 1),
+              ((1, 6, 13, 140), (7, 5), 1, 3, 2), ((2, 3, 6, 7), (3, 3), 1, 4, 1), ((1, 33, 5, 5), (2, 3), 3, 2, 1)]
+    for n, (shape, (kh, kw), stride, pad, dil) in enumerate(cases2):
+        x = values(dtype, shape)
+        want = im2col_ref(x, (kh, kw), stride, pad, dil)
+        xd = view(dev, x, LAYOUTS[n % 3] if n % 2 else "contiguous")  # contiguous and aligned: the word fill
+        h_out, w_out = want.shape[1:3]
+        assert conv.im2col_rows_ok(xd, h_out, w_out, kh, kw, stride, pad, dil), (shape, kh, kw)
+        own = conv.im2col_rows_launch(shape[0], shape[1], h_out, w_out, kh, kw, stride, dil, dtype)
+        for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"im2col_rows_{dtype.tag}", out.size, out.size, h_out, w_out, kh, kw, stride, pad, dil,
+                   info_of(dev, xd), xd, out, shape=launch_shape)
+            assert_bits(out.to_host(), want, f"im2col_rows {shape} {kh}x{kw} s{stride} p{pad} d{dil} {launch_shape}")
+    cases1 = [((2, 150, 300), 3, 1, 1, 1), ((1, 5, 90), 4, 2, 4, 3), ((2, 7, 33), 1, 1, 0, 1), ((1, 2, 700), 300, 1, 2, 1)]
+    for n, (shape, k, stride, pad, dil) in enumerate(cases1):
+        x = values(dtype, shape)
+        want = im2col_ref(x, (k,), stride, pad, dil)
+        xd = view(dev, x, LAYOUTS[(n + 1) % 3] if n % 2 else "contiguous")
+        l_out = want.shape[1]
+        assert conv.im2col_rows_ok(xd, 1, l_out, 1, k, stride, pad, dil), (shape, k)
+        threads = shape[0] * l_out * shape[1]
+        own = conv.im2col_rows_launch(shape[0], shape[1], 1, l_out, 1, k, stride, dil, dtype)
+        for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
+            out = dev.empty(want.shape, dtype)
+            launch(dev, f"im2col1d_rows_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd),
+                   xd, out, shape=launch_shape)
+            assert_bits(out.to_host(), want, f"im2col1d_rows {shape} k{k} s{stride} p{pad} d{dil} {launch_shape}")
+
+
+@pytest.mark.parametrize("dtype", conv.ROWS_IM2COL_DTYPES, ids=ROWS_IDS)
+def test_im2col_rows_outside_its_domain(wave_device, dtype):
+    """Where ``im2col_rows_ok`` (the host's copy of the kernels' test) fails, ``im2col1d_rows_*`` writes
+    nothing (a 1x3000 window: a run past the column table) and the wrapper takes candle's kernel."""
+    dev = wave_device
+    x = values(dtype, (1, 2, 3100))
+    xd = dev.to_device(x)
+    want = im2col_ref(x, (3000,), 1, 0, 1)
+    assert not conv.im2col_rows_ok(xd, 1, want.shape[1], 1, 3000, 1, 0, 1)
+    out = dev.to_device(np.full(want.shape, 7, dtype.np))
+    threads = want.shape[1] * 2
+    launch(dev, f"im2col1d_rows_{dtype.tag}", threads, threads, want.shape[1], 3000, 1, 0, 1, info_of(dev, xd), xd,
+           out, shape=(2, 288))
+    assert (out.to_host() == np.full(want.shape, 7, dtype.np)).all()
+    w = values(dtype, (3, 2, 3000))
+    got = cl.conv1d(xd, dev.to_device(w))
+    check_sum(got.to_host(), conv_ref(x, w, 1, 0, 1), conv_ref(absolute(x), absolute(w), 1, 0, 1), 6000, dtype,
+              "conv1d through candle's im2col1d")
+
+
 def col2im1d_ref(col, stride):
     """candle CPU's Col2Im1D: a sum in T over l_in ascending."""
     b, l_in, c_out, k = col.shape
@@ -584,11 +646,13 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
-    """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*`` and
-    ``{max,avg}_pool2d_vec_*`` (each with its candle kernel's signature)."""
+    """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
+    ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (each with its candle kernel's
+    signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
+    own += [(f"{op}_rows", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_IM2COL_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
