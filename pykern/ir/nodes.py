@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import DType, PtrType, ArrayType, Type
+from .types import DType, PtrType, ArrayType, TupleType, Type
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,22 @@ class ArrayRef(Expr):
     name: str
 
 
+@dataclass(eq=False)
+class MakeTuple(Expr):
+    """``(a, b, c)`` with run-time elements: ``ty`` is a ``TupleType``, ``items`` its values in order."""
+
+    items: list[Expr]
+
+
+@dataclass(eq=False)
+class TupleItem(Expr):
+    """Element ``index`` (a compile-time int) of the tuple-typed ``value``: what unpacking
+    ``a, b = f(x)`` reads from the one evaluation of ``f(x)``."""
+
+    value: Expr
+    index: int
+
+
 # ---------------------------------------------------------------- statements
 
 
@@ -268,4 +284,4 @@ def walk(stmts: list[Stmt]):
                 stack.extend(c for c in reversed(child) if isinstance(c, Node))
 
 
-__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "PtrType", "ArrayType"]
+__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "PtrType", "ArrayType", "TupleType"]

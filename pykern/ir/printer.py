@@ -38,6 +38,10 @@ def expr(e) -> str:
             return f"pk.{e.builtin.name}.{'xyz'[e.attrs['axis']]}"
         attrs = [f"{k}={v!r}" for k, v in e.attrs.items()]
         return f"pk.{e.builtin.name}({', '.join([expr(a) for a in e.args] + attrs)}):{e.ty}"
+    if isinstance(e, N.MakeTuple):
+        return f"({', '.join(expr(v) for v in e.items)}{',' if len(e.items) == 1 else ''})"
+    if isinstance(e, N.TupleItem):
+        return f"{expr(e.value)}[{e.index}]"
     if isinstance(e, N.Call):
         name = getattr(e.func, "name", e.func)
         return f"{name}({', '.join(expr(a) for a in e.args)}):{e.ty}"

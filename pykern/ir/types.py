@@ -138,6 +138,18 @@ class ArrayType(Type):
         return f"{self.space}[{self.elem!r}, {self.shape if self.shape else 'dynamic'}]"
 
 
+@dataclass(frozen=True)
+class TupleType(Type):
+    """Several scalars as one value: a device function's ``-> tuple[u32, u32]`` result and the
+    variables that hold one until it is unpacked. Never in memory and never a parameter, so a
+    tuple is always a handful of registers (LLVM's SROA splits its slot into scalars)."""
+
+    items: tuple[Type, ...]
+
+    def __repr__(self) -> str:
+        return f"tuple[{', '.join(repr(t) for t in self.items)}]"
+
+
 class VoidType(Type):
     def __repr__(self) -> str:
         return "None"

@@ -15,7 +15,7 @@ from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir import types as T
 from .builtins import OPERATOR_FUNCS, TargetConstant
-from .values import CT, describe, type_name
+from .values import CT, TupleVal, describe, is_tuple, type_name
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
@@ -321,7 +321,9 @@ class ExprTyper:
         return N.Cast(T.PtrType(ref.ty.elem, ref.ty.space), ref, loc=ref.loc)
 
     def subscript(self, node: ast.Subscript):
-        base = self.visit(node.value)
+        base = self.visit(node.value, tuples=True)
+        if is_tuple(base):
+            return self.tuple_item(base, node), None
         if isinstance(base, CT):
             idx = self.visit(node.slice)
             if not isinstance(idx, CT):
@@ -353,6 +355,22 @@ class ExprTyper:
             raise self.error(node.slice, "pointers take one index")
         return base, self.index_expr(self.visit(node.slice), node.slice)
 
+    def tuple_item(self, base, node: ast.Subscript):
+        """``t[k]`` of a tuple of run-time values, ``k`` a compile-time int (negative counts from the end)."""
+        k = self.visit(node.slice)
+        n = len(base.items) if isinstance(base, TupleVal) else len(base.ty.items)
+        if not (isinstance(k, CT) and isinstance(k.value, int) and not isinstance(k.value, bool)):
+            raise self.error(node.slice, "a tuple is indexed with a compile-time int")
+        if not -n <= k.value < n:
+            raise self.error(node.slice, f"index {k.value} is out of range for a tuple of {n} values")
+        k = k.value % n
+        if isinstance(base, TupleVal) and all(isinstance(v, CT) or _pure(v) for v in base.items):
+            return base.items[k]  # nothing else of the tuple has an effect to keep
+        if isinstance(base, TupleVal):
+            items = [self.materialize(v, node) for v in base.items]
+            base = N.MakeTuple(T.TupleType(tuple(v.ty for v in items)), items, loc=self.loc(node.value))
+        return N.TupleItem(base.ty.items[k], base, k, loc=self.loc(node))
+
     def visit_Subscript(self, node: ast.Subscript):
         base, idx = self.subscript(node)
         if idx is None:
@@ -368,7 +386,7 @@ def _int_const(e) -> bool:
 #: expressions that compute a value and nothing else (no call, no built-in: those may store, sync
 #: or be atomic); a load only reads
 _PURE = (N.Const, N.Var, N.BinOp, N.UnaryOp, N.Compare, N.Logical, N.IfExp, N.Cast, N.Bitcast, N.Load,
-         N.PtrAdd, N.IsNull, N.ArrayRef)
+         N.PtrAdd, N.IsNull, N.ArrayRef, N.MakeTuple, N.TupleItem)
 
 
 def _pure(e: N.Expr) -> bool:

@@ -11,6 +11,7 @@ Expressions evaluate either to a typed ``Expr`` or to a compile-time Python valu
 from __future__ import annotations
 
 import ast
+import typing
 from typing import Any
 
 from ..errors import CompileError
@@ -23,7 +24,7 @@ from .expressions import ExprTyper
 from .flow import check_flow
 from .source import SourceFunction
 from .statements import StmtTyper
-from .values import CT, describe
+from .values import CT, TupleVal, describe, is_tuple
 
 _UNSUPPORTED = {
     ast.ClassDef: "class definitions", ast.Lambda: "lambdas", ast.ListComp: "list comprehensions",
@@ -41,7 +42,7 @@ if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = "try statements"
 
 _PY_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "bool": T.bool_, "None": None,
-                "True": True, "False": False, "len": len, "print": print, "int": int, "float": float}
+                "True": True, "False": False, "len": len, "tuple": tuple, "print": print, "int": int, "float": float}
 
 
 #: a per-target value read as a global: the host could not see which value a launch needs, and the
@@ -88,13 +89,37 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
     def loc(self, node: ast.AST) -> N.Loc:
         return self.src.loc(node)
 
-    def visit(self, node):
+    def visit(self, node, tuples: bool = False):
+        """Type ``node``. A tuple of run-time values (``values.is_tuple``) is refused here unless the
+        caller takes one (``tuples``: an assignment's or a return's value, a subscript's base, an
+        expression statement), so every other context, an operand, an argument or a condition,
+        reports it where it was written instead of failing somewhere in the typing rules."""
         self.node = node
         kind = _UNSUPPORTED.get(type(node))
         if kind:
             raise self.error(node, f"{kind} are not supported in kernels" if kind.endswith("s")
                              else f"{kind} is not supported in kernels")
-        return super().visit(node)
+        out = super().visit(node)
+        if not tuples and is_tuple(out):
+            raise self.tuple_as_value(node, out)
+        return out
+
+    def tuple_as_value(self, node: ast.AST, value) -> CompileError:
+        if isinstance(value, TupleVal):
+            first = next(e for e, v in zip(node.elts, value.items) if not isinstance(v, CT)) \
+                if isinstance(node, ast.Tuple) else node
+            return self.error(first, "a tuple element must be known at compile time here: a tuple of run-time "
+                                     "values can only be unpacked (`a, b = ...`), returned, indexed with a "
+                                     "constant or assigned to a name")
+        n = len(value.ty.items)
+        if isinstance(value, N.Call):
+            what = f"{value.func.name}() returns {n} values ({value.ty!r})"
+        elif isinstance(value, N.Var):
+            what = f"'{value.name}' holds {n} values ({value.ty!r})"
+        else:
+            what = f"this is a tuple of {n} values ({value.ty!r})"
+        return self.error(node, f"{what}, not one value: unpack it (`{', '.join('abcdefgh'[:min(n, 8)])} = ...`) "
+                                f"or index it with a constant")
 
     def generic_visit(self, node):
         raise self.error(node, f"unsupported syntax in a kernel: {type(node).__name__}")
@@ -105,8 +130,29 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
             raise self.error(node, f"{what} must be known at compile time")
         return val.value
 
-    def resolve_type(self, node: ast.AST) -> T.Type:
+    def resolve_type(self, node: ast.AST, tuples: bool = False) -> T.Type:
+        """The type an annotation names; ``tuple[u32, f32]`` (a ``TupleType``) only where ``tuples``
+        (a device function's result)."""
         val = self.ct_eval(node, "a type annotation")
+        if val is tuple or typing.get_origin(val) is tuple:
+            if not tuples:
+                raise self.error(node, "a tuple type is only for a device function's result (`-> tuple[u32, u32]`); "
+                                       "variables take it from the value they are assigned")
+            args = typing.get_args(val)
+            if not args or Ellipsis in args:
+                raise self.error(node, "name the type of each result: `-> tuple[u32, u32]`")
+            items = []
+            for a in args:
+                if a is tuple or typing.get_origin(a) is tuple:
+                    raise self.error(node, "a tuple holds scalars and pointers, not tuples: flatten the result")
+                ty = self.resolve_ct_type(node, a)
+                if not isinstance(ty, (T.DType, T.PtrType)):
+                    raise self.error(node, f"a tuple holds scalars and pointers, not {ty!r}")
+                items.append(ty)
+            return T.TupleType(tuple(items))
+        return self.resolve_ct_type(node, val)
+
+    def resolve_ct_type(self, node: ast.AST, val) -> T.Type:
         if isinstance(val, T.TypeVar):
             raise self.error(node, f"type variable {val.name} is not bound here")
         if isinstance(val, T.GenericPtr):
@@ -139,7 +185,7 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
             if self.is_kernel and not returns_none:  # `-> None` is what type checkers want written
                 raise self.error(tree.returns, "kernels return nothing: annotate `-> None` or nothing")
             if not (isinstance(tree.returns, ast.Constant) and tree.returns.value is None):
-                self.ret_type = self.resolve_type(tree.returns)
+                self.ret_type = self.resolve_type(tree.returns, tuples=not self.is_kernel)
         body = self.block(tree.body)
         name = self.kernel_name or self.src.name
         fn = N.Function(name, params, self.ret_type, body, dict(self.locals), dict(self.arrays),
@@ -208,7 +254,13 @@ class Typer(StmtTyper, CallTyper, ExprTyper, ast.NodeVisitor):
         raise self.error(node, f"{type(node.value).__name__} constants are not supported in kernels")
 
     def visit_Tuple(self, node: ast.Tuple):
-        return CT(tuple(self.ct_eval(e, "a tuple element") for e in node.elts))
+        items = [self.visit(e) for e in node.elts]
+        if all(isinstance(v, CT) for v in items):
+            return CT(tuple(v.value for v in items))
+        for e, v in zip(node.elts, items):
+            if not isinstance(v, CT) and isinstance(v.ty, T.ArrayType):
+                raise self.error(e, "a tuple holds scalars and pointers, not arrays: pass the array itself")
+        return TupleVal(items)
 
     def visit_Attribute(self, node: ast.Attribute):
         base = self.visit(node.value)

@@ -10,7 +10,7 @@ from ..ir import nodes as N
 from ..ir import types as T
 from .builtins import Builtin, TargetConstant, definition
 from .source import FuncDef
-from .values import CT, describe, type_name
+from .values import CT, TupleVal, describe, is_tuple, type_name
 
 _UNBOUND = object()
 
@@ -23,12 +23,17 @@ class StmtTyper:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # docstring
         self.pending: list = []
-        v = self.visit(node.value)
+        v = self.visit(node.value, tuples=True)
         if isinstance(v, CT):
             return self.pending or None  # pk.store() leaves its Store there
-        return self.pending + [N.ExprStmt(v, loc=self.loc(node))]
+        parts = [e for e in v.items if not isinstance(e, CT)] if isinstance(v, TupleVal) else [v]
+        return self.pending + [N.ExprStmt(e, loc=self.loc(node)) for e in parts]
 
     def assign_to(self, target: ast.AST, value, node) -> list[N.Stmt]:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return self.unpack(target, value, node)
+        if isinstance(target, ast.Name) and is_tuple(value):
+            return self.assign_tuple(target, value, node)
         if isinstance(target, ast.Name):
             name = target.id
             if name in self.array_names:
@@ -56,14 +61,65 @@ class StmtTyper:
         if isinstance(target, ast.Subscript):
             base, idx = self.subscript(target)
             if idx is None:
-                raise self.error(target, "cannot assign to a compile-time value")
+                raise self.error(target, "a tuple's elements cannot be assigned: tuples are immutable"
+                                 if not isinstance(base, CT) else "cannot assign to a compile-time value")
+            if is_tuple(value):
+                raise self.error(node.value, f"a tuple of {_count(value)} values cannot be stored to memory: "
+                                             f"unpack it and store each element")
             if isinstance(base.ty, T.PtrType) and base.ty.const:
                 raise self.error(target, "cannot write through a ConstPtr: the data is read-only")
             val = self.coerce_assign(value, base.ty.elem, node, "element")
             return [N.Store(base, idx, val, loc=self.loc(node))]
-        if isinstance(target, ast.Tuple):
-            raise self.error(target, "tuple unpacking is not supported in kernels")
         raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def unpack(self, target: ast.Tuple | ast.List, value, node) -> list[N.Stmt]:
+        """``a, b = value``: Python's order (the whole right-hand side first, then the names left to
+        right, so ``a, b = b, a`` swaps). A typed tuple (a device function's result) is evaluated
+        once into a hidden variable and read element by element (``TupleItem``); a written tuple's
+        run-time elements are each evaluated into a hidden variable first; compile-time elements
+        are assigned as ``a = 0`` would be (a name assigned once stays a compile-time value)."""
+        for e in target.elts:
+            if isinstance(e, ast.Starred):
+                raise self.error(e, "starred assignment (`a, *rest = ...`) is not supported in kernels: "
+                                    "name every value")
+        if isinstance(value, CT):
+            if not isinstance(value.value, tuple):
+                raise self.error(node.value, f"cannot unpack {describe(value.value)}: only a tuple unpacks")
+            items = [CT(v) for v in value.value]
+        elif isinstance(value, TupleVal):
+            items = [v if isinstance(v, (CT, N.Const)) else self.spill(v, node.value) for v in value.items]
+        elif is_tuple(value):
+            held = value if isinstance(value, N.Var) else self.spill(value, node.value)
+            items = [N.TupleItem(t, held, k, loc=self.loc(node.value)) for k, t in enumerate(value.ty.items)]
+        else:
+            raise self.error(node.value, f"cannot unpack a {value.ty!r} value: only a tuple unpacks (a device "
+                                         f"function's `return a, b`, or `a, b` itself)")
+        if len(items) != len(target.elts):
+            source = f"{value.func.name}() returns" if isinstance(value, N.Call) else "the right-hand side has"
+            raise self.error(target, f"{len(target.elts)} names to unpack, but {source} {len(items)} values")
+        out: list[N.Stmt] = []
+        for e, v in zip(target.elts, items):
+            if isinstance(v, CT) and isinstance(e, ast.Name) and self.compile_time_local(e, v):
+                continue
+            out += self.assign_to(e, v, node)
+        return out
+
+    def assign_tuple(self, target: ast.Name, value, node) -> list[N.Stmt]:
+        """``t = f(x)``: a variable of the result's ``TupleType``, to unpack or index later."""
+        name = target.id
+        if name in self.array_names or name in self.static_vars:
+            return self.assign_to(target, self.materialize(CT(0), node), node)  # its own error
+        ty = self.locals.get(name)
+        if isinstance(value, TupleVal):
+            want = ty.items if isinstance(ty, T.TupleType) and len(ty.items) == len(value.items) else None
+            items = [self.coerce_assign(v, t, node, name) if want else self.materialize(v, node)
+                     for v, t in zip(value.items, want or value.items)]
+            value = N.MakeTuple(T.TupleType(tuple(v.ty for v in items)), items, loc=self.loc(node.value))
+        if ty is None:
+            self.locals[name] = value.ty
+        elif ty != value.ty:
+            raise self.error(node, f"cannot assign a {value.ty!r} value to '{name}' of type {ty!r}")
+        return [N.Assign(name, value, loc=self.loc(node))]
 
     def coerce_assign(self, value, ty, node, name):
         if isinstance(value, CT):
@@ -84,12 +140,13 @@ class StmtTyper:
                 d.declare(self, target.id, node.value, target, fn)
                 return None
         self.pending = []
-        value = self.visit(node.value)
+        value = self.visit(node.value, tuples=True)
         if isinstance(value, CT) and isinstance(value.value, T.DType) and isinstance(target, ast.Name):
             return self.alias_type(target, value.value)
         if isinstance(value, CT) and isinstance(target, ast.Name) and self.compile_time_local(target, value):
             return self.pending or None
-        return self.pending + self.assign_to(target, value, node)
+        out = self.assign_to(target, value, node)  # may add hidden assignments to pending (unpacking)
+        return self.pending + out
 
     def compile_time_local(self, target: ast.Name, value: CT) -> bool:
         """``per = spec.cache // T.nbytes``, ``ln = spec.layernorm``, ``shape = (4, 8)``: a name the
@@ -271,8 +328,41 @@ class StmtTyper:
         if self.ret_type == T.void:
             raise self.error(node, "returning a value from a function without a return annotation")
         self.pending = []
-        v = self.coerce_assign(self.visit(node.value), self.ret_type, node, "the return value")
+        value = self.visit(node.value, tuples=True)
+        if isinstance(self.ret_type, T.TupleType):
+            v = self.tuple_result(value, node)
+        elif is_tuple(value) or (isinstance(value, CT) and isinstance(value.value, tuple)):
+            raise self.error(node.value, f"this function returns one {self.ret_type!r}, not {_count(value)} values: "
+                                         f"annotate its result `-> tuple[...]`")
+        else:
+            v = self.coerce_assign(value, self.ret_type, node, "the return value")
         return self.pending + [N.Return(v, loc=self.loc(node))]
+
+    def tuple_result(self, value, node) -> N.Expr:
+        """``return a, b`` in a ``-> tuple[...]`` function: each element converted to its declared
+        type as a single result is (a literal adopts it; anything else must already have it)."""
+        want = self.ret_type.items
+        if isinstance(value, CT) and isinstance(value.value, tuple):
+            value = TupleVal([CT(v) for v in value.value])
+        if isinstance(value, TupleVal):
+            if len(value.items) != len(want):
+                raise self.error(node.value, f"this function returns {len(want)} values ({self.ret_type!r}), "
+                                             f"not {len(value.items)}")
+            items = [self.coerce_assign(v, t, node, f"result {k}") for k, (v, t) in enumerate(zip(value.items, want))]
+            return N.MakeTuple(self.ret_type, items, loc=self.loc(node.value))
+        if not is_tuple(value) or value.ty != self.ret_type:
+            got = describe(value.value) if isinstance(value, CT) else repr(value.ty)
+            raise self.error(node.value, f"this function returns {self.ret_type!r}, got {got}")
+        return value
+
+
+def _count(value) -> int:
+    """How many values a tuple (written, typed or compile-time) holds."""
+    if isinstance(value, TupleVal):
+        return len(value.items)
+    if isinstance(value, CT):
+        return len(value.value)
+    return len(value.ty.items)
 
 
 def assignment_counts(src) -> dict[str, int]:

@@ -23,6 +23,23 @@ class CT:
     value: Any
 
 
+@dataclass
+class TupleVal:
+    """A tuple written in a kernel, ``(a, b)``, with a run-time element: its elements (typed
+    expressions or ``CT``s) stay apart until the context says what they become. Unpacking assigns
+    them one by one (a literal keeps the type of the variable it meets, as in ``a = 0``); a
+    ``return`` converts each to the declared result type; only a name bound to the whole tuple makes
+    it a typed ``MakeTuple`` (literals at their default types). An all-compile-time tuple is a
+    ``CT`` instead, as before."""
+
+    items: list
+
+
+def is_tuple(v: Any) -> bool:
+    """A tuple of run-time values: a literal one or a typed expression of a ``TupleType``."""
+    return isinstance(v, TupleVal) or (not isinstance(v, CT) and isinstance(getattr(v, "ty", None), T.TupleType))
+
+
 def describe(obj: Any) -> str:
     """``obj`` as an error message names it (a module, a pykern object, a Python function or value)."""
     if isinstance(obj, pytypes.ModuleType):

@@ -103,6 +103,8 @@ class FunctionLowering(GridTiles):
                 ty.space, target.global_as))
         if isinstance(ty, T.DType):
             return storage_type(ty) if memory else value_type(ty)
+        if isinstance(ty, T.TupleType):  # a device function's several results (never in memory)
+            return ir.LiteralStructType([FunctionLowering.llvm_type(target, t) for t in ty.items])
         raise TypeError(ty)
 
     def ltype(self, ty: T.Type) -> ir.Type:
@@ -143,8 +145,8 @@ class FunctionLowering(GridTiles):
 
     def zero(self, ty: T.Type) -> ir.Constant:
         lt = self.ltype(ty)
-        if isinstance(ty, T.PtrType):
-            return ir.Constant(lt, None)
+        if isinstance(ty, (T.PtrType, T.TupleType)):
+            return ir.Constant(lt, None)  # null, zeroinitializer
         return ir.Constant(lt, 0.0 if isinstance(lt, (ir.HalfType, ir.FloatType, ir.DoubleType)) else 0)
 
     def from_memory(self, v: ir.Value, ty: T.Type) -> ir.Value:
@@ -494,6 +496,15 @@ class FunctionLowering(GridTiles):
 
     def expr_Call(self, e: N.Call):
         return self.inline_call(e)
+
+    def expr_MakeTuple(self, e: N.MakeTuple):
+        out = ir.Constant(self.ltype(e.ty), ir.Undefined)
+        for k, item in enumerate(e.items):
+            out = self.b.insert_value(out, self.expr(item), k)
+        return out
+
+    def expr_TupleItem(self, e: N.TupleItem):
+        return self.b.extract_value(self.expr(e.value), e.index)
 
     # ------------------------------------------------------------------ built-ins
     def expr_Intrinsic(self, e: N.Intrinsic):

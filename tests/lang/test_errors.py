@@ -512,7 +512,7 @@ def e_kernel_returns_value(p: Ptr[f32]):
 
 @pk.kernel
 def e_tuple_unpacking(p: Ptr[f32]):
-    a, b = 1, 2  # <-
+    a, *b = 1, 2  # <-
 
 
 @pk.kernel
@@ -768,7 +768,7 @@ CASES = [
     (e_for_else, "for ... else is not supported"),
     (e_loop_target, "the loop variable must be a plain name"),
     (e_kernel_returns_value, "kernels cannot return a value; write results through a pointer"),
-    (e_tuple_unpacking, "tuple unpacking is not supported in kernels"),
+    (e_tuple_unpacking, r"starred assignment \(`a, \*rest = ...`\) is not supported in kernels"),
     (e_chained_assignment, "chained assignment is not supported"),
     (e_while_else, "while ... else is not supported"),
     ((e_return_without_annotation, no_annotation_returns), "returning a value from a function without a return annotation"),
