@@ -140,6 +140,14 @@ def div_by(n: X, d: X, magic: u64) -> X:
         return u32((t + u64(n)) >> (magic >> 32))
 
 
+@pk.func
+def div_mod(n: X, d: X, magic: u64) -> tuple[X, X]:
+    """``(n // d, n % d)`` through ``div_by``: one step of an index's decomposition into coordinates
+    (the quotient the rest of the index, the remainder the coordinate along the dim of size ``d``)."""
+    q = div_by(n, d, magic)
+    return q, n - q * d
+
+
 #: the largest index, size, stride and padding the u32 index path takes: sums of two stay below 2**32
 INDEX_31 = 0x7FFFFFFF
 
@@ -256,12 +264,9 @@ def im2col1d_loop(numel: usize, l_out: usize, l_k: usize, stride: usize, padding
     c_in = I(info[1])
     lo = I(l_out)
     for i in pk.grid_stride(numel):
-        row = div_by(I(i), lk, m_k)
-        k = I(i) - row * lk
-        bl = div_by(row, c_in, m_c)
-        c = row - bl * c_in
-        b = div_by(bl, lo, m_l)
-        ol = bl - b * lo
+        row, k = div_mod(I(i), lk, m_k)
+        bl, c = div_mod(row, c_in, m_c)
+        b, ol = div_mod(bl, lo, m_l)
         sl = padded_source(ol * I(stride) + k * I(dilation), I(padding), I(info[2]))
         inside = sl < I(info[2])
         off = usize(b) * usize(I(info[3])) + usize(c) * usize(I(info[4])) + usize(sl) * usize(I(info[5]))
@@ -312,16 +317,11 @@ def im2col_loop(numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize
     wo = I(w_out)
     ho = I(h_out)
     for i in pk.grid_stride(numel):
-        r = div_by(I(i), wk, m_wk)
-        kw = I(i) - r * wk
-        q = div_by(r, hk, m_hk)
-        kh = r - q * hk
-        r = div_by(q, c_in, m_c)
-        c = q - r * c_in
-        q = div_by(r, wo, m_wo)
-        ow = r - q * wo
-        b = div_by(q, ho, m_ho)
-        oh = q - b * ho
+        r, kw = div_mod(I(i), wk, m_wk)
+        q, kh = div_mod(r, hk, m_hk)
+        r, c = div_mod(q, c_in, m_c)
+        q, ow = div_mod(r, wo, m_wo)
+        b, oh = div_mod(q, ho, m_ho)
         sh = padded_source(oh * I(stride) + kh * I(dilation), I(padding), I(info[2]))
         sw = padded_source(ow * I(stride) + kw * I(dilation), I(padding), I(info[3]))
         inside = sh < I(info[2]) and sw < I(info[3])
@@ -602,8 +602,8 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
                 for r0 in range(ty, rows, passes * u32(L)):
                     for u in pk.static_range(L):
                         row = min(r0 + u32(u) * passes, rows - 1)
-                        c = div_by(row, hk32, m_hk)
-                        ih = padded_source(oh32 + (row - c * hk32) * dh32, ph32, hi)
+                        c, kh = div_mod(row, hk32, m_hk)
+                        ih = padded_source(oh32 + kh * dh32, ph32, hi)
                         inside = ih < hi and iw < wi
                         v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
                         vals[u] = pk.select(inside, v, T(0))
@@ -672,10 +672,10 @@ def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size
     lo = I(l_out)
     co = I(c_out)
     for i in pk.grid_stride(dst_el):
-        bc = div_by(I(i), lo, m_l)  # b * c_out + c
-        ol = usize(I(i) - bc * lo)
-        b = div_by(bc, co, m_c)
-        col = src + usize(b) * l_in * c_out * k_size + usize(bc - b * co) * k_size
+        bc, o = div_mod(I(i), lo, m_l)  # b * c_out + c, and the output position
+        ol = usize(o)
+        b, c = div_mod(bc, co, m_c)
+        col = src + usize(b) * l_in * c_out * k_size + usize(c) * k_size
         # li * stride + k == ol for 0 <= k < k_size: li from ceil((ol - k_size + 1) / stride) to ol / stride
         first = (ol + 1 - k_size + stride - 1) // stride if ol + 1 > k_size else usize(0)
         last = min(ol // stride + 1, l_in)
@@ -754,8 +754,7 @@ def col2im1d_staged(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_si
         for j0 in range(usize(0), total, nt * COL_LOADS):  # COL_LOADS loads a thread in flight at once
             for u in pk.static_range(COL_LOADS):
                 j = u32(min(j0 + t + usize(u) * nt, total - 1))
-                r = div_by(j, u32(run), m_run)
-                e = j - r * u32(run)
+                r, e = div_mod(j, u32(run), m_run)
                 vals[u] = rows[usize(r) * c_out * k_size + usize(e)]
                 offs[u] = r * u32(pitch) + e
             for u in pk.static_range(COL_LOADS):
@@ -826,12 +825,9 @@ def pool2d_loop(numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride:
     o2n = I(out2)
     cn = I(info[1])
     for i in pk.grid_stride(numel):
-        r = div_by(I(i), o3n, m_3)
-        o3 = I(i) - r * o3n
-        q = div_by(r, o2n, m_2)
-        o2 = r - q * o2n
-        b = div_by(q, cn, m_c)
-        c = q - b * cn
+        r, o3 = div_mod(I(i), o3n, m_3)
+        q, o2 = div_mod(r, o2n, m_2)
+        b, c = div_mod(q, cn, m_c)
         s = src + (usize(b) * usize(I(info[4])) + usize(c) * usize(I(info[5]))
                    + usize(o2 * I(w_stride)) * usize(I(info[6])) + usize(o3 * I(h_stride)) * usize(I(info[7])))
         if MAX:
@@ -939,10 +935,9 @@ def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: C
     m_2 = divisor_magic(n2)
     m_c = divisor_magic(info[1])
     for row in range(first, rows, usize(pk.grid_dim.x) * groups):
-        q = div_by(u32(row), n2u, m_2)  # b * c
-        i2 = u32(row) - q * n2u
-        b = div_by(q, cn, m_c)
-        s = src + (usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(i2) * pitch2)
+        q, i2 = div_mod(u32(row), n2u, m_2)  # b * c, and the row along dim 2
+        b, c = div_mod(q, cn, m_c)
+        s = src + (usize(b) * info[4] + usize(c) * info[5] + usize(i2) * pitch2)
         ROW(row, q, i2, s, lane, g, n2, cols, s6, dst, T=T, A=A, MAX=MAX, W=W, H=H)
 
 
@@ -990,10 +985,9 @@ def pool_rows_loop(first: usize, rows: usize, step: usize, lane: usize, g: usize
     for row0 in range(first, rows, step * POOL_ROWS):
         for u in pk.static_range(POOL_ROWS):
             row = min(row0 + step * u, rows - 1)  # past the last row: read the last row, store nothing
-            q = div_by(u32(row), o2n, m_2)
-            o2 = u32(row) - q * o2n
-            b = div_by(q, cn, m_c)
-            base[u] = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(o2) * ws
+            q, o2 = div_mod(u32(row), o2n, m_2)
+            b, c = div_mod(q, cn, m_c)
+            base[u] = usize(b) * info[4] + usize(c) * info[5] + usize(o2) * ws
             out[u] = row * out3
         for e in range(lane, out3, g):
             for u in pk.static_range(POOL_ROWS):
@@ -1072,20 +1066,18 @@ def nearest_rows(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: C
     m_c = divisor_magic(info[1])
     step = usize(pk.grid_dim.x) * groups
     for row in range(first + grp, rows, step * NEAREST_ROWS):
-        q = div_by(u32(row), wo, m_w)
-        o2 = u32(row) - q * wo
-        b = div_by(q, cn, m_c)
-        base = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(tab2[o2])
+        q, o2 = div_mod(u32(row), wo, m_w)
+        b, ch = div_mod(q, cn, m_c)
+        base = usize(b) * info[4] + usize(ch) * info[5] + usize(tab2[o2])
         out = dst + row * h_out
         if NEAREST_ROWS == 1:
             for e in pk.parallel_range(usize(0), h_out, lane, g):
                 out[e] = src[base + usize(tab3[e])]
         else:  # two rows at once: their loads in flight together (past the last row: the last row again)
             row_b = min(row + step, rows - 1)
-            q = div_by(u32(row_b), wo, m_w)
-            o2 = u32(row_b) - q * wo
-            b = div_by(q, cn, m_c)
-            base_b = usize(b) * info[4] + usize(q - b * cn) * info[5] + usize(tab2[o2])
+            q, o2 = div_mod(u32(row_b), wo, m_w)
+            b, ch = div_mod(q, cn, m_c)
+            base_b = usize(b) * info[4] + usize(ch) * info[5] + usize(tab2[o2])
             out_b = dst + row_b * h_out
             for e in pk.parallel_range(usize(0), h_out, lane, g):
                 c = usize(tab3[e])
@@ -1156,10 +1148,9 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
     m_h = divisor_magic(h_out)
     m_c = divisor_magic(info[1])
     for row in range(first + grp, rows, usize(pk.grid_dim.x) * groups):
-        q = div_by(u32(row), ho, m_h)
-        oh = u32(row) - q * ho
-        b = div_by(q, cn, m_c)
-        base = usize(b) * info[4] + usize(q - b * cn) * info[5]
+        q, oh = div_mod(u32(row), ho, m_h)
+        b, c = div_mod(q, cn, m_c)
+        base = usize(b) * info[4] + usize(c) * info[5]
         hr = bilinear_source(oh, scale_h, align_corners)
         h0 = min(u32(hr), h_in - 1)
         h1 = min(h0 + 1, h_in - 1)
@@ -1255,14 +1246,12 @@ def nearest_loop(numel: usize, w_out: usize, h_out: usize, w_scale: f64, h_scale
     wo = I(w_out)
     cn = I(info[1])
     for i in pk.grid_stride(numel):
-        r = div_by(I(i), ho, m_h)
-        o3 = I(i) - r * ho
-        q = div_by(r, wo, m_w)
-        o2 = r - q * wo
-        b = div_by(q, cn, m_c)
+        r, o3 = div_mod(I(i), ho, m_h)
+        q, o2 = div_mod(r, wo, m_w)
+        b, c = div_mod(q, cn, m_c)
         s2 = min(I(f64(o2) * w_scale), I(info[2]) - 1)
         s3 = min(I(f64(o3) * h_scale), I(info[3]) - 1)
-        dst[i] = src[usize(b) * usize(I(info[4])) + usize(q - b * cn) * usize(I(info[5])) + usize(s2) * usize(I(info[6]))
+        dst[i] = src[usize(b) * usize(I(info[4])) + usize(c) * usize(I(info[5])) + usize(s2) * usize(I(info[6]))
                      + usize(s3) * usize(I(info[7]))]
 
 
@@ -1311,12 +1300,10 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
     sh = usize(I(info[6]))
     sw = usize(I(info[7]))
     for i in range(pk.global_id(), numel, usize(pk.grid_dim.x) * usize(pk.block_dim.x)):
-        r = div_by(I(i), wo, m_w)
-        ow = I(i) - r * wo
-        q = div_by(r, ho, m_h)
-        oh = r - q * ho
-        b = div_by(q, cn, m_c)
-        s = src + usize(b) * usize(I(info[4])) + usize(q - b * cn) * usize(I(info[5]))
+        r, ow = div_mod(I(i), wo, m_w)
+        q, oh = div_mod(r, ho, m_h)
+        b, c = div_mod(q, cn, m_c)
+        s = src + usize(b) * usize(I(info[4])) + usize(c) * usize(I(info[5]))
         hr = bilinear_source(oh, scale_h, align_corners)
         wr = bilinear_source(ow, scale_w, align_corners)
         h0 = min(I(hr), h_in - 1)
