@@ -23,6 +23,7 @@ A compile stores its artifact under both keys.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import logging
@@ -79,13 +80,65 @@ def collector_paused():
             gc.enable()
 
 
+def _same_params(a, b) -> bool:
+    """Whether two instances' compile-time parameters are the same values (identity first: a
+    parameter may be a function or an object whose ``==`` is not a truth value)."""
+    if a.keys() != b.keys():
+        return False
+    for k, v in a.items():
+        w = b[k]
+        if v is w:
+            continue
+        try:
+            if type(v) is not type(w) or not bool(v == w):
+                return False
+        except Exception:  # noqa: BLE001 — an ambiguous comparison is "not the same"
+            return False
+    return True
+
+
+def kernel_aliases(kernels, target: Target) -> dict[str, str]:
+    """Second names: ``{alias: primary}`` for each instance of ``kernels`` that is the same kernel
+    definition with the same compile-time parameters and launch bounds as an earlier one (candle's
+    ``upowf_fp8_e4m3`` / ``upowf_f8e4m3``: 72 of the stdlib's 1,103 kernels). Empty where the target
+    cannot write one compiled kernel under two names (``Target.emits_aliases``)."""
+    if not target.emits_aliases:
+        return {}
+    seen: dict[tuple, list] = {}
+    aliases = {}
+    for inst in kernels:
+        key = (id(inst.kdef), inst.max_block_size, inst.kdef.min_blocks_for(target.name))
+        group = seen.setdefault(key, [])
+        primary = next((p for p in group if _same_params(p.params, inst.params)), None)
+        if primary is None:
+            group.append(inst)
+        else:
+            aliases[inst.name] = primary.name
+    return aliases
+
+
 def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[KernelSignature]]:
-    """The LLVM IR module holding every kernel instance of ``kernels`` for ``target``."""
+    """The LLVM IR module holding every kernel instance of ``kernels`` for ``target``. A second name
+    of an earlier instance (``kernel_aliases``) is not lowered again: its signature is the earlier
+    one's under its own name, and ``module.kernel_aliases`` tells ``Target.finalize`` to write the
+    compiled kernel under both names (the same code, compiled once)."""
+    kernels = list(kernels)
+    aliases = kernel_aliases(kernels, target)
     with collector_paused():
         module = target.new_module(name)
-        sigs = [lower_kernel(target, module, inst.typed(target), inst.max_block_size,
-                             inst.kdef.min_blocks_for(target.name))
-                for inst in kernels]
+        by_name = {}
+        sigs = []
+        for inst in kernels:
+            if inst.name in aliases:
+                sig = dataclasses.replace(by_name[aliases[inst.name]], name=inst.name)
+            else:
+                sig = lower_kernel(target, module, inst.typed(target), inst.max_block_size,
+                                   inst.kdef.min_blocks_for(target.name))
+            by_name[inst.name] = sig
+            sigs.append(sig)
+    module.kernel_aliases = aliases
+    module.loop_strength_reduction = not (name in target.no_lsr_modules and all(
+        getattr(inst.kdef.__wrapped__, "__module__", "").startswith("stdlib_kernels.") for inst in kernels))
     return module, sigs
 
 
@@ -148,7 +201,8 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     text = rendered(module)
     if dump:
         dump_stages(dump, kernels, target, name, module)
-    key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text)
+    key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text,
+                    json.dumps(module.kernel_aliases, sort_keys=True), f"lsr={module.loop_strength_reduction}")
     artifact = cache.get(key)
     if artifact is None:
         artifact = target.finalize(module, sigs)

@@ -30,24 +30,22 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
     import llvmlite.binding as llvm
 
     import stdlib_kernels
-    from pykern.compiler import collector_paused
-    from pykern.lower.llvm import lower_kernel
+    from pykern.compiler import collector_paused, lower_module
     from pykern.targets import registry
+    from pykern.targets.aliases import object_with_aliases, ptx_with_aliases
 
     target = registry.make_target("cuda" if arch.startswith("sm_") else "amdgpu", arch)
     target.target_machine  # noqa: B018 — LLVM set up before the options below
     for opt in options:
         llvm.set_option("", opt)
     module = stdlib_kernels.module(name)
-    t = {}
     clock = time.process_time
     with collector_paused():
         c0 = clock()
-        typed = [(inst, inst.typed(target)) for inst in module.kernels]
+        for inst in module.kernels:
+            inst.typed(target)
         c1 = clock()
-        mod = target.new_module(name)
-        for inst, fn in typed:
-            lower_kernel(target, mod, fn, inst.max_block_size, inst.kdef.min_blocks_for(target.name))
+        mod, _ = lower_module(module.kernels, target, name)  # what the compiler lowers: aliases once
         c2 = clock()
         text = str(mod)
     c3 = clock()
@@ -56,25 +54,23 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
     c4 = clock()
     ref.triple = target.triple
     ref.data_layout = str(target.target_machine.target_data)
-    passes = getattr(target, "pipeline", None)
-    if passes is not None and level is None:
-        passes(ref)
-    else:
-        pto = llvm.create_pipeline_tuning_options(speed_level=3 if level is None else level)
-        pb = llvm.create_pass_builder(target.target_machine, pto)
-        pb.getModulePassManager().run(ref, pb)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3 if level is None else level)
+    pb = llvm.create_pass_builder(target.target_machine, pto)
+    pb.getModulePassManager().run(ref, pb)
     c5 = clock()
-    if target.name == "cuda":
-        data = target.target_machine.emit_assembly(ref).encode()
-    else:
-        data = target.target_machine.emit_object(ref)
+    with target.codegen_options(mod):  # the module's LSR choice, as Target.finalize makes it
+        if target.name == "cuda":
+            data = ptx_with_aliases(target.target_machine.emit_assembly(ref), mod.kernel_aliases).encode()
+        else:
+            data = object_with_aliases(target.target_machine.emit_object(ref), mod.kernel_aliases)
     c6 = clock()
     if save:
         out = Path(save) / arch / f"{name}{'.ptx' if target.name == 'cuda' else '.o'}"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
     t = {"module": name, "arch": arch, "kernels": len(module.kernels), "typing": c1 - c0, "lowering": c2 - c1,
-         "render": c3 - c2, "parse": c4 - c3, "optimise": c5 - c4, "codegen": c6 - c5, "ir_mb": len(text) / 1e6}
+         "render": c3 - c2, "parse": c4 - c3, "optimise": c5 - c4, "codegen": c6 - c5, "ir_mb": len(text) / 1e6, "aliases": len(mod.kernel_aliases),
+         "lsr": mod.loop_strength_reduction}
     t["total"] = c6 - c0
     return t
 

@@ -24,6 +24,7 @@ from llvmlite.ir.values import FunctionAttributes
 
 from ..errors import CompileError
 from ..ir.nodes import Loc
+from .aliases import object_with_aliases
 from .llvm_ext import atomic_rmw, cmpxchg, intrinsic
 from .amdgpu_archs import ArchInfo, arch_info
 from .base import I1, I8, I16, I32, I64, KernelFrame, KernelSignature, Target
@@ -57,6 +58,8 @@ class AmdgpuTarget(Target):
     shared_as = 3
     private_as = 5
     binary_ext = ".hsaco"
+    emits_aliases = True
+    no_lsr_modules = frozenset({"affine", "binary", "cast", "fill", "reduce", "ternary", "unary"})
 
     def __init__(self, arch: str, code_object_version: int | None = None, wave64: bool | None = None):
         try:
@@ -177,8 +180,10 @@ class AmdgpuTarget(Target):
     def finalize(self, module: ir.Module, kernels: list[KernelSignature]) -> bytes:
         """O3, verify, emit, link; then read the code object back and check every kernel's explicit
         arguments against its signature, so an ABI slip fails the build, not a launch."""
-        obj = self.target_machine.emit_object(self.optimize(module))
-        hsaco = link_shared(obj)
+        ref = self.optimize(module)
+        with self.codegen_options(module):
+            obj = self.target_machine.emit_object(ref)
+        hsaco = link_shared(object_with_aliases(obj, getattr(module, "kernel_aliases", {})))
         self.check_abi(hsaco, kernels)
         return hsaco
 

@@ -14,6 +14,7 @@ Adding a target is one subclass of each, registered in ``pykern.targets.registry
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -91,6 +92,15 @@ class Target(ABC):
     #: it, else LLVM's CAS loop); False where LLVM would round to bf16 through a runtime routine the
     #: JIT may lack (the host): the lowering then writes the CAS loop with its own rounding
     bf16_atomics_in_llvm = True
+    #: whether ``finalize`` writes a kernel under a second name without compiling it twice (the
+    #: ``kernel_aliases`` attribute ``compiler.lower_module`` sets on the module: ``{alias: primary}``);
+    #: where False the compiler lowers every name as a kernel of its own
+    emits_aliases = False
+    #: stdlib modules (``pykern.Module`` names) whose code LLVM generates without its loop strength
+    #: reduction: LSR was 28% of sm_90 code generation and 17% of gfx90a's, and switching it off left
+    #: these families' kernels as fast on an H100 (docs/cli.md, "Cold build time"), but cost
+    #: quantized's MMVQ 10%. Every other module, and every user module, keeps LLVM's default.
+    no_lsr_modules: frozenset[str] = frozenset()
 
     def __init__(self, arch: str):
         self.arch = arch
@@ -161,7 +171,26 @@ class Target(ABC):
 
     def assembly(self, module: ir.Module) -> str:
         """The target assembly of a (fresh) module, for ``pykern show --stage asm``."""
-        return self.target_machine.emit_assembly(self.optimize(module))
+        ref = self.optimize(module)
+        with self.codegen_options(module):
+            return self.target_machine.emit_assembly(ref)
+
+    @contextlib.contextmanager
+    def codegen_options(self, module: ir.Module):
+        """LLVM's code-generator options for emitting ``module``: loop strength reduction off where
+        the compiler chose so (``module.loop_strength_reduction``, see ``no_lsr_modules``). LLVM's
+        options are process-wide and a build worker compiles several modules, so the option is set
+        before each emission and put back to LLVM's default after it."""
+        lsr = getattr(module, "loop_strength_reduction", True)
+        if lsr:
+            yield
+            return
+        init_llvm()
+        llvm.set_option("", "-disable-lsr=true")
+        try:
+            yield
+        finally:
+            llvm.set_option("", "-disable-lsr=false")
 
     def optimize(self, module: ir.Module, level: int = 3) -> llvm.ModuleRef:
         """Parse, verify and run the O-level pipeline; returns the optimised module."""

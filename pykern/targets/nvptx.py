@@ -16,6 +16,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import CompileError
+from .aliases import ptx_with_aliases
 from .llvm_ext import BFLOAT, intrinsic
 from .base import I1, I32, I64, KernelFrame, KernelSignature, Target
 
@@ -52,6 +53,8 @@ class NvptxTarget(Target):
     #: backend's NVPTXLowerAlloca pass moves them to .local itself.
     private_as = 0
     binary_ext = ".ptx"
+    emits_aliases = True
+    no_lsr_modules = frozenset({"affine", "binary", "cast", "fill", "reduce", "ternary", "unary"})
 
     def __init__(self, arch: str = DEFAULT_ARCH):
         if arch not in ARCHS:
@@ -153,7 +156,10 @@ class NvptxTarget(Target):
         return NvptxFrame(self, module, fn)
 
     def finalize(self, module: ir.Module, kernels: list[KernelSignature]) -> bytes:
-        ptx = self.target_machine.emit_assembly(self.optimize(module, 3))
+        ref = self.optimize(module, 3)
+        with self.codegen_options(module):
+            ptx = self.target_machine.emit_assembly(ref)
+        ptx = ptx_with_aliases(ptx, getattr(module, "kernel_aliases", {}))
         for k in kernels:
             if f".entry {k.name}(" not in ptx:
                 raise CompileError(f"kernel {k.name} missing from the PTX for {self.arch}")
