@@ -97,8 +97,8 @@ class Target(ABC):
     #: where False the compiler lowers every name as a kernel of its own
     emits_aliases = False
     #: stdlib modules (``pykern.Module`` names) whose code LLVM generates without its loop strength
-    #: reduction: LSR was 28% of sm_90 code generation and 17% of gfx90a's, and switching it off left
-    #: these families' kernels as fast on an H100 (docs/cli.md, "Cold build time"), but cost
+    #: reduction (the NVPTX target's list): LSR was 28% of sm_90 code generation, and switching it off
+    #: left these families' kernels as fast on an H100 (docs/cli.md, "Cold build time"), but cost
     #: quantized's MMVQ 10%. Every other module, and every user module, keeps LLVM's default.
     no_lsr_modules: frozenset[str] = frozenset()
 
