@@ -137,9 +137,17 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
             by_name[inst.name] = sig
             sigs.append(sig)
     module.kernel_aliases = aliases
-    module.loop_strength_reduction = not (name in target.no_lsr_modules and all(
-        getattr(inst.kdef.__wrapped__, "__module__", "").startswith("stdlib_kernels.") for inst in kernels))
+    module.loop_strength_reduction = not all(_without_lsr(inst, target) for inst in kernels)
     return module, sigs
+
+
+def _without_lsr(inst, target: Target) -> bool:
+    """Whether ``inst`` is a kernel of a stdlib module that ``target`` generates without LLVM's loop
+    strength reduction (``Target.no_lsr_modules``): decided by the kernel's own module, so a kernel
+    compiled alone (the runtime's first use, ``unary.uexp_f32``) gets the code of its module's build."""
+    if not getattr(inst.kdef.__wrapped__, "__module__", "").startswith("stdlib_kernels."):
+        return False
+    return inst.module.name in target.no_lsr_modules
 
 
 # ---- the source-level cache ------------------------------------------------------------------------

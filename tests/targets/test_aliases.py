@@ -134,6 +134,8 @@ def test_loop_strength_reduction_choice():
     unary = stdlib_kernels.module("unary").kernels[:2]
     assert lower_module(unary, cuda, "unary")[0].loop_strength_reduction is False
     assert lower_module(unary, cpu, "unary")[0].loop_strength_reduction is True
+    # a kernel compiled alone (the runtime's first use) gets its module's choice
+    assert lower_module(unary[:1], cuda, f"unary.{unary[0].name}")[0].loop_strength_reduction is False
     quantized = stdlib_kernels.module("quantized").kernels[:1]
     assert lower_module(quantized, cuda, "quantized")[0].loop_strength_reduction is True
     # a user's module that happens to be called "unary" keeps LLVM's default
