@@ -129,13 +129,13 @@ class Bench:
         print(line, flush=True)
 
 
-def mmvq_launches(quant, fn, rows: int, ws, x, vy, dst, k_padded: int):
+def mmvq_launches(quant, fn, rows: int, ws, x, vy, dst, k_padded: int, block=(32, 4)):
     """(MMVQ alone, quantize_q8_1 + MMVQ) as timed calls ``(i, stream)`` over the rotated weights ``ws``:
-    ``fn`` takes ``rows`` weight rows a block of (32, 4) threads."""
+    ``fn`` takes ``rows`` weight rows a block of ``block`` threads."""
     nrows, ncols = dst.numel(), x.numel()
 
     def alone(i, s):
-        fn[-(-nrows // rows), (32, 4), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+        fn[-(-nrows // rows), block, s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
                                           nrows, k_padded, nrows)
 
     def pair(i, s):
@@ -167,11 +167,12 @@ def mmvq(b: Bench) -> None:
         for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
             ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
             wbytes = ws[0].numel()
-            launches = {"candle's launch": (b.fn(f"mul_mat_vec_{qtype}_q8_1_cuda1"), 1),
-                        "wrappers' launch": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype])}
+            launches = {"candle's launch": (b.fn(f"mul_mat_vec_{qtype}_q8_1_cuda1"), 1, (32, 4)),
+                        "wrappers' launch": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype],
+                                             Q.MMVQ_WRAPPER_BLOCK[qtype])}
             figures = {}
-            for label, (fn, rows) in launches.items():
-                alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded)
+            for label, (fn, rows, block) in launches.items():
+                alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded, block)
                 figures[label] = t_pair = b.time(pair)
                 t_alone = b.time(alone)
                 t_host = loop_time(torch, pair, b.iters)
@@ -275,7 +276,8 @@ def dp4a_probe(p: pk.Ptr[pk.i32], n: pk.i32):
 MMQ_SHAPES = ((8, 4), (16, 2), (32, 1), (16, 1))
 
 #: blocks an SM the batch-1 MMVQ probes ask for (``min_blocks_per_sm``: a register budget of 65536 /
-#: (blocks x 128) a thread): q4_K's kernel holds 4 rows' chunks and reaches 8 blocks (32 warps)
+#: (blocks x 128) a thread) of the thread-a-chunk kernel (``mul_mat_vec_q8_1``): with 4 rows' chunks
+#: q4_K's reached 8 blocks (32 warps)
 MMVQ_MIN_BLOCKS = (10, 12, 16)
 _MMVQ_BOUNDED = {mb: pk.kernel(max_block_size=128, min_blocks_per_sm={"cuda": mb})(Q.mul_mat_vec_q8_1.__wrapped__)
                  for mb in MMVQ_MIN_BLOCKS}
@@ -473,65 +475,6 @@ TILE_PROBES = pk.Module("quantized_tile_probe").add(
     *(mmq_tile_probe.instance(f"mmq_tile_probe_{q.name}", q=q, **tile_params(q)) for q in Q.MATMUL_TYPES))
 
 
-# ---- q4_K's batch-1 MMVQ, a thread a pair of chunks (issue 26: the pair at 80% of copy) -------------
-#: rows a block of the pairs probe, and threads (32, PAIR_BLOCK_Y)
-PAIR_ROWS, PAIR_BLOCK_Y = 4, 2
-
-
-@pk.kernel(max_block_size=128)
-def mmvq_q4k_pairs_probe(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
-                         nrows_x: pk.i32, *, q):
-    """q4_K's ``mul_mat_vec_rows`` with a thread taking chunks 2p and 2p + 1 of each of its block's
-    PAIR_ROWS rows: their 32 bytes of quants are one load of 8 words, low nibbles for chunk 2p and
-    high for 2p + 1 (the wrappers' kernel gives the two chunks to neighbouring threads, which both
-    load the 8 words and use half of each). Rows past the matrix recompute the last; not written."""
-    sm = pk.shared.array(Q.SHARED_SUMS[PAIR_ROWS], pk.f32)
-    acc = pk.local.array(PAIR_ROWS, pk.f32)
-    for r in pk.static_range(PAIR_ROWS):
-        acc[r] = 0.0
-    t = Q.flat_thread()
-    nt = Q.flat_threads()
-    first = pk.block_idx.x * PAIR_ROWS
-    pairs = pk.u32(max(ncols_x, 0)) // 64
-    row_bytes = pk.usize(pairs // 4) * q.nbytes
-    last = pk.u32(max(nrows_x, 1)) - 1
-    raw = pk.local.array(8, pk.u32)
-    lo = pk.local.array(8, pk.u32)
-    hi = pk.local.array(8, pk.u32)
-    params = pk.local.array(2, pk.f32)
-    params_hi = pk.local.array(2, pk.f32)
-    yw = pk.local.array(16, pk.i32)
-    sums = pk.local.array(2, pk.i32)
-    for p in range(t, pairs, nt):
-        d8a = Q.half_at(vy + pk.usize(2 * p) * Q.Q8_1_BYTES, 0)
-        d8b = Q.half_at(vy + pk.usize(2 * p + 1) * Q.Q8_1_BYTES, 0)
-        for h in pk.static_range(2):
-            y = pk.bitcast(vy + pk.usize(2 * p + h) * Q.Q8_1_BYTES + 4, pk.ConstPtr[pk.i32])
-            for k in pk.static_range(8):
-                yw[8 * h + k] = y[k]
-            Q.group_sums(y, sums, Q=q, at=h)
-        for r in pk.static_range(PAIR_ROWS):
-            b = vx + pk.usize(min(first + r, last)) * row_bytes + pk.usize(p // 4) * q.nbytes
-            for k in pk.static_range(8):
-                raw[k] = Q.aligned_word_at(b, 16 + 32 * (p % 4) + 4 * k)
-                lo[k] = raw[k] & 0x0F0F0F0F
-                hi[k] = (raw[k] >> 4) & 0x0F0F0F0F
-            g = 2 * (p % 4)
-            params[0] = q.scale(b, g)
-            params[1] = q.min(b, g)
-            params_hi[0] = q.scale(b, g + 1)
-            params_hi[1] = q.min(b, g + 1)
-            acc[r] += Q.dot_words(lo, params, yw, d8a, sums, Q=q, y_at=0, sums_at=0)
-            acc[r] += Q.dot_words(hi, params_hi, yw, d8b, sums, Q=q, y_at=8, sums_at=1)
-    total = Q.block_sums(acc, sm, t, nt, count=PAIR_ROWS)
-    if t < PAIR_ROWS and pk.i32(first + t) < nrows_x:
-        dst[pk.usize(first + t)] = total
-
-
-PAIR_PROBES = pk.Module("quantized_pair_probe").add(mmvq_q4k_pairs_probe.instance("mmvq_q4k_pairs_probe",
-                                                                                  q=Q.QTYPES["q4_K"]))
-
-
 def launch_floor(b: Bench, grid: int, block: int) -> float:
     buf = b.torch.empty(1, device="cuda")
     fn = b.dev.get_or_load_func("launch_probe", PROBES)
@@ -612,7 +555,8 @@ def probes(b: Bench) -> None:
     for qtype in ("q4_K", "q6_K"):
         ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
         rows = Q.MMVQ_WRAPPER_ROWS[qtype]
-        alone, pair = mmvq_launches(quant, b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), rows, ws, x, vy, dst, k_padded)
+        alone, pair = mmvq_launches(quant, b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), rows, ws, x, vy, dst, k_padded,
+                                    Q.MMVQ_WRAPPER_BLOCK[qtype])
 
         def empty_pair(i, s, alone=alone):
             empty[k_padded // 256, 256, s](buf.data_ptr())
@@ -621,29 +565,11 @@ def probes(b: Bench) -> None:
         wbytes = ws[0].numel()
         for label, f in (("MMVQ alone", alone), ("quantize_q8_1 + MMVQ", pair), ("empty kernel + MMVQ", empty_pair)):
             b.report(f"{qtype} {label}", b.time(f), wbytes)
-        for mb in MMVQ_MIN_BLOCKS:  # the same kernel under a register budget of mb blocks an SM
+        for mb in MMVQ_MIN_BLOCKS:  # a thread a chunk (q4_K's kernel before pairs) under a budget of mb blocks an SM
             alone, pair = mmvq_launches(quant, b.dev.get_or_load_func(f"rows_{qtype}_blocks{mb}", PROBES), rows, ws, x,
                                         vy, dst, k_padded)
             b.report(f"{qtype} MMVQ alone, {mb} blocks an SM", b.time(alone), wbytes)
             b.report(f"{qtype} quantize_q8_1 + MMVQ, {mb} blocks an SM", b.time(pair), wbytes)
-        if qtype == "q4_K":  # a thread a pair of chunks, checked against the wrappers' kernel
-            fn = b.dev.get_or_load_func("mmvq_q4k_pairs_probe", PAIR_PROBES)
-
-            def pairs(i, s, fn=fn, ws=ws):
-                fn[-(-nrows // PAIR_ROWS), (32, PAIR_BLOCK_Y), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(),
-                                                                 dst.data_ptr(), ncols, nrows)
-
-            def pairs_pair(i, s, pairs=pairs):
-                quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
-                pairs(i, s)
-            b.report(f"{qtype} MMVQ alone, a thread a pair of chunks", b.time(pairs), wbytes)
-            b.report(f"{qtype} quantize_q8_1 + MMVQ, a thread a pair of chunks", b.time(pairs_pair), wbytes)
-            alone(0, None)
-            torch.cuda.synchronize()
-            want = dst.cpu().numpy()
-            pairs(0, None)
-            torch.cuda.synchronize()
-            assert np.abs(dst.cpu().numpy() - want).max() <= 1e-4 * np.abs(want).max(), "pairs probe disagrees"
         del ws
     chip = torch.cuda.get_device_properties(0)
     dp = b.dev.get_or_load_func("dp4a_probe", PROBES)

@@ -19,7 +19,8 @@ are bit-exact. Every kernel family is written once over that table:
   whole words, ``Q.chunk``). Work is split over every thread of the block, whatever the wave width,
   and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in shared
   memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on a smaller tile. The
-  wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block) and
+  wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
+  q4_K ``mul_mat_vec_pairs``, a thread chunks 2p and 2p + 1 from one load of their shared words) and
   ``mul_mat_cols_{q}`` (MMVQ on 8 columns a block along grid y: their MMQ).
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
@@ -275,6 +276,16 @@ def q6_k_chunk(b: ConstPtr[u8], c: u32, words: Ptr[u32]):
         words[k] = ((words[k] >> (4 * (s // 2))) & 0x0F0F0F0F) | (((high[k] >> (2 * s)) & 0x03030303) << 4)
 
 
+@pk.func
+def q4_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
+    """Chunks 2p and 2p + 1 of a Q4_K block (p < 4): the low and the high nibbles of the same 32
+    bytes of quants, from one load of their 8 words."""
+    for k in pk.static_range(8):
+        raw = aligned_word_at(b, 16 + 32 * p + 4 * k)
+        lo[k] = raw & 0x0F0F0F0F
+        hi[k] = (raw >> 4) & 0x0F0F0F0F
+
+
 @dataclass(frozen=True)
 class QType:
     """One ggml block format: an element is ``scale(g) * (quant + qoff) + min(g)`` (no ``min`` where
@@ -292,6 +303,8 @@ class QType:
     scale: pk.FuncDef
     min: pk.FuncDef | None = None
     chunk: pk.FuncDef | None = None  #: the 8 words of a 32-element chunk at once (else 8 ``word`` calls)
+    #: chunks 2p and 2p + 1 of block-relative pair p from one load (where they share their words)
+    pair: pk.FuncDef | None = None
 
 
 QTYPES = {q.name: q for q in (
@@ -303,7 +316,7 @@ QTYPES = {q.name: q for q in (
     QType("q8_0", 8, 32, 34, 32, 0, False, True, q8_0_word, d_at_0, chunk=q8_0_chunk),
     QType("q2_K", 10, 256, 84, 16, 0, True, False, q2_k_word, q2_k_scale, q2_k_min),
     QType("q3_K", 11, 256, 110, 16, -4, False, False, q3_k_word, q3_k_scale, chunk=q3_k_chunk),
-    QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min),
+    QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min, pair=q4_k_pair),
     QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min),
     QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale, chunk=q6_k_chunk),
     QType("q8_K", 15, 256, 292, 32, 0, False, True, q8_k_word, q8_k_scale),
@@ -706,6 +719,54 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
         dst[usize(t % N) * usize(nrows_dst) + usize(first + t // N)] = total
 
 
+@pk.kernel(max_block_size=MAX_BLOCK)
+def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
+                      nrows_dst: i32, *, Q, rows):
+    """``mul_mat_vec_q8_1`` at one column for a format whose chunks 2p and 2p + 1 share their
+    quants' words (``Q.pair``: Q4_K's low and high nibbles of 32 bytes): every thread of the block
+    takes every nt-th pair of its ``rows`` rows from one load of the words, where one thread a chunk
+    has the two neighbours load the same words and use half of each (H100, 14336 x 4096 q4_K:
+    docs/targets/cuda.md). ``nrows_y`` and ``nrows_dst`` (one column) are unused."""
+    sm = pk.shared.array(SHARED_SUMS[rows], f32)
+    acc = pk.local.array(rows, f32)
+    for r in pk.static_range(rows):
+        acc[r] = 0.0
+    t = flat_thread()
+    nt = flat_threads()
+    first = pk.block_idx.x * rows
+    pairs = u32(max(ncols_x, 0)) // (2 * Q8_1_QK)
+    per_block: u32 = Q.qk // (2 * Q8_1_QK)
+    row_bytes = usize(pairs // per_block) * Q.nbytes
+    last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
+    lo = pk.local.array(8, u32)
+    hi = pk.local.array(8, u32)
+    params_lo = pk.local.array(2, f32)
+    params_hi = pk.local.array(2, f32)
+    yw = pk.local.array(16, i32)          # the two q8_1 blocks' quants,
+    sums = pk.local.array(2, i32)         # their group sums (one group a chunk)
+    for p in range(t, pairs, nt):
+        d8_lo = half_at(vy + usize(2 * p) * Q8_1_BYTES, 0)
+        d8_hi = half_at(vy + usize(2 * p + 1) * Q8_1_BYTES, 0)
+        for h in pk.static_range(2):
+            y = pk.bitcast(vy + usize(2 * p + h) * Q8_1_BYTES + 4, ConstPtr[i32])
+            for k in pk.static_range(8):
+                yw[8 * h + k] = y[k]
+            group_sums(y, sums, Q=Q, at=h)
+        g = 2 * (p % per_block)
+        for r in pk.static_range(rows):
+            b = vx + usize(min(first + r, last)) * row_bytes + usize(p // per_block) * Q.nbytes
+            Q.pair(b, p % per_block, lo, hi)
+            params_lo[0] = Q.scale(b, g)
+            params_lo[1] = Q.min(b, g)
+            params_hi[0] = Q.scale(b, g + 1)
+            params_hi[1] = Q.min(b, g + 1)
+            acc[r] += dot_words(lo, params_lo, yw, d8_lo, sums, Q=Q, y_at=0, sums_at=0)
+            acc[r] += dot_words(hi, params_hi, yw, d8_hi, sums, Q=Q, y_at=8, sums_at=1)
+    total = block_sums(acc, sm, t, nt, count=rows)
+    if t < rows and i32(first + t) < nrows_x:
+        dst[usize(first + t)] = total
+
+
 def mmvq_rows(width: int) -> int:
     """Rows a block of MMVQ computes for ``width`` activation columns (candle's rows_per_block)."""
     return 1 if width == 1 else 2
@@ -713,10 +774,13 @@ def mmvq_rows(width: int) -> int:
 
 #: batch widths candle has MMVQ kernels for
 MMVQ_WIDTHS = range(1, 9)
-#: rows a block of the wrappers' own batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, block (32, 4))
+#: rows a block of the wrappers' own batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, MMVQ_WRAPPER_BLOCK)
 #: computes: a thread then has a chunk of each row in flight at once, and one reduction serves them
 #: all (measured per format: docs/targets/cuda.md, "The quantized family")
 MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q4_K" else 2 for q in MATMUL_TYPES}
+#: the block (32, y) of the wrappers' batch-1 MMVQ: (32, 2) for the pair formats (``mul_mat_vec_pairs``:
+#: a 4096-column row's 64 pairs give each thread one), (32, 4) for the others
+MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.pair is not None else (32, 4) for q in MATMUL_TYPES}
 #: the wrappers' MMQ (more than 8 activation columns): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
 #: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
 #: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':
@@ -728,8 +792,10 @@ for _q in MATMUL_TYPES:
     for _n in MMVQ_WIDTHS:
         QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
                                                 rows=mmvq_rows(_n)))
-    QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
-                                            rows=MMVQ_WRAPPER_ROWS[_q.name]))
+    QUANTIZED.add((mul_mat_vec_pairs.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, rows=MMVQ_WRAPPER_ROWS[_q.name])
+                   if _q.pair is not None else
+                   mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
+                                             rows=MMVQ_WRAPPER_ROWS[_q.name])))
     QUANTIZED.add(mul_mat_vec_q8_1.instance(kernel_name("mul_mat_cols", _q.name), Q=_q, N=MMQ_COLUMNS_A_BLOCK,
                                             rows=MMQ_ROWS_A_BLOCK))
 
@@ -900,5 +966,5 @@ __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH",
            "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
            "MMQ_BLOCK_Y",
            "MOE_NAMES",
-           "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
+           "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMVQ_WRAPPER_BLOCK", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
            "group_sums", "dot_words", "dot_loaded", "chunk_dot"]

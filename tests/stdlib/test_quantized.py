@@ -302,12 +302,14 @@ def test_mmvq(wave_device, qtype, width):
     check_q8_1_product(got[:width * nrows].reshape(width, nrows), blocks, qtype, x, qy)
 
 
-def run_mmvq_wrapper_rows(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray):
-    """The wrappers' batch-1 MMVQ (MMVQ_WRAPPER_ROWS rows a block) on exact-size weights: (got, q8_1 bytes)."""
+def run_mmvq_wrapper_rows(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray, block=None):
+    """The wrappers' batch-1 MMVQ (MMVQ_WRAPPER_ROWS rows a block, under MMVQ_WRAPPER_BLOCK or ``block``) on
+    exact-size weights: (got, q8_1 bytes)."""
+    block = Q.MMVQ_WRAPPER_BLOCK[qtype] if block is None else block
     vy, qy = quantize_on(device, x)
     dst = device.zeros(nrows + 8, pk.f32)
     rows = Q.MMVQ_WRAPPER_ROWS[qtype]
-    device.get_or_load_func(f"mul_mat_vec_rows_{qtype}_q8_1", QUANTIZED)[-(-nrows // rows), (32, 4)](
+    device.get_or_load_func(f"mul_mat_vec_rows_{qtype}_q8_1", QUANTIZED)[-(-nrows // rows), block](
         device.to_device(blocks.reshape(-1)), vy, dst, x.shape[1], nrows, qy.shape[1] // 36 * 32, nrows)
     got = dst.to_host()
     assert not got[nrows:].any()  # rows past the matrix are not written
@@ -316,13 +318,16 @@ def run_mmvq_wrapper_rows(device, qtype: str, blocks: np.ndarray, nrows: int, x:
 
 @pytest.mark.parametrize("qtype", MATMUL)
 def test_mmvq_wrapper_rows(wave_device, qtype):
-    """Odd row counts (the last block part empty), rows of 2-byte aligned blocks starting mid-word."""
+    """Odd row counts (the last block part empty), rows of 2-byte aligned blocks starting mid-word; q4_K
+    (a thread a pair of chunks) also with rows of more pairs than threads, under (32, 4) too."""
     rng = np.random.default_rng(11)
-    nrows, ncols = shape_for(qtype)
-    blocks = weights(rng, qtype, nrows, ncols)
-    x = activations(rng, 1, ncols)
-    got, qy = run_mmvq_wrapper_rows(wave_device, qtype, blocks, nrows, x)
-    check_q8_1_product(got, blocks, qtype, x, qy)
+    shapes = [shape_for(qtype)] + ([(5, 4608)] if qtype == "q4_K" else [])
+    for nrows, ncols in shapes:
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, 1, ncols)
+        for block in (None, (32, 4)):
+            got, qy = run_mmvq_wrapper_rows(wave_device, qtype, blocks, nrows, x, block)
+            check_q8_1_product(got, blocks, qtype, x, qy)
 
 
 @pytest.mark.parametrize("qtype", MATMUL)
@@ -677,24 +682,6 @@ def test_mmq_wrapper_cols_stay_in_bounds(checked, qtype):
     x = activations(rng, 16, ncols)
     got, qy = run_mmq_wrapper_cols(checked, qtype, blocks, nrows, x)
     check_q8_1_product(got, blocks, qtype, x, qy)
-
-
-def test_mmvq_q4k_pairs_probe(wave_device):
-    """The benchmark's q4_K batch-1 MMVQ probe (a thread chunks 2p and 2p + 1 from one load of
-    their words): odd row counts, a row of one trip and of several."""
-    bench = tile_probe_module()
-    rng = np.random.default_rng(16)
-    for nrows, ncols in ((7, 768), (9, 4096)):
-        blocks = weights(rng, "q4_K", nrows, ncols)
-        x = activations(rng, 1, ncols)
-        vy, qy = quantize_on(wave_device, x)
-        dst = wave_device.zeros(nrows + 8, pk.f32)
-        wave_device.get_or_load_func("mmvq_q4k_pairs_probe", bench.PAIR_PROBES)[
-            -(-nrows // bench.PAIR_ROWS), (32, bench.PAIR_BLOCK_Y)](
-            wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows)
-        got = dst.to_host()
-        assert not got[nrows:].any()
-        check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, "q4_K", x, qy)
 
 
 @pytest.mark.parametrize("qtype", ["q4_0", "q6_K"])
