@@ -67,16 +67,30 @@ def _is_element(e: N.Expr, var: str, pointers: set[str]) -> bool:
             and isinstance(e.index, N.Var) and e.index.name == var)
 
 
+def _writes(node) -> bool:
+    """Whether ``node`` may write memory: a store, a built-in given a pointer (atomics, ``pk.store``;
+    ``pk.load`` too, conservatively), or a call of a device function that does either."""
+    if isinstance(node, N.Store):
+        return True
+    if isinstance(node, N.Intrinsic):
+        return any(isinstance(a.ty, T.PtrType) for a in node.args)
+    return isinstance(node, N.Call) and any(_writes(n) for n in N.walk(node.func.body))
+
+
 def _unconditional_loads(body: list[N.Stmt], var: str, pointers: set[str]) -> list[N.Load]:
-    """The ``p[var]`` loads every pass through ``body`` performs: in the statements before the first
-    control flow, outside short-circuit and conditional expressions (reading those early could touch
-    memory the body never reads, e.g. behind a null check)."""
+    """The ``p[var]`` loads every pass through ``body`` performs, safe to issue before the body: in
+    the statements before the first control flow, outside short-circuit and conditional expressions
+    (reading those early could touch memory the body never reads, e.g. behind a null check), and
+    before any write to ``p`` (a load after ``p[i] = ...`` in the same pass must see that store:
+    ``q[i], r[i] = f(i); q[i] += 1``). A statement that writes through a built-in or a call ends the
+    search, since its loads and its write are not ordered by the statement's shape alone."""
     found: list[N.Load] = []
+    written: set[str] = set()
 
     def visit(e):
         if isinstance(e, (N.Logical, N.IfExp)):
             return visit(e.lhs if isinstance(e, N.Logical) else e.cond)
-        if isinstance(e, N.Load) and _is_element(e, var, pointers):
+        if isinstance(e, N.Load) and _is_element(e, var, pointers) and e.ptr.name not in written:
             found.append(e)
         for name in getattr(e, "__dataclass_fields__", ()):
             child = getattr(e, name) if name not in ("loc", "ty", "func") else None
@@ -90,7 +104,13 @@ def _unconditional_loads(body: list[N.Stmt], var: str, pointers: set[str]) -> li
     for s in body:
         if not isinstance(s, (N.Assign, N.Store, N.ExprStmt)):
             break
-        visit(s)
+        if any(_writes(n) for n in N.walk([s]) if n is not s):
+            break
+        visit(s)  # a Store's value and index are read before it writes
+        if isinstance(s, N.Store):
+            written.add(s.ptr.name if isinstance(s.ptr, N.Var) else "")
+            if not isinstance(s.ptr, N.Var):
+                break  # a computed pointer may be any of them
     return found
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, f32, f64, u8, u32, usize
+from pykern import ConstPtr, Ptr, bf16, f32, f64, u8, u32, u64, usize
 from pykern import math as pkm
 from pykern.compiler import compile_kernels
 from pykern.targets.registry import make_target
@@ -75,6 +75,27 @@ def k_in_place(n: usize, x: Ptr[f32]):
         if v < 0:
             v = pkm.exp(v)
         x[i] = v
+
+
+@pk.func
+def safe_div(a: usize, d: usize) -> usize:
+    if d == 0:
+        return a
+    return a // d
+
+
+@pk.func
+def div_mod(a: usize, d: usize) -> tuple[usize, usize]:
+    q = safe_div(a, d)
+    return q, a - q * d
+
+
+@pk.kernel
+def k_read_after_write(n: usize, d: usize, q: Ptr[u64], r: Ptr[u64]):  # staged: the callee branches
+    for i in pk.grid_stride(n):
+        q[i], r[i] = div_mod(i, d)
+        q[i] += u64(1)           # must read the store above, not the element before the body
+        r[i] = r[i] * u64(2) + q[i]
 
 
 @pk.kernel
@@ -163,6 +184,16 @@ def test_staged_in_place():
     for grid, block in shapes(x.size):
         got = launch(k_in_place, grid, block, x.size, x.copy())[0]
         np.testing.assert_allclose(got, np.where(x < 0, np.exp(x.astype(np.float64)), x), rtol=2e-7)
+
+
+@pytest.mark.parametrize("n", (5, 1025, 4099))
+def test_staged_load_after_a_store_to_the_same_element_sees_it(n):
+    """Only the loads before any write to their array are issued ahead of a staged body."""
+    i = np.arange(n, dtype=np.uint64)
+    for grid, block in shapes(n):
+        q, r = launch(k_read_after_write, grid, block, n, 7, np.full(n, 99, np.uint64), np.full(n, 99, np.uint64))
+        np.testing.assert_array_equal(q, i // 7 + 1)
+        np.testing.assert_array_equal(r, i % 7 * 2 + i // 7 + 1)
 
 
 def test_continue_keeps_one_element_per_step():
