@@ -274,6 +274,20 @@ def im2col1d_loop(numel: usize, l_out: usize, l_k: usize, stride: usize, padding
         dst[i] = pk.select(inside, v, T(0))
 
 
+@pk.func
+def layout_1d_as_2d(info: ConstPtr[usize], as_2d: Ptr[usize]):
+    """candle's 1-D ``info`` (b, c, l and their strides) as the 2-D layout (b, c, 1, l) im2col's paths
+    take: im2col1d runs them on the input seen as height 1."""
+    as_2d[0] = info[0]
+    as_2d[1] = info[1]
+    as_2d[2] = usize(1)
+    as_2d[3] = info[2]
+    as_2d[4] = info[3]
+    as_2d[5] = info[4]
+    as_2d[6] = usize(0)
+    as_2d[7] = info[5]
+
+
 @pk.kernel
 def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
@@ -282,15 +296,8 @@ def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, paddi
     sh = pk.shared.array(STAGE_BYTES // T.nbytes, T)
     chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(l_k, usize(1)))
     if usize(pk.block_dim.x) >= STAGE_PIXELS and chunk > 0 and dst_numel > 0:
-        as_2d = pk.local.array(8, usize)  # (b, c, 1, l) and strides
-        as_2d[0] = info[0]
-        as_2d[1] = info[1]
-        as_2d[2] = usize(1)
-        as_2d[3] = info[2]
-        as_2d[4] = info[3]
-        as_2d[5] = info[4]
-        as_2d[6] = usize(0)
-        as_2d[7] = info[5]
+        as_2d = pk.local.array(8, usize)
+        layout_1d_as_2d(info, as_2d)
         if l_k == 3:
             im2col_staged(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
                           src, dst, chunk, dst_numel // info[1], sh, P=STAGE_PIXELS, KH=1, KW=3, U=2)
@@ -651,15 +658,8 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
     tab = pk.shared.array(ROWS_TAB, u16)
     tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB))
     if tile != 0 and dst_numel > 0 and stride > 0 and max(l_out, l_k) <= INDEX_31:
-        as_2d = pk.local.array(8, usize)  # (b, c, 1, l) and strides
-        as_2d[0] = info[0]
-        as_2d[1] = info[1]
-        as_2d[2] = usize(1)
-        as_2d[3] = info[2]
-        as_2d[4] = info[3]
-        as_2d[5] = info[4]
-        as_2d[6] = usize(0)
-        as_2d[7] = info[5]
+        as_2d = pk.local.array(8, usize)
+        layout_1d_as_2d(info, as_2d)
         if not rows_domain(as_2d, max(l_out * stride + l_k * dilation, padding + info[2]), padding, dilation):
             return
         im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
