@@ -35,24 +35,10 @@ def _type_dim(tp, node: ast.Attribute, which: Dim3):
     return dim(which, axis, tp.loc(node))
 
 
-@lowering(thread_idx)
-def _lower_thread_idx(lo, e):
-    return lo.frame.thread_idx(e.attrs["axis"])
-
-
-@lowering(block_idx)
-def _lower_block_idx(lo, e):
-    return lo.frame.block_idx(e.attrs["axis"])
-
-
-@lowering(block_dim)
-def _lower_block_dim(lo, e):
-    return lo.frame.block_dim(e.attrs["axis"])
-
-
-@lowering(grid_dim)
-def _lower_grid_dim(lo, e):
-    return lo.frame.grid_dim(e.attrs["axis"])
+@lowering(thread_idx, block_idx, block_dim, grid_dim)
+def _lower_dim(lo, e):
+    """Each of the four is the target frame's method of the same name (``KernelFrame.thread_idx`` ...)."""
+    return getattr(lo.frame, e.builtin.name)(e.attrs["axis"])
 
 
 def global_index(tp, node) -> N.Expr:
