@@ -34,7 +34,7 @@ import llvmlite
 from llvmlite import ir
 
 from . import cache, config
-from .fingerprint import fingerprint, versions
+from .fingerprint import compiler_hash, fingerprint, versions
 from .ir import printer
 from .lower.llvm import lower_kernel
 from .targets.base import KernelSignature, Target, signature_from_json, signature_to_json
@@ -209,7 +209,9 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     text = rendered(module)
     if dump:
         dump_stages(dump, kernels, target, name, module)
-    key = cache.key("pykern", __version__, llvmlite.__version__, target.cache_key(), text,
+    # the back end's own sources too: a fix in what runs after the IR (passes, alias copies, linking)
+    # must not be answered from an artifact the unfixed code made of the same IR
+    key = cache.key("pykern", __version__, llvmlite.__version__, compiler_hash(), target.cache_key(), text,
                     json.dumps(module.kernel_aliases, sort_keys=True), f"lsr={module.loop_strength_reduction}")
     artifact = cache.get(key)
     if artifact is None:

@@ -36,9 +36,32 @@ def _entry_block(ptx: str, name: str) -> str:
         m = re.search(rf"^\.visible \.entry {re.escape(name)}\(", ptx, re.M)
     if m is None:
         raise CompileError(f"kernel {name} missing from the PTX: no .entry to alias")
-    body = ptx.index("\n{\n", m.end())
-    end = ptx.index("\n}\n", body)
-    return ptx[m.start():end + 3]
+    body = ptx.index("\n{\n", m.end()) + 1
+    return ptx[m.start():_matching_brace(ptx, body) + 1] + "\n"
+
+
+def _matching_brace(ptx: str, at: int) -> int:
+    """The index of the ``}`` closing the ``{`` at ``at``. Counted, not found by its column: inline asm
+    blocks (``pk.load``'s cache hints) open with an indented ``{`` and may close at column 0."""
+    depth = 0
+    for line_start, line in _lines_from(ptx, at):
+        code = line.split("//", 1)[0]
+        for k, ch in enumerate(code):
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return line_start + k
+    raise CompileError("unbalanced braces in the PTX: no end to the .entry to alias")
+
+
+def _lines_from(text: str, at: int):
+    while at < len(text):
+        nl = text.find("\n", at)
+        nl = len(text) if nl < 0 else nl
+        yield at, text[at:nl]
+        at = nl + 1
 
 
 def ptx_with_aliases(ptx: str, aliases: dict[str, str]) -> str:

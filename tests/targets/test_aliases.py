@@ -86,6 +86,20 @@ def test_ptx_alias_entry_is_the_primarys():
         _no_labels(_entry_block(own, "scale3_again"), "scale3_again")
 
 
+def test_ptx_alias_copies_past_a_column_0_brace_of_inline_asm():
+    """NVPTX closes a cache-hinted load's inline asm block (``pk.load(..., cache=...)``) with a ``}`` at
+    column 0: the entry's end is its matching brace, not the first such line (reduce's
+    softmax_rows_f64 alias was cut there and ptxas rejected the module)."""
+    ptx = ("//\n.version 8.0\n\n\t// .globl\tk\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+           "\tld.param.b64 \t%rd1, [k_param_0];\n\t// begin inline asm\n\t{\n\t.reg .b64 pol;\n"
+           "\tld.global.b64 %rd2, [%rd1];\n}\n\t// end inline asm\n\tret;\n\n}\n")
+    out = ptx_with_aliases(ptx, {"k2": "k"})
+    copy = out[len(ptx):]
+    assert copy.count("{") == copy.count("}") == 2 and copy.rstrip().endswith("ret;\n\n}")
+    assert "k2_param_0" in copy and "k_param" not in copy
+    assert _entry_block(out, "k2") == copy.lstrip("\n")
+
+
 def test_ptx_without_aliases_unchanged():
     assert ptx_with_aliases("text", {}) == "text"
 

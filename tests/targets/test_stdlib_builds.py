@@ -296,7 +296,16 @@ def test_llvm_tools_accept_a_sample(stdlib_build, arch, tool):
             r = subprocess.run([path, "-d", f"--mcpu={arch}", str(file)], capture_output=True, text=True)
             assert r.returncode == 0 and "error" not in r.stderr.lower(), f"{path} -d {file}:\n{r.stderr}"
             assert "<unknown>" not in r.stdout, f"{file}: instructions {path} cannot decode"
-            missing = [k for k in kernels if f"<{k}>:" not in r.stdout]
+            shown = {k for k in kernels if f"<{k}>:" in r.stdout}
+            # candle's second names share their primary's code (pykern/targets/aliases.py): objdump
+            # labels shared bytes with one name, so an alias must be a function symbol at the address
+            # (and size) of a kernel it did disassemble
+            t = subprocess.run([path, "-t", str(file)], capture_output=True, text=True)
+            where = {name: addr for name, addr in
+                     ((ln.split()[-1], (ln.split()[0], ln.split()[4])) for ln in t.stdout.splitlines()
+                      if " F .text" in ln)}
+            code_of_shown = {where.get(k) for k in shown}
+            missing = [k for k in kernels if k not in shown and (where.get(k) is None or where[k] not in code_of_shown)]
             assert not missing, f"{file}: no disassembly for {missing}"
 
 
