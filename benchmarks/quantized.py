@@ -31,6 +31,7 @@ device-to-device copy bandwidth measured in the same run (bytes read + written).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 
@@ -40,34 +41,11 @@ import pykern as pk
 from stdlib_kernels import QUANTIZED
 from stdlib_kernels import quantized as Q
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import graph_time  # noqa: E402
+
 ROTATE_MIN = 8                # weight buffers rotated over, at least
 ROTATE_BYTES = 160 << 20      # ... and at least this many bytes in all (H100 L2: 50 MB)
-
-
-def graph_time(torch, fn, iters: int) -> float:
-    """GPU seconds a call of ``fn(i, stream)``: ``iters`` calls captured in one CUDA graph, its
-    replays timed with events (median of 5)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for i in range(3):  # module loads and first-use work stay out of the capture
-            fn(i, s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        for i in range(iters):
-            fn(i, s)
-    g.replay()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        runs.append(a.elapsed_time(b) / 1e3 / iters)
-    return statistics.median(runs)
 
 
 def loop_time(torch, fn, iters: int) -> float:
