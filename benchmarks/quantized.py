@@ -107,6 +107,16 @@ class Bench:
         print(line, flush=True)
 
 
+def dequant_matmul(torch, deq, ws, w16, x16, el: int):
+    """The MMQ reference, ``fn(i, stream)``: weights ``ws[i]`` dequantized to f16 by the wrappers'
+    launch into ``w16``, then ``torch.matmul`` in f16 (what a user without MMQ would run)."""
+    def run(i, s):
+        deq[-(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+            ws[i % len(ws)].data_ptr(), w16.data_ptr(), el)
+        return torch.matmul(x16, w16.T)
+    return run
+
+
 def mmvq_launches(quant, fn, rows: int, ws, x, vy, dst, k_padded: int, block=(32, 4)):
     """(MMVQ alone, quantize_q8_1 + MMVQ) as timed calls ``(i, stream)`` over the rotated weights ``ws``:
     ``fn`` takes ``rows`` weight rows a block of ``block`` threads."""
@@ -202,12 +212,7 @@ def mmq(b: Bench) -> None:
             vy = torch.empty(batch * k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
             dst = torch.empty(batch, nrows, device="cuda")
 
-            def dequant_matmul(i, s, ws=ws, x16=x16):
-                deq[-(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
-                    ws[i % len(ws)].data_ptr(), w16.data_ptr(), el)
-                return torch.matmul(x16, w16.T)
-
-            t_ref = b.time(dequant_matmul)
+            t_ref = b.time(dequant_matmul(torch, deq, ws, w16, x16, el))
             t_mm = b.time(lambda i, s, x16=x16: torch.matmul(x16, w16.T))
             for label, launch in launches.items():
                 def ours(i, s, ws=ws, launch=launch, x=x, vy=vy, dst=dst, batch=batch):
@@ -572,12 +577,7 @@ def probes(b: Bench) -> None:
     quant[(n // 256, batch), 256](x.data_ptr(), vy.data_ptr(), n, n)
     deq = b.fn("dequantize_q4_0_f16")
 
-    def reference(i, s):
-        deq[-(-n * n // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
-            ws[i % len(ws)].data_ptr(), w16.data_ptr(), n * n)
-        return torch.matmul(x16, w16.T)
-
-    t_ref = b.time(reference)
+    t_ref = b.time(dequant_matmul(torch, deq, ws, w16, x16, n * n))
     want = None
     for cols, rows in MMQ_SHAPES:
         fn = b.dev.get_or_load_func(f"cols_q4_0_{cols}x{rows}", PROBES)
@@ -617,10 +617,7 @@ def tile(b: Bench) -> None:
             vy = torch.empty(batch * n // 32 * 36, dtype=torch.uint8, device="cuda")
             dst = torch.empty(batch, n, device="cuda")
 
-            def reference(i, s, ws=ws, x16=x16):
-                deq[-(-n * n // Q.DEQUANTIZE_WRAPPER_ELEMENTS), Q.DEQUANTIZE_WRAPPER_BLOCK, s](
-                    ws[i % len(ws)].data_ptr(), w16.data_ptr(), n * n)
-                return torch.matmul(x16, w16.T)
+            reference = dequant_matmul(torch, deq, ws, w16, x16, n * n)
 
             def cols(s, w, vy=vy, dst=dst, batch=batch):
                 cols_k[(n // Q.MMQ_ROWS_A_BLOCK, batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
