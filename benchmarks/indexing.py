@@ -5,7 +5,9 @@ Run on the GPU machine:  python benchmarks/indexing.py [--size-log2 26] [--sweep
 Cases (i64 ids as torch takes them): index_select along dim 0 (an embedding lookup) into 4 * 2^26
 bytes of output rows: f32 rows of 1 KiB, 256 B and 4 KiB from a 64 MiB table and 1 KiB from a 512
 MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with random ids; scatter_
-along dim 1 (random ids, and a permutation a row; rows of 4096, 16384 and 65536) and dim 0 (``scatter_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
+along dim 1 (random ids, and a permutation a row; rows of 4096, 16384 and 65536) and dim 0 (``scatter_case``), and
+(``--cases scatter_long``, not by default) along the last dim and dim 0 of 2^18, 2^20 and 2^22 positions
+(``--long-sizes``, ``--long-dims``: ``scatter_long_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
 (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off: the host check of the ids is a
 device-to-host copy, not the kernel; the deterministic scatter_add_/index_add_ include their ids'
 device sort where they sort), index_select also by the previous wrapper kernel (``is_words_*``),
@@ -29,6 +31,7 @@ index_select cases (wrapper only for the last two).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -37,6 +40,7 @@ import numpy as np
 import pykern as pk
 from pykern import ConstPtr, Ptr, usize
 from stdlib_kernels import indexing as ix
+from stdlib_kernels import kernel_name
 
 sys.path.insert(0, os.path.dirname(__file__))
 from timing import Timer, idle_start  # noqa: E402
@@ -319,24 +323,34 @@ def last_writer(torch, x, dim: int, ids, src):
 
 def _scatter_variants(b: Bench, label: str, x, x0, ids, src, dim: int, want, nbytes: int, variants) -> None:
     """The wrapper, then the wrapper under each of ``variants`` ((suffix, {knob: value}, slow) with
-    ``stdlib_kernels.indexing``'s constants set for the variant), each checked against ``want``."""
+    ``stdlib_kernels.indexing``'s constants set for the variant, or (suffix, f, slow) with ``f(x, dim,
+    ids, src)`` called in place of the wrapper), each checked against ``want``."""
     from stdlib_kernels import indexing as ix
     torch, dev = b.torch, b.dev
     xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
     theirs = lambda: x.scatter_(dim, ids, src)  # noqa: E731
     for suffix, knobs, slow in (("wrapper", {}, False),) + tuple(variants):
+        ours = lambda: ix.scatter(xw, dim, iw, sw, check_ids=False)  # noqa: E731
+        if callable(knobs):  # a call of its own on the wrapped buffers
+            ours, knobs = functools.partial(knobs, xw, dim, iw, sw), {}
         keep = {k: getattr(ix, k) for k in knobs}
         for k, v in knobs.items():
             setattr(ix, k, v)
         try:
             x.copy_(x0)
-            ix.scatter(xw, dim, iw, sw, check_ids=False)
+            ours()
             assert torch.equal(x, want), f"{label} [{suffix}] != last writer"
-            b.case(f"{label} [{suffix}]", nbytes, lambda: ix.scatter(xw, dim, iw, sw, check_ids=False), theirs,
-                   slow=slow)
+            b.case(f"{label} [{suffix}]", nbytes, ours, theirs, slow=slow)
         finally:
             for k, v in keep.items():
                 setattr(ix, k, v)
+
+
+def tiles_last(x, dim: int, ids, src) -> None:
+    """``s_tiles_*`` in tiles of one column along the last dim, where the wrapper takes ``s_rows_*``."""
+    left, right = ix._sizes(src.shape, dim)
+    assert ix._scatter_tiles(x, kernel_name("s", ids.dtype, x.dtype.tag), ids, src, left, src.shape[dim],
+                             x.shape[dim], right, tiles_last=True), "s_tiles: the units do not fit"
 
 
 #: the wrapper before s_rows' ranges and tiles: rows past one range of S_ROWS_BYTES take the global
@@ -369,7 +383,7 @@ def scatter_case(b: Bench, variants: bool = False) -> None:
         if kind != "random ids":
             assert torch.equal(want, x0.clone().scatter_(1, ids, src)), "last writer (no duplicates) != torch"
         more = [(f"s_rows block {block}", {"S_ROWS_BLOCK": block}, False) for block in (S_VARIANTS if variants else ())]
-        more += [("s_tiles, one column", {"S_TILES_LAST": True}, False)]
+        more += [("s_tiles, one column", tiles_last, False)]
         if kind == "random ids":
             more += [("global winner table", {"S_ROWS_BYTES": 0}, False)]
         _scatter_variants(b, f"scatter_ dim 1 {kind}", x, x0, ids, src, 1, want, nbytes, more)
@@ -390,7 +404,7 @@ def scatter_case(b: Bench, variants: bool = False) -> None:
         ids = torch.randint(0, long_cols, (long_rows, long_cols), device="cuda", dtype=torch.int64)
         want, written = last_writer(torch, x0, 1, ids, src)
         nbytes = src.nbytes + ids.nbytes + 4 * written
-        more = [("old wrapper: global winner table", OLD_ROWS, False), ("s_tiles, one column", {"S_TILES_LAST": True}, False),
+        more = [("old wrapper: global winner table", OLD_ROWS, False), ("s_tiles, one column", tiles_last, False),
                 ("s_rows ranges of 96 KiB", {"S_ROWS_BYTES": 96 * 1024}, False)]
         _scatter_variants(b, f"scatter_ dim 1 rows of {long_cols} random ids", x, x0, ids, src, 1, want, nbytes, more)
         if long_cols == 16384:
@@ -418,6 +432,52 @@ def scatter_case(b: Bench, variants: bool = False) -> None:
     b.case("scatter_ dim 0 random ids [candle]", nbytes,
            lambda: f[candle_grid(cols)](ids.data_ptr(), src.data_ptr(), table.data_ptr(), 1, n_src, vocab, cols),
            lambda: table.scatter_(0, ids, src), slow=True)
+
+
+def scatter_ranges(m: int, right: int) -> int:
+    """The ranges of ``S_ROWS_BYTES`` of winners ``s_rows_*`` / ``s_tiles_*`` split a dim of ``m``
+    destinations into (tiles of ``right`` columns up to ``S_TILE_COLS``), as ``_scatter_tiles`` does."""
+    cols = 1 if right == 1 else min(ix.S_TILE_COLS, 1 << (right - 1).bit_length())
+    return -(-m // (ix.S_ROWS_BYTES // (4 * cols)))
+
+
+def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0")) -> None:
+    """``scatter_`` along a dim of ``2**s`` positions for each ``s`` in ``sizes`` (as many sources),
+    ``b.n`` f32 in all: along the last dim (``b.n >> s`` rows) and along dim 0 (``b.n >> s`` columns),
+    random i64 ids and a permutation along the dim. The wrapper, the global winner table where the
+    wrapper takes the ranges, and ``s_rows_*`` / ``s_tiles_*`` in as many ranges as the dim needs where
+    the wrapper takes the table and that is at most 128 (each range reads all of its row's or tile's
+    ids: the crossover against the table)."""
+    torch = b.torch
+    for s in sizes:
+        for where in dims:
+            dim = 1 if where == "last" else 0
+            shape = (b.n >> s, 1 << s) if dim == 1 else (1 << s, b.n >> s)
+            right = 1 if dim == 1 else shape[1]
+            ranges = scatter_ranges(1 << s, right)
+            src = torch.randn(shape, device="cuda")
+            x0 = torch.randn(shape, device="cuda")
+            x = x0.clone()
+            for kind in ("random ids", "a permutation"):
+                if kind == "random ids":
+                    ids = torch.randint(0, 1 << s, shape, device="cuda", dtype=torch.int64)
+                else:
+                    ids = torch.argsort(torch.rand(shape, device="cuda"), dim=dim)
+                want, written = last_writer(torch, x0, dim, ids, src)
+                nbytes = src.nbytes + ids.nbytes + 4 * written
+                most = ix.S_ROWS_RANGES  # the wrapper's limit (_scatter_tiles)
+                if dim == 0 and shape[0] * min(ix.S_TILE_COLS, right) * 8 <= ix.S_TILES_RANGE_IDS:
+                    most = ix.S_TILES_RANGES
+                more = ([("global winner table", {"S_ROWS_BYTES": 0}, False)]
+                        if kind == "random ids" and ranges <= most else [])  # else the wrapper's
+                if most < ranges <= 128:
+                    more += [(f"{'s_rows' if dim else 's_tiles'}, {ranges} ranges",
+                              {"S_ROWS_RANGES": 128, "S_TILES_RANGES": 128, "S_TILES_RANGE_IDS": 1 << 62}, False)]
+                where_s = "the last dim" if dim else "dim 0"
+                _scatter_variants(b, f"scatter_ {shape[0]}x{shape[1]} along {where_s}, {kind}", x, x0, ids, src, dim,
+                                  want, nbytes, more)
+                del ids, want
+            del src, x0, x
 
 
 def index_add_case(b: Bench) -> None:
@@ -459,7 +519,9 @@ def main() -> None:
     ap.add_argument("--sa-variants", action="store_true", help="scatter_add's sa_rows under SA_VARIANTS too")
     ap.add_argument("--quick-select", action="store_true", help="index_select: f32 1 KiB, 256 B, 4 KiB only")
     ap.add_argument("--cases", default="select,gather,scatter,scatter_add,index_add",
-                    help="comma-separated: select, gather, scatter, scatter_add, index_add")
+                    help="comma-separated: select, gather, scatter, scatter_long, scatter_add, index_add")
+    ap.add_argument("--long-sizes", default="18,20,22", help="scatter_long: log2 positions along the dim")
+    ap.add_argument("--long-dims", default="last,0", help="scatter_long: the dims (last, 0)")
     args = ap.parse_args()
     import torch
 
@@ -482,6 +544,8 @@ def main() -> None:
                        ("index_add", index_add_case)):
         if name in cases and not args.only_select:
             case(b, args.sa_variants) if name in ("scatter", "scatter_add") else case(b)
+    if "scatter_long" in cases:
+        scatter_long_case(b, tuple(int(v) for v in args.long_sizes.split(",")), tuple(args.long_dims.split(",")))
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
 

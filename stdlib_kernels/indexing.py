@@ -797,11 +797,15 @@ S_COLUMNS_MIN_RIGHT = 32
 #: ``s_rows_*`` / ``s_tiles_*`` split a row's or tile's destinations into at most this many ranges of
 #: ``S_ROWS_BYTES`` of winners (each range's block reads all its ids); more take the global table
 S_ROWS_RANGES = 16
+#: ``s_tiles_*`` (not the last dim) takes up to this many ranges where a tile's ids are at most this
+#: many bytes: a tile's ranges run side by side, so its ids are read again from the L2, and along dim 0
+#: torch's ``scatter_`` and the global table are slow (3.4 and 3.7x their time along rows; H100:
+#: 22 ranges 2.27x torch, 43 ranges 1.43x, the table 0.78x; docs/targets/cuda.md)
+S_TILES_RANGES = 64
+S_TILES_RANGE_IDS = 4 << 20
 #: ``s_tiles_*`` takes tiles of at most this many adjacent columns (a power of two) along dims other
 #: than the last
 S_TILE_COLS = 16
-#: ``s_tiles_*`` along the last dim too (tiles of one column), in place of ``s_rows_*``
-S_TILES_LAST = False
 #: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
 #: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
 SA_BALLOTS = 4
@@ -1025,7 +1029,8 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     (``S_COLUMNS_MIN_RIGHT``, the last dim included), ``s_rows_*`` (along the last dim) or
     ``s_tiles_*``: a block a unit of a row, or of a tile of up to ``S_TILE_COLS`` adjacent columns,
     and a range of destinations along the dim whose u32 winner table fits ``S_ROWS_BYTES``, at most
-    ``S_ROWS_RANGES`` ranges a row or tile, finds each destination's last
+    ``S_ROWS_RANGES`` ranges a row or tile (``S_TILES_RANGES`` a tile whose ids fit
+    ``S_TILES_RANGE_IDS``: re-read from the L2), finds each destination's last
     source by shared-memory atomic maxima and then copies the winners: candle's result, with a
     column's work spread over a block where candle's column kernel gives it to one thread. Past
     those ranges, the same two passes through a zeroed u32 table the size of ``x`` in global memory
@@ -1059,21 +1064,24 @@ def _scatter_table(x, ids, src, n: int, m: int, right: int) -> None:
         x.size, win, src, x, n, m, right)
 
 
-def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int) -> bool:
+def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int, *,
+                   tiles_last: bool = False) -> bool:
     """``s_rows_*``'s or ``s_tiles_*``'s launch where their units fit (see ``scatter``); False where
-    they do not."""
+    they do not. ``tiles_last``: ``s_tiles_*`` (tiles of one column) along the last dim too, where
+    the wrapper takes ``s_rows_*``: the benchmark's comparison of the two (docs/targets/cuda.md)."""
     cols = 1 if right == 1 else min(S_TILE_COLS, sort.next_power_of_two(right))
     per_range = S_ROWS_BYTES // (4 * cols)
     if not per_range:
         return False
     ranges = -(-m // per_range)
-    if ranges > S_ROWS_RANGES or max(n * cols, n * right, m * right) >= U32_LIMIT:
+    rows = right == 1 and not tiles_last
+    most = S_TILES_RANGES if right > 1 and n * cols * ids.dtype.nbytes <= S_TILES_RANGE_IDS else S_ROWS_RANGES
+    if ranges > most or max(n * cols, n * right, m * right) >= U32_LIMIT:
         return False
     span = -(-m // ranges)
     units = left * -(-right // cols) * ranges
     ws = x.device.target.wave_size
     block = min(S_ROWS_BLOCK, max(ws, -(-max(n, span) * cols // (S_ROWS_PER_THREAD * ws)) * ws))
-    rows = right == 1 and not S_TILES_LAST
     x.device.get_or_load_func(name.replace("s_", "s_rows_" if rows else "s_tiles_", 1), INDEXING)[
         (min(units, S_ROWS_GRID), 1, 1), (block, 1, 1), None, span * cols * 4](
         ids, src, x, left, n, m, right, span, cols.bit_length() - 1)

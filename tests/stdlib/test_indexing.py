@@ -444,9 +444,11 @@ def test_scatter_rows_last_writer(wave_device, dt, idt):
 def test_scatter_paths(wave_device, monkeypatch, dt):
     """Each of scatter's paths keeps candle's last writer: few or narrow columns take ``s_rows_*``
     (along the last dim) or ``s_tiles_*`` where a row's or a tile's destinations split into at most
-    ``S_ROWS_RANGES`` ranges of ``S_ROWS_BYTES`` of winners, and the global winner table
-    (``s_winners_*`` / ``s_from_winners_*``) past them; many wide columns keep candle's column kernel.
-    Odd sizes around each limit, duplicates, the sentinel, one past the dim."""
+    ``S_ROWS_RANGES`` ranges of ``S_ROWS_BYTES`` of winners (a tile whose ids fit
+    ``S_TILES_RANGE_IDS``: ``S_TILES_RANGES``), and the global winner table (``s_winners_*`` /
+    ``s_from_winners_*``) past them; many wide columns keep candle's column kernel. Odd sizes around
+    each limit (a tile's ranges up to the last one that fits, a tile's ids one past their bytes),
+    duplicates, the sentinel, one past the dim."""
     dev = wave_device
     calls = []
     real = dev.get_or_load_func
@@ -455,11 +457,15 @@ def test_scatter_paths(wave_device, monkeypatch, dt):
     monkeypatch.setattr(indexing, "S_ROWS_RANGES", 3)
     monkeypatch.setattr(indexing, "S_TILE_COLS", 8)
     monkeypatch.setattr(indexing, "S_COLUMNS_MIN", 6 * 32)
+    monkeypatch.setattr(indexing, "S_TILES_RANGES", 6)
+    monkeypatch.setattr(indexing, "S_TILES_RANGE_IDS", 4 * 8 * 9)
     tag = dt.tag
     rows, tiles, table = f"s_rows_u32_{tag}", f"s_tiles_u32_{tag}", "s_winners_u32"
     for shape, n, dim, kernel in (((3, 40), 50, 1, rows), ((3, 41), 50, 1, rows), ((2, 120), 130, 1, rows),
                                   ((2, 121), 70, 1, table), ((5, 7), 9, 0, tiles), ((15, 9), 5, 0, tiles),
-                                  ((16, 9), 5, 0, table), ((17, 3), 20, 0, tiles), ((40, 3), 20, 0, table),
+                                  ((16, 9), 5, 0, tiles), ((30, 9), 9, 0, tiles), ((31, 9), 9, 0, table),
+                                  ((30, 9), 10, 0, table), ((17, 3), 20, 0, tiles), ((40, 3), 18, 0, tiles),
+                                  ((40, 3), 19, 0, table), ((61, 3), 18, 0, table),
                                   ((2, 3, 31), 4, 1, tiles), ((6, 5, 32), 9, 1, f"s_u32_{tag}"),
                                   ((1, 4, 3, 33), 6, 1, tiles)):
         src_shape = shape[:dim] + (n,) + shape[dim + 1:]
