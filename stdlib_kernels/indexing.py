@@ -798,9 +798,8 @@ S_COLUMNS_MIN_RIGHT = 32
 #: ``S_ROWS_BYTES`` of winners (each range's block reads all its ids); more take the global table
 S_ROWS_RANGES = 16
 #: ``s_tiles_*`` (not the last dim) takes up to this many ranges where a tile's ids are at most this
-#: many bytes: a tile's ranges run side by side, so its ids are read again from the L2, and along dim 0
-#: torch's ``scatter_`` and the global table are slow (3.4 and 3.7x their time along rows; H100:
-#: 22 ranges 2.27x torch, 43 ranges 1.43x, the table 0.78x; docs/targets/cuda.md)
+#: many bytes: a tile's ranges run side by side, so its ids are read again from the L2; along dim 0
+#: the global table is slow enough that more ranges still win (the crossover: docs/targets/cuda.md)
 S_TILES_RANGES = 64
 S_TILES_RANGE_IDS = 4 << 20
 #: ``s_tiles_*`` takes tiles of at most this many adjacent columns (a power of two) along dims other
