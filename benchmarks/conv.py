@@ -8,7 +8,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   item, ``im2col_rows_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``; col2im1d
-  the wrappers' own ``col2im1d_staged_*``, one block of 256 per staged work item, ``col2im1d_launch``) and under candle's (one thread per output,
+  the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
+  beside it the earlier ``col2im1d_staged_*`` under ``col2im1d_launch``) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
   ``F.avg_pool2d`` and ``F.interpolate``. Bandwidth counts the bytes a kernel must move: its input
   read once and its output written once; the device's copy bandwidth, measured in the same run, is
@@ -18,8 +19,11 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 * conv2d through the wrapper (im2col + GEMM + permuting copy) on a ResNet layer ([32,256,56,56],
   3x3, 256 -> 256, padding 1) against ``F.conv2d`` with TF32 on (torch's default) and off.
 
-Times are CUDA-event medians of >= 10 runs after warm-up. Each case then prints the largest
-difference between pykern's output and torch's (the GEMM: relative to a float64 product).
+Times are ``benchmarks/timing.py``'s (``Timer``: CUDA-event medians of 10 back-to-back calls queued
+behind a GPU-side sleep, so the host's issue of the first call stays out), pykern's and torch's
+alternating ``--rounds`` times (``Timer.pair``), as gpu.py, indexing.py and sort.py time. Each case
+then prints the largest difference between pykern's output and torch's (the GEMM: relative to a
+float64 product).
 """
 from __future__ import annotations
 
@@ -27,21 +31,30 @@ import argparse
 import re
 import sys
 
+import os
+
 import numpy as np
 
 import pykern as pk
-from gpu import timed  # benchmarks/gpu.py: CUDA-event medians, shared by the benchmarks
+
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import Timer  # noqa: E402  (benchmarks/timing.py: every benchmark's one way of timing)
 
 
 class Bench:
-    def __init__(self, torch, dev, reps: int, match: str | None = None):
-        self.torch, self.dev, self.reps, self.match = torch, dev, reps, match
+    """Cases timed by ``benchmarks/timing.py``'s ``Timer`` (CUDA-event medians of ``calls`` back-to-back
+    calls queued behind a GPU-side sleep: the GPU's time alone), pykern's and torch's alternating
+    ``rounds`` times (``Timer.pair``; "spread": the lowest and highest ratio of those single rounds),
+    every bandwidth as % of the copy bandwidth ``Timer.copy_bandwidth`` measures in the same run."""
+
+    def __init__(self, torch, dev, reps: int, match: str | None = None, rounds: int = 2):
+        self.torch, self.dev, self.reps, self.match, self.rounds = torch, dev, reps, match, rounds
         self.rows: list[tuple] = []
-        x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
-        y = torch.empty_like(x)
-        self.copy_bw = 2 * x.nbytes / timed(torch, lambda: y.copy_(x), reps)
-        print(f"device copy bandwidth: {self.copy_bw / 1e12:.2f} TB/s")
-        print(f"{'case':52} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8}")
+        self.timer = Timer(torch, reps=reps)
+        self.copy_bw = self.timer.copy_bandwidth()
+        print(f"{torch.cuda.get_device_name()}: copy bandwidth {self.copy_bw / 1e12:.3f} TB/s")
+        print(f"{'case':60} {'pykern ms':>9} {'torch ms':>9} {'pk TB/s':>8} {'%copy':>6} {'pk/torch':>8} "
+              f"{'spread':>11}")
 
     def case(self, label: str, nbytes: int, ours, theirs=None, same=None) -> None:
         """A bandwidth case: pykern's time, torch's (if any), % of copy bandwidth, torch/pykern time;
@@ -49,8 +62,12 @@ class Bench:
         Cases whose label matches no ``--match`` pattern are skipped."""
         if self.match and not re.search(self.match, label):
             return
-        t_ours = timed(self.torch, ours, self.reps)
-        t_theirs = timed(self.torch, theirs, self.reps) if theirs else float("nan")
+        spread = ""
+        if theirs:
+            t_ours, t_theirs, ratios = self.timer.pair(ours, theirs, self.rounds)
+            spread = f"{min(ratios):5.2f}-{max(ratios):5.2f}"
+        else:
+            t_ours, t_theirs = self.timer(ours), float("nan")
         bw = nbytes / t_ours
         ratio = t_theirs / t_ours  # > 1: pykern faster
         self.rows.append((label, t_ours, t_theirs, ratio))
@@ -58,12 +75,12 @@ class Bench:
         if same is not None:
             mine, ref = same()
             diff = f"  max|pk - torch| {(mine.float() - ref.float()).abs().max().item():.3g}"
-        print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f} {bw / 1e12:8.2f} "
-              f"{100 * bw / self.copy_bw:5.0f}% {ratio:8.2f}{diff}", flush=True)
+        print(f"{label:60} {t_ours * 1e3:9.4f} {t_theirs * 1e3:9.4f} {bw / 1e12:8.3f} "
+              f"{100 * bw / self.copy_bw:5.1f}% {ratio:8.2f} {spread:>11}{diff}", flush=True)
 
     def flops(self, label: str, flop: float, ours, theirs) -> None:
         """A compute case: TFLOP/s of each and torch/pykern time."""
-        t_ours, t_theirs = timed(self.torch, ours, self.reps), timed(self.torch, theirs, self.reps)
+        t_ours, t_theirs, _ = self.timer.pair(ours, theirs, 1)
         self.rows.append((label, t_ours, t_theirs, t_theirs / t_ours))
         print(f"{label:52} {t_ours * 1e3:9.3f} {t_theirs * 1e3:9.3f}   pykern {flop / t_ours / 1e12:6.1f} TFLOP/s, "
               f"torch {flop / t_theirs / 1e12:6.1f} TFLOP/s, pk/torch {t_theirs / t_ours:5.2f}", flush=True)
@@ -117,7 +134,8 @@ def data_movement(b: Bench, quick: bool) -> None:
     import torch.nn.functional as F
 
     from stdlib_kernels import CONV
-    from stdlib_kernels.conv import col2im1d_launch, im2col_rows_launch, im2col_rows_ok
+    from stdlib_kernels.conv import (col2im1d_launch, col2im1d_rows_launch, col2im1d_rows_ok, im2col_rows_launch,
+                                     im2col_rows_ok)
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
@@ -159,11 +177,15 @@ def data_movement(b: Bench, quick: bool) -> None:
         col = torch.randn(batch, l_in, 256, 4, device="cuda").to(tdt)
         l_out = (l_in - 1) * 2 + 4
         im = torch.empty(batch, 256, l_out, device="cuda", dtype=tdt)
-        fns = {"wrapper": Lazy(dev, f"col2im1d_staged_{tag}", CONV), "candle": Lazy(dev, f"col2im1d_{tag}", CONV)}
+        fns = {"wrapper": Lazy(dev, f"col2im1d_rows_{tag}", CONV), "staged": Lazy(dev, f"col2im1d_staged_{tag}", CONV),
+               "candle": Lazy(dev, f"col2im1d_{tag}", CONV)}
         col_torch = col.permute(0, 2, 3, 1).reshape(batch, 256 * 4, l_in)  # F.fold's (b, c*k, blocks), made once
-        launches2 = {"wrapper": col2im1d_launch(batch, l_in, 256, 4, 2, as_array(dev, col).dtype),
+        assert col2im1d_rows_ok(as_array(dev, col), l_in, 256, 4, 2, l_out)
+        launches2 = {"wrapper": col2im1d_rows_launch(batch, l_in, 256, 4, 2, as_array(dev, col).dtype, dev.target),
+                     "staged": col2im1d_launch(batch, l_in, 256, 4, 2, as_array(dev, col).dtype),
                      "candle": shapes(b, im.numel(), col, im)["candle"]}
         for shape, (grid, block) in launches2.items():
+            im.fill_(float("nan"))
             b.case(f"col2im1d k4 s2 [{batch},{l_in},256,4] {tag} [{shape}]", col.nbytes + im.nbytes,
                    lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](im.numel(), l_out, l_in, 256, 4, 2, col.data_ptr(),
                                                                       im.data_ptr()),
@@ -254,7 +276,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["data", "gemm", "conv2d"])
     ap.add_argument("--quick", action="store_true", help="smaller batches and a 2048^3 GEMM")
-    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=2, help="alternations of pykern's and torch's timing a case")
     ap.add_argument("--match", help="a regular expression: only the bandwidth cases whose label matches")
     args = ap.parse_args()
     import torch
@@ -262,7 +285,7 @@ def main() -> None:
         sys.exit("benchmarks/conv.py needs a CUDA GPU")
     torch.cuda.init()
     dev = pk.device("cuda")
-    b = Bench(torch, dev, args.reps, args.match)
+    b = Bench(torch, dev, args.reps, args.match, args.rounds)
     for name, part in (("data", data_movement), ("gemm", gemm), ("conv2d", conv2d)):
         if args.only in (None, name):
             part(b, args.quick)

@@ -22,6 +22,10 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
   ``im2col_launch``) against the rows path (``im2col_rows_*``, ``im2col1d_rows_*``) under
   ``im2col_rows_launch`` and a grid capped at 2 blocks an SM; the rows path with its registers sized for
   3 or 5 blocks an SM instead of 4, and under a grid of 4 blocks an SM.
+* col2im1d k4 s2 (``--only col2im``): the staged kernel against the rows path (``col2im1d_rows_*``) and
+  its variants (without the whole-tap words, 4 taps an output, a 48 KiB stage, staged rows of 128 or
+  512 bytes), and the ideal pattern of its bytes
+  (``sum_flat``: two values read a value written, one stream each way).
 """
 from __future__ import annotations
 
@@ -83,6 +87,74 @@ for _t, _w, _h in ((pk.f32, pk.u64, pk.u32), (pk.bf16, pk.u32, pk.u16)):
     for _mb in (5, 6):  # registers capped for 5 / 6 blocks of 256 an SM (48 / 40; the stage allows 7)
         PROBE.add(pk.kernel(max_block_size=256, min_blocks_per_sm={"cuda": _mb})(_im2col_st).instance(
             f"im2col_st_{_t.tag}_{_mb}", T=_t))
+
+
+def _sum_flat(n: usize, a: ConstPtr[T], b: ConstPtr[T], out: Ptr[T], *, T):
+    """col2im1d's ideal pattern: its bytes (two values read a value written) as one stream each way."""
+    for i in pk.grid_stride(n):
+        out[i] = a[i] + b[i]
+
+
+_sf = pk.kernel(_sum_flat)
+for _t in (pk.f32, pk.bf16):
+    PROBE.add(_sf.instance(f"sum_flat_{_t.tag}", T=_t))
+#: col2im1d_rows variants: label -> (stage bytes, loads in flight, taps)
+_RB = conv.COLR_ROW_BYTES
+COLR_VARIANTS = {  # label -> (stage bytes, loads in flight, taps, whole-tap words, staged row bytes)
+    "rows, no whole-tap words": (conv.COLR_STAGE_BYTES, conv.COLR_LOADS, conv.COLR_TAPS, False, _RB),
+    "rows, 4 taps": (conv.COLR_STAGE_BYTES, conv.COLR_LOADS, 4, True, _RB),
+    "rows, 48 KiB stage": (49152, conv.COLR_LOADS, conv.COLR_TAPS, True, _RB),
+    "rows, 128-byte rows": (conv.COLR_STAGE_BYTES, conv.COLR_LOADS, conv.COLR_TAPS, True, 128),
+    "rows, 512-byte rows": (conv.COLR_STAGE_BYTES, conv.COLR_LOADS, conv.COLR_TAPS, True, 512),
+    "rows, 128-byte rows, 48 KiB": (49152, conv.COLR_LOADS, conv.COLR_TAPS, True, 128),
+    "rows, 512-byte rows, 48 KiB": (49152, conv.COLR_LOADS, conv.COLR_TAPS, True, 512),
+}
+for _t in (pk.f32, pk.bf16):
+    for _n, (_sb, _l, _mt, _fast, _rb) in enumerate(COLR_VARIANTS.values()):
+        PROBE.add(conv.col2im1d_rows_op.instance(f"colr_{_n}_{_t.tag}", T=_t, SB=_sb, L=_l, MT=_mt, FAST=_fast,
+                                                 RB=_rb))
+
+
+def run_col2im(b: Bench, quick: bool) -> None:
+    """col2im1d k4 s2 on (32, 4096, 256, 4) -> (32, 256, 8194), benchmarks/conv.py's case: the staged
+    kernel (the earlier wrappers' choice), the rows path and its variants, and the ideal pattern of the
+    same bytes (``sum_flat``: one read stream of the input's two halves, one write stream)."""
+    import torch.nn.functional as F
+
+    from stdlib_kernels import CONV
+    from stdlib_kernels.conv import col2im1d_launch, col2im1d_rows_plan
+    torch, dev = b.torch, b.dev
+    batch = 8 if quick else 32
+    l_in, c_out, k, s = 4096, 256, 4, 2
+    l_out = (l_in - 1) * s + k
+    for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        pdt = pk.f32 if tag == "f32" else pk.bf16
+        col = torch.randn(batch, l_in, c_out, k, device="cuda").to(tdt)
+        im = torch.empty(batch, c_out, l_out, device="cuda", dtype=tdt)
+        col_torch = col.permute(0, 2, 3, 1).reshape(batch, c_out * k, l_in)
+        nbytes = col.nbytes + im.nbytes
+
+        def grid(sb, mt, rb=conv.COLR_ROW_BYTES):
+            chunk, span = col2im1d_rows_plan(c_out, k, s, pdt, sb, mt, rb)
+            return batch * -(-l_in // span) * -(-c_out // chunk), conv.COLR_BLOCK
+        runs = [("old: col2im1d_staged", Lazy(dev, f"col2im1d_staged_{tag}", CONV),
+                 col2im1d_launch(batch, l_in, c_out, k, s, pdt)),
+                ("col2im1d_rows", Lazy(dev, f"col2im1d_rows_{tag}", CONV),
+                 conv.col2im1d_rows_launch(batch, l_in, c_out, k, s, pdt, dev.target))]
+        for n, (label, (sb, _, mt, _, rb)) in enumerate(COLR_VARIANTS.items()):
+            runs.append((label, Lazy(dev, f"colr_{n}_{tag}", PROBE), grid(sb, mt, rb)))
+        for label, fn, g in runs:
+            im.fill_(float("nan"))
+            b.case(f"col2im1d k4 s2 {tag} [{label}] {g[0]}x{g[1]}", nbytes,
+                   lambda fn=fn, g=g: fn[g](im.numel(), l_out, l_in, c_out, k, s, col.data_ptr(), im.data_ptr()),
+                   lambda: F.fold(col_torch, (1, l_out), (1, k), stride=(1, s)),
+                   lambda: (im, F.fold(col_torch, (1, l_out), (1, k), stride=(1, s)).view(batch, c_out, l_out)))
+        n = col.numel() // 2  # the input's two halves summed into the output's first n values
+        fn = Lazy(dev, f"sum_flat_{tag}", PROBE)
+        g = (-(-n // (256 * (16 // col.element_size()))), 256)
+        b.case(f"col2im1d k4 s2 {tag} [probe: ideal pattern, sum_flat] {g[0]}x{g[1]}", 3 * n * col.element_size(),
+               lambda: fn[g](n, col.data_ptr(), col.data_ptr() + n * col.element_size(), im.data_ptr()))
+        del col, im, col_torch
 
 
 ROWS_VARIANTS = {  # label -> (min blocks an SM on cuda, stage bytes, loads in flight, blocks an SM or 0)
@@ -227,7 +299,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--only", choices=["rows", "im2col"], help="one part: the pools and upsamplings, or im2col")
+    ap.add_argument("--only", choices=["rows", "im2col", "col2im"],
+                    help="one part: the pools and upsamplings, im2col, or col2im1d")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -239,6 +312,8 @@ def main() -> None:
         run(b, args.quick)
     if args.only in (None, "im2col"):
         run_im2col(b, args.quick)
+    if args.only in (None, "col2im"):
+        run_col2im(b, args.quick)
 
 
 if __name__ == "__main__":

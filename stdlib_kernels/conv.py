@@ -34,7 +34,9 @@ and 3x3 windows) and the upsamplings go by output rows (``pool_rows``, ``nearest
 ``bilinear_rows``): a row's index arithmetic once a row, per-column source offsets from tables in
 shared memory; 2x2 stride-2 pools over contiguous rows (``pool_rows_vec``) and exact 2x nearest
 upsampling (``nearest2x_rows``) are plain vector tiles of a row. ``rows_launch`` is the wrappers' grid.
-The wrappers' own ``col2im1d_staged_{f32,f16,bf16}`` (candle's col2im1d, staged through shared memory;
+The wrappers' own ``col2im1d_rows_{f32,f16,bf16}`` (candle's col2im1d by rows: an item's source rows
+staged once, each channel's outputs stored as 8-byte words; ``col2im1d_rows_launch``) and
+``col2im1d_staged_*`` (staged through shared memory, where the rows path does not apply;
 ``col2im1d_launch``), ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (im2col by
 output rows: an item's input rows staged once, each pixel's run stored in 16-byte vectors;
 ``im2col_rows_launch``) are the additions to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
@@ -815,6 +817,244 @@ def col2im1d_staged_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k
         col2im1d_loop(dst_el, l_out, l_in, c_out, k_size, stride, src, dst, u64(0), u64(0), I=usize)
 
 
+#: col2im1d's rows path (the wrappers' own ``col2im1d_rows_*``): a work item is (b, ``chunk`` channels,
+#: ``span`` source positions). Its stage holds the item's source rows (each row's ``chunk * k`` values
+#: about COLR_ROW_BYTES, whole 8-byte words of src), at an odd pitch of 4-byte words; the write side then
+#: stores each channel's output segment as 16-byte tiles (``parallel_range``), each output summing at
+#: most COLR_TAPS staged values (a loop-free body: taps as selects), so the stores are vectors.
+COLR_ROW_BYTES = 256
+COLR_STAGE_BYTES = 32768
+#: the stage's 8-byte loads a thread issues before storing any of them
+COLR_LOADS = 8
+#: the most taps an output sums (``ceil(k / stride)``): the write side's unrolled selects
+COLR_TAPS = 2
+#: an item spans at least this many new source positions
+COLR_MIN_ROWS = 16
+#: the wrappers' block for the rows path
+COLR_BLOCK = 256
+#: f32 on CUDA: shorter staged rows (8 channels of a 4-tap kernel) in a larger stage, so an item spans
+#: more source positions (H100: 72% -> 78% of copy; 16-bit types lost with either, docs/targets/cuda.md);
+#: elsewhere the 32 KiB stage leaves AMD's 64 KiB LDS two blocks a CU
+COLR_STAGE_BYTES_F32_CUDA = 49152
+COLR_ROW_BYTES_F32_CUDA = 128
+
+
+@pk.func
+def col2im1d_rows_tile(c_out: usize, k_size: usize, stride: usize, tbytes: usize, stage_bytes: usize, taps: usize,
+                       row_bytes: usize) -> u64:
+    """The rows path's tile, ``chunk | span << 32`` (0 where it does not apply): ``chunk`` channels whose
+    ``chunk * k`` values are whole 8-byte words (all of c_out where fewer than about COLR_ROW_BYTES), and
+    ``span`` new source positions an item, what the stage holds after the ``(k - 1) // stride`` rows
+    of overlap. Applies where an output sums at most ``taps`` values and src's rows are whole words
+    (``col2im1d_rows_plan`` computes the same on the host)."""
+    if k_size == 0 or c_out == 0 or stride == 0 or k_size > taps * stride:
+        return u64(0)
+    rb = k_size * tbytes  # bytes a channel
+    if (c_out * rb) % 8 != 0:
+        return u64(0)
+    g = usize(8)
+    while rb % g != 0:  # gcd(rb, 8)
+        g = g // 2
+    unit = usize(8) // g
+    chunk = min(c_out, max(unit, row_bytes // rb // unit * unit))
+    pitch = chunk * rb // 4 + 1
+    rows = stage_bytes // 4 // pitch
+    halo = (k_size - 1) // stride
+    if rows < halo + COLR_MIN_ROWS:
+        return u64(0)
+    return u64(chunk) | (u64(rows - halo) << 32)
+
+
+@pk.func
+def col2im1d_rows(l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize, batches: usize,
+                  src: ConstPtr[T], dst: Ptr[T], chunk: usize, span: usize, stage: Ptr[T], *, T, L, MT, H, FAST):
+    """Items go to blocks in turn (block-uniform loop and barriers). Fill: thread t takes 8-byte word
+    ``t % xs`` of every ``nt // xs``-th staged row (``xs``: the row's words, at most the block), L loads
+    in flight before any store, each word stored as two 4-byte words at the row's odd pitch. Write:
+    groups of ``g`` lanes take the item's channels in turn; a channel's outputs ``[li0 * s, (li0 + span)
+    * s)`` (the last item: to ``l_out``) go out as 8-byte words, a lane a word (adjacent lanes read
+    adjacent source rows of the stage: at an odd pitch, few bank conflicts), the outputs before the
+    first whole word and after the last one apart (all of them where dst is not 8-byte aligned). Output
+    ``ol`` sums ``stage[li - r0][c * k + ol - li * s]`` over its taps li ascending (col2im1d_loop's
+    order), the taps past its count adding zero."""
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    wpr = chunk * k_size * usize(T.nbytes) // 8  # 8-byte words a full staged row
+    p32 = u32(wpr * 2 + 1)  # the pitch in 4-byte words
+    pt = p32 * 4 // u32(T.nbytes)  # ... and in elements
+    halo = (k_size - 1) // stride
+    c_tiles = (c_out + chunk - 1) // chunk
+    l_tiles = (l_in + span - 1) // span
+    items = batches * l_tiles * c_tiles
+    if items > INDEX_31:
+        return
+    src64 = pk.bitcast(src, ConstPtr[u64])
+    st32 = pk.bitcast(stage, Ptr[u32])
+    row64 = u32(c_out * k_size * usize(T.nbytes) // 8)  # a source row's words
+    xs = min(wpr, nt)
+    passes = u32(nt // xs)
+    tx = u32(t % xs)
+    ty = u32(t // xs)
+    s32 = u32(stride)
+    m_s = divisor_magic(stride)
+    jmax = u32((k_size - 1) % stride)
+    h32 = u32(halo)
+    every_tap = k_size == MT * stride  # every output inside the sequence sums MT taps
+    li_n = u32(l_in)
+    ew = usize(8 // T.nbytes)  # outputs an 8-byte word
+    wide = pk.is_aligned(dst, 8)
+    ng = (span * stride + ew - 1) // ew  # words of a channel's segment
+    g = usize(1)
+    while g < ng and g * 2 <= nt:
+        g *= 2
+    groups = nt // g
+    lane = t % g
+    grp = t // g
+    vals = pk.local.array(L, u64)
+    ct32 = u32(c_tiles)
+    lt32 = u32(l_tiles)
+    item = u32(pk.block_idx.x)
+    while item < u32(items):
+        ct = item % ct32
+        r = item // ct32
+        lt = r % lt32
+        b = usize(r // lt32)
+        c0 = usize(ct) * chunk
+        cn = min(chunk, c_out - c0)
+        li0 = u32(usize(lt) * span)
+        r0 = li0 - min(h32, li0)  # the first staged source row
+        r1 = min(li0 + u32(span), li_n)
+        rows = r1 - r0
+        words = u32(cn * k_size * usize(T.nbytes) // 8)
+        base = src64 + ((b * l_in + usize(r0)) * c_out + c0) * k_size * usize(T.nbytes) // 8
+        if ty < passes:
+            for x in range(tx, words, u32(xs)):
+                for q0 in range(ty, rows, passes * u32(L)):
+                    for u in pk.static_range(L):
+                        q = min(q0 + u32(u) * passes, rows - 1)
+                        vals[u] = base[usize(q * row64 + x)]
+                    for u in pk.static_range(L):
+                        q = q0 + u32(u) * passes
+                        if q < rows:
+                            st32[usize(q * p32 + 2 * x)] = u32(vals[u])
+                            st32[usize(q * p32 + 2 * x + 1)] = u32(vals[u] >> u64(32))
+        pk.syncthreads()
+        oa = li0 * s32
+        ob = u32(l_out) if r1 >= li_n else r1 * s32
+        n = usize(ob - oa)
+        bias = u32(0) - r0 * pt  # stage offset of (li, tap ol - li * s): li * (pt - s) + ol - r0 * pt
+        lo_all = h32 * s32  # outputs from here to hi_all sum exactly MT taps where k = MT * s
+        hi_all = li_n * s32
+        if grp < groups:
+            for c in range(grp, cn, groups):
+                at = (b * c_out + c0 + c) * l_out + usize(oa)
+                head = min((ew - at % ew) % ew, n) if wide else n  # outputs before the first whole word
+                full = (n - head) // ew
+                rest = head + full * ew  # the outputs after the last whole word
+                cs = stage + c * k_size
+                for e in range(lane, head, g):
+                    dst[at + e] = col2im1d_rows_value(oa + u32(e), cs, pt, r0, s32, m_s, jmax, h32, li_n, MT=MT)
+                for e in range(rest + lane, n, g):
+                    dst[at + e] = col2im1d_rows_value(oa + u32(e), cs, pt, r0, s32, m_s, jmax, h32, li_n, MT=MT)
+                wp = pk.bitcast(dst + (at + head), Ptr[u64])
+                first = oa + u32(head)
+                for w in range(lane, full, g):
+                    o = first + u32(w) * u32(ew)
+                    if FAST and every_tap and o >= lo_all and o + u32(ew) <= hi_all:
+                        wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, MT=MT, H=H)
+                    else:
+                        wp[w] = col2im1d_rows_word(o, cs, pt - s32, bias, s32, m_s, jmax, h32, li_n, T=T, MT=MT,
+                                                   H=H)
+        pk.syncthreads()
+        item += u32(pk.grid_dim.x)
+
+
+@pk.func
+def col2im1d_rows_word_full(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, h32: u32, *, T, MT,
+                            H) -> u64:
+    """col2im1d_rows_word where every output of the word sums exactly MT taps (``k = MT * s``, the word
+    inside the sequence: ``q - halo >= 0`` and ``q < l_in`` for each): no counts, no selects, and each
+    next output's stage offset a step from the last (+1, and +d where ``q`` steps)."""
+    q, j = div_mod(o0, s32, m_s)
+    at = (q - h32) * d + o0 + bias  # output o0's tap of source row q - halo
+    word = u64(0)
+    for e in pk.static_range(8 // T.nbytes):
+        acc = T(0)
+        for m in pk.static_range(MT):
+            acc += cs[usize(at + u32(m) * d)]
+        word = word | (u64(pk.bitcast(acc, H)) << u64(e * 8 * T.nbytes))
+        j += 1
+        wrap = j == s32
+        j = pk.select(wrap, u32(0), j)
+        at += u32(1) + pk.select(wrap, d, u32(0))
+    return word
+
+
+@pk.func
+def col2im1d_rows_word(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, jmax: u32, h32: u32, li_n: u32,
+                       *, T, MT, H) -> u64:
+    """The 8-byte word of outputs ``o0 ...``: col2im1d_rows_value's sums, one division for the word
+    (each next output's ``q, j`` by a step of ``j``), each tap's stage offset ``li * d + ol + bias``."""
+    q, j = div_mod(o0, s32, m_s)
+    word = u64(0)
+    for e in pk.static_range(8 // T.nbytes):
+        ol = o0 + u32(e)
+        lo = q + u32(j > jmax)
+        first = lo - min(lo, h32)
+        last = min(q + 1, li_n)
+        acc = T(0)
+        for m in pk.static_range(MT):
+            li = first + u32(m)
+            valid = li < last
+            v = cs[usize(pk.select(valid, li * d + ol + bias, u32(0)))]
+            acc += pk.select(valid, v, T(0))
+        word = word | (u64(pk.bitcast(acc, H)) << u64(e * 8 * T.nbytes))
+        j += 1
+        wrap = j == s32
+        q += u32(wrap)
+        j = pk.select(wrap, u32(0), j)
+    return word
+
+
+@pk.func
+def col2im1d_rows_value(ol: u32, cs: Ptr[T], pt: u32, r0: u32, s32: u32, m_s: u64, jmax: u32, h32: u32, li_n: u32,
+                        *, MT) -> T:
+    """Output ``ol``'s sum over its taps (source rows li ascending, at most MT, past their count adding
+    zero): ``li`` from ``q - halo`` (one more for phases ``j`` past ``(k - 1) % s``) to ``q``, within the
+    source, where ``q, j = divmod(ol, s)``; channel ``cs``'s staged rows from r0 at pitch ``pt``."""
+    q, j = div_mod(ol, s32, m_s)
+    lo = q + u32(j > jmax)
+    first = lo - min(lo, h32)
+    last = min(q + 1, li_n)
+    acc = T(0)
+    for m in pk.static_range(MT):
+        li = first + u32(m)
+        valid = li < last
+        v = cs[usize(pk.select(valid, (li - r0) * pt + (ol - li * s32), u32(0)))]
+        acc += pk.select(valid, v, T(0))
+    return acc
+
+
+@pk.kernel(max_block_size=COLR_BLOCK)
+def col2im1d_rows_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
+                     src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, MT, FAST, RB):
+    """The wrappers' own col2im1d (``col2im1d_rows_{T}``, candle's signature and semantics): the rows
+    path alone, where its tile applies (``col2im1d_rows_tile``: at most MT taps an output, src's rows
+    whole 8-byte words), src is 8-byte aligned and every size fits 31 bits (``col2im1d_rows_ok``, which
+    the wrappers check before launching it); arguments outside that write nothing."""
+    stage = pk.shared.array(SB // T.nbytes, T)
+    tile = col2im1d_rows_tile(c_out, k_size, stride, usize(T.nbytes), usize(SB), usize(MT), usize(RB))
+    if (tile != 0 and dst_el > 0 and pk.is_aligned(src, 8) and max(max(l_out, l_in), max(c_out, stride)) <= INDEX_31
+            and l_out + stride + k_size <= INDEX_31 and l_in * c_out * k_size <= 0xFFFFFFFF
+            and l_out == (l_in - 1) * stride + k_size and l_in > 0):
+        if T.nbytes == 2:
+            col2im1d_rows(l_out, l_in, c_out, k_size, stride, dst_el // (c_out * l_out), src, dst, usize(u32(tile)),
+                          usize(tile >> 32), stage, T=T, L=L, MT=MT, H=u16, FAST=FAST)
+        else:
+            col2im1d_rows(l_out, l_in, c_out, k_size, stride, dst_el // (c_out * l_out), src, dst, usize(u32(tile)),
+                          usize(tile >> 32), stage, T=T, L=L, MT=MT, H=u32, FAST=FAST)
+
+
 @pk.func
 def pool2d_loop(numel: usize, w_k: usize, h_k: usize, w_stride: usize, h_stride: usize, out2: usize, out3: usize,
                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], m_3: u64, m_2: u64, m_c: u64, *, A, MAX, I):
@@ -1393,6 +1633,14 @@ ROWS_IM2COL_DTYPES = (f32, f16, bf16)
 for _t in ROWS_IM2COL_DTYPES:
     CONV.add(im2col_rows_op.instance(kernel_name("im2col_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
     CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
+#: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
+ROWS_COL2IM_DTYPES = (f32, f16, bf16)
+for _t in ROWS_COL2IM_DTYPES:
+    _wide = _t.nbytes == 4  # f32 on CUDA: 128-byte rows in a 48 KiB stage (docs/targets/cuda.md)
+    CONV.add(col2im1d_rows_op.instance(
+        kernel_name("col2im1d_rows", _t), T=_t, L=COLR_LOADS, MT=COLR_TAPS, FAST=True,
+        SB=pk.per_target(cuda=COLR_STAGE_BYTES_F32_CUDA, default=COLR_STAGE_BYTES) if _wide else COLR_STAGE_BYTES,
+        RB=pk.per_target(cuda=COLR_ROW_BYTES_F32_CUDA, default=COLR_ROW_BYTES) if _wide else COLR_ROW_BYTES))
 
 
 # ---- host side: the wrappers' launch shapes -----------------------------------------------------------
@@ -1466,6 +1714,50 @@ def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -
         l_out = (l_in - 1) * stride + k
         return max(1, -(-b * c_out * l_out // STAGE_BLOCK)), STAGE_BLOCK
     return max(1, b * -(-l_in // span) * -(-c_out // chunk)), STAGE_BLOCK
+
+
+def col2im1d_rows_plan(c_out: int, k: int, stride: int, dtype, stage_bytes: int = COLR_STAGE_BYTES,
+                       taps: int = COLR_TAPS, row_bytes: int = COLR_ROW_BYTES) -> tuple[int, int]:
+    """``col2im1d_rows_tile`` on the host: (chunk, span), (0, 0) where the rows path does not apply."""
+    rb = k * dtype.nbytes
+    if k == 0 or c_out == 0 or stride == 0 or k > taps * stride or (c_out * rb) % 8:
+        return 0, 0
+    unit = 8 // gcd(rb, 8)
+    chunk = min(c_out, max(unit, row_bytes // rb // unit * unit))
+    rows = stage_bytes // 4 // (chunk * rb // 4 + 1)
+    halo = (k - 1) // stride
+    if rows < halo + COLR_MIN_ROWS:
+        return 0, 0
+    return chunk, rows - halo
+
+
+def col2im1d_rows_params(dtype, target) -> dict:
+    """``col2im1d_rows_{dtype}``'s stage and row bytes as ``target`` (a target or its name) compiles them,
+    in ``col2im1d_rows_plan``'s keywords (``stage_bytes``, ``row_bytes``)."""
+    p = CONV.get(kernel_name("col2im1d_rows", dtype)).params_for(target)
+    return dict(stage_bytes=p["SB"], row_bytes=p["RB"])
+
+
+def col2im1d_rows_ok(cols, l_in: int, c_out: int, k: int, stride: int, l_out: int) -> bool:
+    """Whether the wrappers take ``col2im1d_rows_*`` for the contiguous device array ``cols`` (b, l_in,
+    c_out * k) into (b, c_out, l_out): the kernel's own test on the host (a dtype it is built for, a
+    tile that applies, src 8-byte aligned, sizes below 2**31, ``l_out = (l_in - 1) * stride + k``)."""
+    b = cols.size // max(1, l_in * c_out * k)
+    if cols.dtype not in ROWS_COL2IM_DTYPES:
+        return False
+    params = col2im1d_rows_params(cols.dtype, cols.device.target)
+    chunk, span = col2im1d_rows_plan(c_out, k, stride, cols.dtype, **params)
+    items = b * -(-l_in // max(span, 1)) * -(-c_out // max(chunk, 1))
+    return (cols.dtype in ROWS_COL2IM_DTYPES and chunk > 0 and cols.ptr % 8 == 0 and l_in > 0 and b > 0
+            and l_out == (l_in - 1) * stride + k and items <= INDEX_31 and max(l_out, l_in, c_out, stride) <= INDEX_31
+            and l_out + stride + k <= INDEX_31 and l_in * c_out * k <= 0xFFFFFFFF)
+
+
+def col2im1d_rows_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype, target) -> tuple[int, int]:
+    """The wrappers' grid for ``col2im1d_rows_{dtype}`` compiled for ``target``: one block of COLR_BLOCK
+    per work item."""
+    chunk, span = col2im1d_rows_plan(c_out, k, stride, dtype, **col2im1d_rows_params(dtype, target))
+    return max(1, b * -(-l_in // max(span, 1)) * -(-c_out // max(chunk, 1))), COLR_BLOCK
 
 
 #: the wrappers' most blocks of ROW_BLOCK a multiprocessor for the pools and upsamplings: each thread

@@ -6,7 +6,8 @@ with PyTorch's argument names (``stride``, ``padding``, ``dilation``, ``output_p
   ``(c_in*k, c_out)``, then the permuting copy (``ucopy``) to ``(b, c_out, ...)``. dtypes the GEMM lacks
   (f64, u8, u32) take the direct ``conv1d_*`` / ``conv2d_*`` kernel.
 * ``conv_transpose1d``: the GEMM ``(b, l_in, c_in) x (c_in, c_out*k)`` then col2im1d (pykern's own
-  ``col2im1d_staged_*``, candle's semantics) where candle takes it (dilation 1, no padding or output
+  ``col2im1d_rows_*`` where ``col2im1d_rows_ok`` holds, else ``col2im1d_staged_*``; candle's semantics)
+  where candle takes it (dilation 1, no padding or output
   padding), else the direct kernel; ``conv_transpose2d``:
   the direct kernel.
 * ``avg_pool2d`` / ``max_pool2d`` (no padding), ``upsample_nearest2d`` (candle's in/out scales),
@@ -25,8 +26,8 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import operands
-from .conv import (DTYPES, col2im1d_launch, im2col_launch, im2col_rows_launch, im2col_rows_ok, nearest_launch,
-                   pool_vec_ok, rows_launch)
+from .conv import (DTYPES, col2im1d_launch, col2im1d_rows_launch, col2im1d_rows_ok, im2col_launch, im2col_rows_launch,
+                   im2col_rows_ok, nearest_launch, pool_vec_ok, rows_launch)
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -190,8 +191,13 @@ def conv_transpose1d(x, weight, stride: int = 1, padding: int = 0, output_paddin
     if (dt in GEMM_DTYPES and x.size and weight.is_contiguous and dilation == 1 and padding == 0
             and output_padding == 0):
         cols = matmul(x.transpose(1, 2), weight.reshape(c_in, c_out * k))  # (b, l_in, c_out * k)
-        fn = dev.get_or_load_func(kernel_name("col2im1d_staged", dt), CONV)  # the wrappers' own (conv.py)
-        fn[col2im1d_launch(b, l_in, c_out, k, stride, dt)](out.size, l_out, l_in, c_out, k, stride, cols, out)
+        if col2im1d_rows_ok(cols, l_in, c_out, k, stride, l_out):  # the wrappers' own kernels (conv.py)
+            fn = dev.get_or_load_func(kernel_name("col2im1d_rows", dt), CONV)
+            grid = col2im1d_rows_launch(b, l_in, c_out, k, stride, dt, dev.target)
+        else:
+            fn = dev.get_or_load_func(kernel_name("col2im1d_staged", dt), CONV)
+            grid = col2im1d_launch(b, l_in, c_out, k, stride, dt)
+        fn[grid](out.size, l_out, l_in, c_out, k, stride, cols, out)
     else:
         fn = dev.get_or_load_func(kernel_name("conv_transpose1d", dt), CONV)
         fn[_direct_launch(out.size)](x.size, l_out, stride, padding, output_padding, dilation, _info(x, weight),

@@ -367,6 +367,14 @@ def _im2col(dev):
         for small in (False, True):
             _launch(dev, sk.CONV, f"col2im1d_{t}", *_candle_or_small(out.size, small), out.size, l_out, 5, 3, 3, 2,
                     col, out)
+        if dtype in conv.ROWS_COL2IM_DTYPES:  # the wrappers' own col2im1d kernels by name (two items, a batch each)
+            col = dev.to_device(_conv_values(dtype, (2, 9, 4, 4), gen))
+            l_out = (9 - 1) * 2 + 4
+            out = dev.empty((2, 4, l_out), dtype)
+            for shape in ((3, 32), conv.col2im1d_rows_launch(2, 9, 4, 4, 2, dtype, dev.target)):
+                _launch(dev, sk.CONV, f"col2im1d_rows_{t}", *shape, out.size, l_out, 9, 4, 4, 2, col, out)
+            _launch(dev, sk.CONV, f"col2im1d_staged_{t}", *conv.col2im1d_launch(2, 9, 4, 4, 2, dtype), out.size, l_out,
+                    9, 4, 4, 2, col, out)
 
 
 @case("conv/pool_upsample")

@@ -117,7 +117,7 @@ def known_limit(arch: str, kernel: str, detail: str) -> Limit | None:
 
 MISMATCHES += (
     Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16"
-                  r"|col2im1d_staged_(f16|bf16)",
+                  r"|col2im1d_staged_(f16|bf16)|col2im1d_rows_(f16|bf16)",
              "ds_load_u16_d16_hi",
              "the emulator runs the DS d16 loads (ds_load_u16_d16 / ds_load_u16_d16_hi / ds_load_u8_d16 / "
              "ds_load_u8_d16_hi; gfx9's ds_read_*_d16*) as plain zero-extending loads of the whole register: "
@@ -126,7 +126,7 @@ MISMATCHES += (
              "RDNA3, RDNA4 and CDNA tables alike; the hardware gives 0xAAAA1234 / 0x1234BBBB). LLVM uses them "
              "to pack 8- and 16-bit values read back from shared memory: gather_shared's u8 ids beside "
              "16-bit values, im2col's staged 16-bit pixels, sa_rows' bf16 destination row, col2im1d_staged's "
-             "16-bit columns"),
+             "16-bit columns, col2im1d_rows' 16-bit taps packed into words"),
 )
 
 

@@ -406,6 +406,56 @@ def test_col2im1d_staged(wave_device, dtype):
             assert_bits(out.to_host(), want, f"col2im1d staged case {n} launch {shape}")
 
 
+@pytest.mark.parametrize("dtype", conv.ROWS_COL2IM_DTYPES, ids=[t.tag for t in conv.ROWS_COL2IM_DTYPES])
+def test_col2im1d_rows(wave_device, dtype):
+    """The wrappers' own ``col2im1d_rows_*`` (candle's col2im1d semantics), where ``col2im1d_rows_ok``
+    holds: source positions past one item's span with the overlap rows (k - 1) // stride between
+    items, channels past one chunk (a partial last chunk), stride larger than the kernel (outputs
+    with no tap), one- and two-tap outputs, source positions an exact multiple of the span (the last
+    item owns the outputs past it), output rows starting and ending off an 8-byte word (the outputs
+    before and after the whole words), dst itself off a word (every output one at a time);
+    under the wrappers' grid (``col2im1d_rows_launch``), fewer blocks than items and one block of 64.
+    Outputs poisoned with NaN first: every one must be written."""
+    dev = wave_device
+    _, span = conv.col2im1d_rows_plan(6, 4, 3, dtype, **conv.col2im1d_rows_params(dtype, dev.target))
+    for n, (b, l_in, c_out, k, stride) in enumerate([(2, 300, 10, 4, 2), (1, 130, 6, 2, 5), (1, 5, 2, 2, 1),
+                                                       (2, 200, 40, 4, 2), (1, 2 * span, 6, 4, 3), (1, 7, 4, 3, 2),
+                                                       (3, 90, 12, 2, 2)]):
+        col = values(dtype, (b, l_in, c_out, k))
+        want = col2im1d_ref(col, stride)
+        src = dev.to_device(col)
+        assert conv.col2im1d_rows_ok(src, l_in, c_out, k, stride, want.shape[2]), (n, dtype)
+        for shape in (conv.col2im1d_rows_launch(b, l_in, c_out, k, stride, dtype, dev.target), (3, 256), (1, 64)):
+            out = dev.to_device(np.full(want.shape, np.nan, dtype.np))
+            launch(dev, f"col2im1d_rows_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride, src,
+                   out, shape=shape)
+            assert_bits(out.to_host(), want, f"col2im1d rows case {n} launch {shape}")
+        # dst one element past an 8-byte boundary: every output by the one-at-a-time path
+        buf = dev.to_device(np.full(want.size + 1, np.nan, dtype.np))
+        out = buf.as_strided(want.shape, tuple(int(np.prod(want.shape[d + 1:])) for d in range(3)), offset=1)
+        launch(dev, f"col2im1d_rows_{dtype.tag}", out.size, out.size, want.shape[2], l_in, c_out, k, stride, src,
+               storage(out), shape=(3, 256))
+        assert_bits(buf.to_host()[1:].reshape(want.shape), want, f"col2im1d rows case {n}, dst off a word")
+
+
+@pytest.mark.parametrize("dtype", conv.ROWS_COL2IM_DTYPES, ids=[t.tag for t in conv.ROWS_COL2IM_DTYPES])
+def test_col2im1d_rows_outside_its_domain(wave_device, dtype):
+    """Where ``col2im1d_rows_ok`` fails (an output of more taps than COLR_TAPS, a source row not whole
+    8-byte words, a source off an 8-byte boundary, an l_out not candle's), the kernel writes nothing."""
+    dev = wave_device
+    for n, (b, l_in, c_out, k, stride, off, extra) in enumerate([(1, 20, 4, 5, 2, 0, 0), (1, 20, 3, 1, 1, 0, 0),
+                                                                 (1, 20, 4, 4, 2, 1, 0), (1, 20, 4, 4, 2, 0, 1)]):
+        col = values(dtype, (b, l_in, c_out, k))
+        buf = dev.to_device(np.concatenate([np.zeros(off, col.dtype), col.reshape(-1)]))
+        src = buf.as_strided(col.shape, tuple(int(np.prod(col.shape[d + 1:])) for d in range(4)), offset=off)
+        l_out = (l_in - 1) * stride + k + extra
+        assert not conv.col2im1d_rows_ok(src, l_in, c_out, k, stride, l_out), n
+        out = dev.to_device(np.full((b, c_out, l_out), np.nan, dtype.np))
+        launch(dev, f"col2im1d_rows_{dtype.tag}", out.size, out.size, l_out, l_in, c_out, k, stride, src, out,
+               shape=conv.col2im1d_rows_launch(b, l_in, c_out, k, stride, dtype, dev.target))
+        assert np.isnan(out.to_host().astype(np.float32)).all(), n
+
+
 # ---- pools ------------------------------------------------------------------------------------------
 POOL_CASES = [  # (shape, (k2, k3), (s2, s3)): windows meeting the edges, strides past the window, 1x1
     ((2, 3, 7, 9), (2, 3), (2, 3)),
@@ -647,12 +697,13 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
-    ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (each with its candle kernel's
-    signature)."""
+    ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (each with
+    its candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
     own += [(f"{op}_rows", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_IM2COL_DTYPES]
+    own += [("col2im1d_rows", "col2im1d", t) for t in conv.ROWS_COL2IM_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
