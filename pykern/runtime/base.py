@@ -70,6 +70,14 @@ class Device(ABC):
                       shared_mem: int, stream: Any, args: bytearray, sig) -> None:
         """Launch with the explicit arguments packed at the signature's offsets."""
 
+    @property
+    @abstractmethod
+    def max_shared_per_block(self) -> int:
+        """The most shared memory, static and dynamic together, one block may take here (bytes): the
+        device's own limit rather than CUDA's portable 48 KiB, so a wrapper can size a shared table to
+        the GPU it runs on (scatter's ranges, ``stdlib_kernels/indexing.py``). On CUDA a launch past
+        48 KiB opts the function in itself (``cuda.opt_in_shared``); no other runtime needs an opt-in."""
+
     def synchronize(self) -> None:
         pass
 

@@ -65,6 +65,12 @@ class CpuDevice(Device):
     def target(self) -> CpuTarget:
         return self._target
 
+    @property
+    def max_shared_per_block(self) -> int:
+        """``SHARED_LIMIT``, the bound the CPU target checks at each launch like a GPU's (64 KiB, AMD's
+        LDS a workgroup): code sized from it on the CPU takes the sizes it takes on most AMD GPUs."""
+        return SHARED_LIMIT
+
     def alloc(self, nbytes: int):
         buf = np.empty(nbytes + 64, np.uint8)
         addr = buf.ctypes.data

@@ -286,6 +286,7 @@ class CudaDevice(Device):
         self.compute_capability = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                                    get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self._shared_optin = get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         self.name = _check(drv, drv.cuDeviceGetName(256, self._dev), "cuDeviceGetName").split(b"\0")[0].decode()
         self.arch = arch or arch_for_capability(*self.compute_capability)
         if self.arch is None:
@@ -312,6 +313,12 @@ class CudaDevice(Device):
     @property
     def target(self) -> NvptxTarget:
         return self._target
+
+    @property
+    def max_shared_per_block(self) -> int:
+        """``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` (227 KiB on an H100, 163 KiB on an
+        A100), read once: what a block may take with the opt-in that ``opt_in_shared`` makes at launch."""
+        return self._shared_optin
 
     def _current(self) -> None:
         """Make this device's context current on the calling thread (a no-op when it already is)."""

@@ -263,6 +263,15 @@ class HipDevice(Device):
             raise DeviceError(f"hip:{index} ({self.name}) is {self.arch_name}, which pykern does not "
                               f"support; supported: {', '.join(a for a, i in ARCHS.items() if not i.is_generic)}")
         self._target = AmdgpuTarget(arch, code_object_version)
+        self._shared = int(_call(self._hip, self._hip.hipDeviceGetAttribute(
+            self._hip.hipDeviceAttribute_t.hipDeviceAttributeMaxSharedMemoryPerBlock, index),
+            "hipDeviceGetAttribute(MaxSharedMemoryPerBlock)"))
+
+    @property
+    def max_shared_per_block(self) -> int:
+        """``hipDeviceAttributeMaxSharedMemoryPerBlock``, read once (64 KiB on gfx90a, gfx942 and RDNA;
+        160 KiB on gfx950): HIP has no opt-in, every launch may take it all."""
+        return self._shared
 
     def __repr__(self) -> str:
         return f"hip:{self.index}({self.arch_name})"

@@ -70,6 +70,12 @@ class FakeHip:
         gcnArchName = b""
         name = b""
 
+    class hipDeviceAttribute_t(enum.IntEnum):
+        hipDeviceAttributeMaxSharedMemoryPerBlock = 74  # hip_runtime_api.h's value
+
+    #: what ROCm reports a block may take on each arch (bytes of LDS)
+    SHARED_PER_BLOCK = {"gfx950": 160 * 1024}
+
     def __init__(self, archs=("gfx90a:sramecc+:xnack-",)):
         self.archs = list(archs)
         self.mem: dict[int, bytearray] = {}
@@ -89,6 +95,11 @@ class FakeHip:
     def hipGetDeviceProperties(self, props, index):
         props.gcnArchName, props.name = self.archs[index].encode() + b"\0\0", b"Fake Instinct\0"
         return self._r("hipGetDeviceProperties")
+
+    def hipDeviceGetAttribute(self, attr, index):
+        assert attr == self.hipDeviceAttribute_t.hipDeviceAttributeMaxSharedMemoryPerBlock
+        arch = self.archs[index].split(":")[0]
+        return self._r("hipDeviceGetAttribute", self.SHARED_PER_BLOCK.get(arch, 64 * 1024))
 
     def hipSetDevice(self, index):
         self.current = index
@@ -148,6 +159,17 @@ def test_gcn_arch_name_selects_the_target(fake, arch_name, arch, wave):
     dev = rt.HipDevice(1)
     assert (dev.target.arch, dev.target.wave_size, dev.arch_name, dev.kind) == (arch, wave, arch_name, "hip")
     assert dev.target.code_object_version == 5 and arch in repr(dev)
+
+
+@pytest.mark.parametrize("arch_name,shared", [("gfx90a:sramecc+:xnack-", 64 * 1024), ("gfx950", 160 * 1024)])
+def test_max_shared_per_block_is_the_devices_attribute(fake, arch_name, shared):
+    """``max_shared_per_block`` is what HIP reports for that GPU (hipDeviceAttributeMaxSharedMemoryPerBlock),
+    not the 48 KiB every GPU has; a failing query is a clear error when the device opens."""
+    fake.archs = [arch_name]
+    assert rt.HipDevice(0).max_shared_per_block == shared
+    fake.fail["hipDeviceGetAttribute"] = FakeHip.hipError_t.hipErrorInvalidValue
+    with pytest.raises(DeviceError, match=r"hipDeviceGetAttribute\(MaxSharedMemoryPerBlock\) failed"):
+        rt.HipDevice(0)
 
 
 def test_unsupported_or_missing_devices(fake):
