@@ -7,7 +7,8 @@ bytes of output rows: f32 rows of 1 KiB, 256 B and 4 KiB from a 64 MiB table and
 MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with random ids; scatter_
 along dim 1 (random ids, and a permutation a row; rows of 4096, 16384 and 65536) and dim 0 (``scatter_case``), and
 (``--cases scatter_long``, not by default) along the last dim and dim 0 of 2^18, 2^20 and 2^22 positions
-(``--long-sizes``, ``--long-dims``: ``scatter_long_case``); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
+(``--long-sizes``, ``--long-dims``, or ``--long-shapes last:17,0:14``: ``scatter_long_case``; ``--long-sweep``
+times each winner-table size of ``--sweep-kib`` and tile width of ``--sweep-cols`` too); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
 (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off: the host check of the ids is a
 device-to-host copy, not the kernel; the deterministic scatter_add_/index_add_ include their ids'
 device sort where they sort), index_select also by the previous wrapper kernel (``is_words_*``),
@@ -26,7 +27,8 @@ included) against the copy bandwidth measured in this run the same way. ``--swee
 index_select's ``is_tiles_*`` under other launches (``TILE_SWEEP``), ``--select-probes`` the f32
 cases by ``is_tiles_*`` with plain stores and by ``select_probe``, ``--sa-variants`` scatter_add's
 ``sa_rows`` under ``SA_VARIANTS`` and scatter's ``s_rows`` under ``S_VARIANTS``; ``--quick-select`` keeps the f32 1 KiB, 256 B and 4 KiB
-index_select cases (wrapper only for the last two).
+index_select cases (wrapper only for the last two). ``--rounds`` sets ``ROUNDS``; ``--no-variants`` times
+scatter's wrapper alone (an A/B's old tree, whose ``benchmarks/`` this file may replace).
 """
 from __future__ import annotations
 
@@ -62,6 +64,8 @@ class Bench:
     def __init__(self, torch, dev, n: int):
         self.torch, self.dev, self.n = torch, dev, n
         self.rows: list[tuple] = []
+        self.rounds = ROUNDS
+        self.variants = True  # False: scatter's cases time the wrapper alone (an A/B's old tree)
         self.timer = Timer(torch)
         x = torch.randn(n, device="cuda")
         y = torch.empty_like(x)
@@ -82,11 +86,11 @@ class Bench:
             spread, old, hosts = "", "", ""
         else:
             h_ours, h_theirs = self.timer.host(ours), self.timer.host(theirs)
-            t_ours, t_theirs, ratios = self.timer.pair(ours, theirs, rounds=ROUNDS)
+            t_ours, t_theirs, ratios = self.timer.pair(ours, theirs, rounds=self.rounds)
             spread = f"{min(ratios):.3f}-{max(ratios):.3f}"  # the single pairs' ratios
             old = ""
             if label.startswith("index_select"):  # the short kernels, where the host's first call shows
-                t_old = [(back_to_back(self.torch, ours), back_to_back(self.torch, theirs)) for _ in range(ROUNDS)]
+                t_old = [(back_to_back(self.torch, ours), back_to_back(self.torch, theirs)) for _ in range(self.rounds)]
                 old = f"{np.median([p[1] for p in t_old]) / np.median([p[0] for p in t_old]):.3f}"
             hosts = f"{h_ours * 1e6:.0f}/{h_theirs * 1e6:.0f}"
         bw = nbytes / t_ours
@@ -329,7 +333,7 @@ def _scatter_variants(b: Bench, label: str, x, x0, ids, src, dim: int, want, nby
     torch, dev = b.torch, b.dev
     xw, iw, sw = wrap(dev, x), wrap(dev, ids), wrap(dev, src)
     theirs = lambda: x.scatter_(dim, ids, src)  # noqa: E731
-    for suffix, knobs, slow in (("wrapper", {}, False),) + tuple(variants):
+    for suffix, knobs, slow in (("wrapper", {}, False),) + (tuple(variants) if b.variants else ()):
         ours = lambda: ix.scatter(xw, dim, iw, sw, check_ids=False)  # noqa: E731
         if callable(knobs):  # a call of its own on the wrapped buffers
             ours, knobs = functools.partial(knobs, xw, dim, iw, sw), {}
@@ -434,50 +438,82 @@ def scatter_case(b: Bench, variants: bool = False) -> None:
            lambda: table.scatter_(0, ids, src), slow=True)
 
 
-def scatter_ranges(m: int, right: int) -> int:
-    """The ranges of ``S_ROWS_BYTES`` of winners ``s_rows_*`` / ``s_tiles_*`` split a dim of ``m``
-    destinations into (tiles of ``right`` columns up to ``S_TILE_COLS``), as ``_scatter_tiles`` does."""
+def scatter_ranges(dev, m: int, right: int) -> int:
+    """The ranges ``s_rows_*`` / ``s_tiles_*`` split a dim of ``m`` destinations into (tiles of
+    ``right`` columns up to ``S_TILE_COLS``; the winners' bytes as ``_scatter_tiles`` takes them)."""
     cols = 1 if right == 1 else min(ix.S_TILE_COLS, 1 << (right - 1).bit_length())
-    return -(-m // (ix.S_ROWS_BYTES // (4 * cols)))
+    table = getattr(ix, "_scatter_table_bytes", None)  # absent from the tree before it (an A/B's old side)
+    table = table(dev, m, cols) if table else ix.S_ROWS_BYTES
+    if hasattr(ix, "_grown_tile_cols"):
+        cols = ix._grown_tile_cols(m, cols, table)
+    per = table // (4 * cols)
+    return -(-m // per) if per else 1 << 62
 
 
-def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0")) -> None:
+#: the tables (KiB of u32 winners a unit) the sweep of ``scatter_long_case`` times each case under
+SWEEP_KIB = (48, 96, 160, 220)
+#: ... and along dim 0, tiles of these columns under each of ``SWEEP_COLS_KIB`` (more destinations a
+#: range, fewer ids a tile)
+SWEEP_COLS = (8, 4)
+SWEEP_COLS_KIB = (220,)
+#: every range limit out of the way: a variant takes the ranges however many there are
+NO_RANGE_LIMITS = {"S_ROWS_RANGES": 128, "S_TILES_RANGES": 128, "S_TILES_RANGE_IDS": 1 << 62}
+
+
+def fixed_table(kib: int, **more) -> dict:
+    """The knobs that make every unit's table ``kib`` KiB (capped by the device)."""
+    return {"S_ROWS_BYTES": kib * 1024, "S_ROWS_MAX_BYTES": kib * 1024, **NO_RANGE_LIMITS, **more}
+
+
+def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=None, sweep=False) -> None:
     """``scatter_`` along a dim of ``2**s`` positions for each ``s`` in ``sizes`` (as many sources),
     ``b.n`` f32 in all: along the last dim (``b.n >> s`` rows) and along dim 0 (``b.n >> s`` columns),
-    random i64 ids and a permutation along the dim. The wrapper, the global winner table where the
-    wrapper takes the ranges, and ``s_rows_*`` / ``s_tiles_*`` in as many ranges as the dim needs where
-    the wrapper takes the table and that is at most 128 (each range reads all of its row's or tile's
-    ids: the crossover against the table)."""
+    random i64 ids and a permutation along the dim (``shapes``: (dim, s) pairs in place of the
+    product). The wrapper, the global winner table where the wrapper takes the ranges, and ``s_rows_*``
+    / ``s_tiles_*`` in as many ranges as the dim needs where the wrapper takes the table and that is at
+    most 128 (each range reads all of its row's or tile's ids: the crossover against the table).
+    ``sweep``: with random ids, also each table size of ``SWEEP_KIB`` (and along dim 0 tiles of
+    ``SWEEP_COLS`` columns) wherever that takes at most 128 ranges, and the table."""
     torch = b.torch
-    for s in sizes:
-        for where in dims:
-            dim = 1 if where == "last" else 0
-            shape = (b.n >> s, 1 << s) if dim == 1 else (1 << s, b.n >> s)
-            right = 1 if dim == 1 else shape[1]
-            ranges = scatter_ranges(1 << s, right)
-            src = torch.randn(shape, device="cuda")
-            x0 = torch.randn(shape, device="cuda")
-            x = x0.clone()
-            for kind in ("random ids", "a permutation"):
-                if kind == "random ids":
-                    ids = torch.randint(0, 1 << s, shape, device="cuda", dtype=torch.int64)
-                else:
-                    ids = torch.argsort(torch.rand(shape, device="cuda"), dim=dim)
-                want, written = last_writer(torch, x0, dim, ids, src)
-                nbytes = src.nbytes + ids.nbytes + 4 * written
-                most = ix.S_ROWS_RANGES  # the wrapper's limit (_scatter_tiles)
-                if dim == 0 and shape[0] * min(ix.S_TILE_COLS, right) * 8 <= ix.S_TILES_RANGE_IDS:
-                    most = ix.S_TILES_RANGES
-                more = ([("global winner table", {"S_ROWS_BYTES": 0}, False)]
-                        if kind == "random ids" and ranges <= most else [])  # else the wrapper's
-                if most < ranges <= 128:
-                    more += [(f"{'s_rows' if dim else 's_tiles'}, {ranges} ranges",
-                              {"S_ROWS_RANGES": 128, "S_TILES_RANGES": 128, "S_TILES_RANGE_IDS": 1 << 62}, False)]
-                where_s = "the last dim" if dim else "dim 0"
-                _scatter_variants(b, f"scatter_ {shape[0]}x{shape[1]} along {where_s}, {kind}", x, x0, ids, src, dim,
-                                  want, nbytes, more)
-                del ids, want
-            del src, x0, x
+    for where, s in shapes or [(w, s) for s in sizes for w in dims]:
+        dim = 1 if where == "last" else 0
+        shape = (b.n >> s, 1 << s) if dim == 1 else (1 << s, b.n >> s)
+        right = 1 if dim == 1 else shape[1]
+        ranges = scatter_ranges(b.dev, 1 << s, right)
+        src = torch.randn(shape, device="cuda")
+        x0 = torch.randn(shape, device="cuda")
+        x = x0.clone()
+        for kind in ("random ids", "a permutation"):
+            if kind == "random ids":
+                ids = torch.randint(0, 1 << s, shape, device="cuda", dtype=torch.int64)
+            else:
+                ids = torch.argsort(torch.rand(shape, device="cuda"), dim=dim)
+            want, written = last_writer(torch, x0, dim, ids, src)
+            nbytes = src.nbytes + ids.nbytes + 4 * written
+            most = ix.S_ROWS_RANGES  # the wrapper's limit (_scatter_tiles)
+            if dim == 0 and shape[0] * min(ix.S_TILE_COLS, right) * 8 <= ix.S_TILES_RANGE_IDS:
+                most = ix.S_TILES_RANGES
+            more = ([("global winner table", {"S_ROWS_BYTES": 0}, False)]
+                    if kind == "random ids" and ranges <= most else [])  # else the wrapper's
+            if most < ranges <= 128 and not sweep:
+                more += [(f"{'s_rows' if dim else 's_tiles'}, {ranges} ranges", NO_RANGE_LIMITS, False)]
+            if sweep and kind == "random ids":
+                keep = {k: getattr(ix, k) for k in ("S_ROWS_BYTES", "S_ROWS_MAX_BYTES", "S_TILE_COLS")}
+                tries = [(kib, keep["S_TILE_COLS"]) for kib in SWEEP_KIB]
+                tries += [(kib, c) for kib in SWEEP_COLS_KIB for c in SWEEP_COLS
+                          if dim == 0 and c < min(right, ix.S_TILE_COLS)]
+                for kib, c in tries:
+                    ix.S_ROWS_BYTES, ix.S_ROWS_MAX_BYTES, ix.S_TILE_COLS = kib * 1024, kib * 1024, c
+                    r = scatter_ranges(b.dev, 1 << s, right)
+                    ix.S_ROWS_BYTES, ix.S_ROWS_MAX_BYTES, ix.S_TILE_COLS = keep.values()
+                    if r <= 128:
+                        more += [(f"{kib} KiB, {c if dim == 0 else 1} cols, {r} ranges",
+                                  fixed_table(kib, S_TILE_COLS=c), False)]
+            where_s = "the last dim" if dim else "dim 0"
+            _scatter_variants(b, f"scatter_ {shape[0]}x{shape[1]} along {where_s}, {kind}", x, x0, ids, src, dim,
+                              want, nbytes, more)
+            del ids, want
+        del src, x0, x
 
 
 def index_add_case(b: Bench) -> None:
@@ -511,6 +547,7 @@ def index_add_case(b: Bench) -> None:
 
 
 def main() -> None:
+    global SWEEP_KIB, SWEEP_COLS, SWEEP_COLS_KIB
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=26, help="elements of the output / source")
     ap.add_argument("--sweep", action="store_true", help="index_select under other grid caps too")
@@ -522,6 +559,13 @@ def main() -> None:
                     help="comma-separated: select, gather, scatter, scatter_long, scatter_add, index_add")
     ap.add_argument("--long-sizes", default="18,20,22", help="scatter_long: log2 positions along the dim")
     ap.add_argument("--long-dims", default="last,0", help="scatter_long: the dims (last, 0)")
+    ap.add_argument("--long-shapes", default="", help="scatter_long: dim:log2 pairs (last:16,0:14) in place "
+                    "of --long-sizes x --long-dims")
+    ap.add_argument("--long-sweep", action="store_true", help="scatter_long: each table size and tile width too")
+    ap.add_argument("--sweep-kib", default=",".join(map(str, SWEEP_KIB)), help="--long-sweep: table KiB")
+    ap.add_argument("--sweep-cols", default="8,4:220", help="--long-sweep: dim 0's tile columns:table KiB")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help="alternations of pykern and torch a case")
+    ap.add_argument("--no-variants", action="store_true", help="scatter: the wrapper alone, no variants")
     args = ap.parse_args()
     import torch
 
@@ -530,6 +574,11 @@ def main() -> None:
         sys.exit("benchmarks/indexing.py needs a CUDA GPU")
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), 1 << args.size_log2)
+    b.rounds, b.variants = args.rounds, not args.no_variants
+    cols, _, kib = args.sweep_cols.partition(":")
+    SWEEP_KIB = tuple(int(v) for v in args.sweep_kib.split(",") if v)
+    SWEEP_COLS = tuple(int(v) for v in cols.split(",") if v)
+    SWEEP_COLS_KIB = tuple(int(v) for v in kib.split(",") if v)
     cases = set(args.cases.split(","))
     if "select" in cases:
         index_select_case(b, sweep=args.sweep, probes=args.select_probes)
@@ -545,7 +594,10 @@ def main() -> None:
         if name in cases and not args.only_select:
             case(b, args.sa_variants) if name in ("scatter", "scatter_add") else case(b)
     if "scatter_long" in cases:
-        scatter_long_case(b, tuple(int(v) for v in args.long_sizes.split(",")), tuple(args.long_dims.split(",")))
+        shapes = ([(d, int(v)) for d, v in (p.split(":") for p in args.long_shapes.split(","))]
+                  if args.long_shapes else None)
+        scatter_long_case(b, tuple(int(v) for v in args.long_sizes.split(",")), tuple(args.long_dims.split(",")),
+                          shapes, args.long_sweep)
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
 

@@ -781,9 +781,16 @@ SORTED_MAX_RIGHT = 32
 SA_ROWS_MIN = 1024
 SA_ROWS_BYTES = 16 * 1024
 #: scatter by ``s_rows_*`` / ``s_tiles_*`` in ranges of destinations whose u32 winner table fits this
-#: many bytes of dynamic shared memory (no opt-in on any target), with this many threads a block and
-#: at most this many blocks (units beyond them are walked grid-stride)
+#: many bytes of dynamic shared memory (no opt-in on any target) where that takes at most
+#: ``S_ROWS_GROW`` ranges, with this many threads a block and at most this many blocks (units beyond
+#: them are walked grid-stride)
 S_ROWS_BYTES = 48 * 1024
+#: past ``S_ROWS_GROW`` ranges of ``S_ROWS_BYTES``, a range's table takes what the device lets a block
+#: have (``Device.max_shared_per_block``: the kernels have no static shared memory), at most
+#: ``S_ROWS_MAX_BYTES``: fewer ranges, each of which reads all of its row's or tile's ids again
+#: (the crossovers: docs/targets/cuda.md)
+S_ROWS_GROW = 6
+S_ROWS_MAX_BYTES = 96 * 1024
 S_ROWS_BLOCK = 1024
 S_ROWS_GRID = 1 << 20
 #: ``s_rows_*`` / ``s_tiles_*`` launch blocks of about a unit's sources over this many (a wave at
@@ -803,8 +810,12 @@ S_ROWS_RANGES = 16
 S_TILES_RANGES = 64
 S_TILES_RANGE_IDS = 4 << 20
 #: ``s_tiles_*`` takes tiles of at most this many adjacent columns (a power of two) along dims other
-#: than the last
+#: than the last; where its table grows past ``S_ROWS_BYTES`` and would still take more than
+#: ``S_TILE_NARROW_RANGES`` ranges, at most ``S_TILE_COLS_GROWN`` (twice the destinations a range,
+#: half the ids a tile)
 S_TILE_COLS = 16
+S_TILE_COLS_GROWN = 8
+S_TILE_NARROW_RANGES = 16
 #: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
 #: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
 SA_BALLOTS = 4
@@ -1027,9 +1038,10 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     Where candle's columns are few (``S_COLUMNS_MIN``) or a warp's are not adjacent
     (``S_COLUMNS_MIN_RIGHT``, the last dim included), ``s_rows_*`` (along the last dim) or
     ``s_tiles_*``: a block a unit of a row, or of a tile of up to ``S_TILE_COLS`` adjacent columns,
-    and a range of destinations along the dim whose u32 winner table fits ``S_ROWS_BYTES``, at most
-    ``S_ROWS_RANGES`` ranges a row or tile (``S_TILES_RANGES`` a tile whose ids fit
-    ``S_TILES_RANGE_IDS``: re-read from the L2), finds each destination's last
+    and a range of destinations along the dim whose u32 winner table fits ``S_ROWS_BYTES`` (past
+    ``S_ROWS_GROW`` such ranges, what the device gives a block up to ``S_ROWS_MAX_BYTES``:
+    ``_scatter_table_bytes``), at most ``S_ROWS_RANGES`` ranges a row or tile (``S_TILES_RANGES`` a
+    tile whose ids fit ``S_TILES_RANGE_IDS``: re-read from the L2), finds each destination's last
     source by shared-memory atomic maxima and then copies the winners: candle's result, with a
     column's work spread over a block where candle's column kernel gives it to one thread. Past
     those ranges, the same two passes through a zeroed u32 table the size of ``x`` in global memory
@@ -1069,7 +1081,9 @@ def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int
     they do not. ``tiles_last``: ``s_tiles_*`` (tiles of one column) along the last dim too, where
     the wrapper takes ``s_rows_*``: the benchmark's comparison of the two (docs/targets/cuda.md)."""
     cols = 1 if right == 1 else min(S_TILE_COLS, sort.next_power_of_two(right))
-    per_range = S_ROWS_BYTES // (4 * cols)
+    table = _scatter_table_bytes(x.device, m, cols)
+    cols = _grown_tile_cols(m, cols, table)
+    per_range = table // (4 * cols)
     if not per_range:
         return False
     ranges = -(-m // per_range)
@@ -1085,6 +1099,28 @@ def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int
         (min(units, S_ROWS_GRID), 1, 1), (block, 1, 1), None, span * cols * 4](
         ids, src, x, left, n, m, right, span, cols.bit_length() - 1)
     return True
+
+
+def _scatter_table_bytes(device, m: int, cols: int) -> int:
+    """The bytes of winners a unit of ``s_rows_*`` / ``s_tiles_*`` may hold for a dim of ``m``
+    destinations in tiles of ``cols`` columns: ``S_ROWS_BYTES`` where that takes at most ``S_ROWS_GROW``
+    ranges, else all the device lets a block have up to ``S_ROWS_MAX_BYTES`` (0: no table fits). A
+    bigger table costs resident blocks and L1 (it shares the SM's memory with shared memory), so it
+    pays only where it saves ranges, each of which reads all of its row's or tile's ids."""
+    limit = min(S_ROWS_MAX_BYTES, device.max_shared_per_block)
+    small = min(S_ROWS_BYTES, limit)
+    if small < 4 * cols:
+        return 0
+    return max(small, limit) if -(-m // (small // (4 * cols))) > S_ROWS_GROW else small
+
+
+def _grown_tile_cols(m: int, cols: int, table: int) -> int:
+    """The columns of ``s_tiles_*``'s tiles under a ``table`` of winners grown past ``S_ROWS_BYTES``:
+    ``S_TILE_COLS_GROWN`` where ``cols`` would take more than ``S_TILE_NARROW_RANGES`` ranges (fewer
+    re-reads of the tile's ids outweigh the narrower loads), else ``cols``."""
+    if table <= S_ROWS_BYTES or cols <= S_TILE_COLS_GROWN or -(-m // (table // (4 * cols))) <= S_TILE_NARROW_RANGES:
+        return cols
+    return S_TILE_COLS_GROWN
 
 
 def _atomic(op: str, ids, x, deterministic: bool) -> str | None:

@@ -441,40 +441,59 @@ def test_scatter_rows_last_writer(wave_device, dt, idt):
 
 
 @pytest.mark.parametrize("dt", (pk.f64, pk.bf16), ids=str)
-def test_scatter_paths(wave_device, monkeypatch, dt):
+@pytest.mark.parametrize("device_bytes", (4 * 90, 4 * 1000), ids=("device-cap", "max-bytes-cap"))
+def test_scatter_paths(wave_device, monkeypatch, dt, device_bytes):
     """Each of scatter's paths keeps candle's last writer: few or narrow columns take ``s_rows_*``
     (along the last dim) or ``s_tiles_*`` where a row's or a tile's destinations split into at most
-    ``S_ROWS_RANGES`` ranges of ``S_ROWS_BYTES`` of winners (a tile whose ids fit
-    ``S_TILES_RANGE_IDS``: ``S_TILES_RANGES``), and the global winner table (``s_winners_*`` /
-    ``s_from_winners_*``) past them; many wide columns keep candle's column kernel. Odd sizes around
-    each limit (a tile's ranges up to the last one that fits, a tile's ids one past their bytes),
-    duplicates, the sentinel, one past the dim."""
+    ``S_ROWS_RANGES`` ranges (a tile whose ids fit ``S_TILES_RANGE_IDS``: ``S_TILES_RANGES``) of
+    ``S_ROWS_BYTES`` of winners, or past ``S_ROWS_GROW`` such ranges of what the device lets a block
+    have (``max_shared_per_block``, here smaller or larger than ``S_ROWS_MAX_BYTES``), in tiles of up
+    to ``S_TILE_COLS_GROWN`` columns past ``S_TILE_NARROW_RANGES`` ranges; the global winner table
+    (``s_winners_*`` / ``s_from_winners_*``) past them; many wide columns keep candle's column kernel.
+    Odd sizes around each limit (the last range count before the table grows and the first after, the
+    last range count before narrower tiles and the first after, ranges up to the last that fits and
+    one past, a tile's ids one past their bytes), duplicates, the sentinel, one past the dim."""
     dev = wave_device
-    calls = []
+    calls, tables = [], []
     real = dev.get_or_load_func
     monkeypatch.setattr(dev, "get_or_load_func", lambda name, mod: calls.append(name) or real(name, mod))
+    monkeypatch.setattr(type(dev), "max_shared_per_block", property(lambda self: device_bytes))
+    sized = indexing._scatter_table_bytes
+    monkeypatch.setattr(indexing, "_scatter_table_bytes", lambda *a: tables.append(sized(*a)) or tables[-1])
     monkeypatch.setattr(indexing, "S_ROWS_BYTES", 4 * 40)
+    monkeypatch.setattr(indexing, "S_ROWS_GROW", 2)
+    monkeypatch.setattr(indexing, "S_ROWS_MAX_BYTES", 4 * 100)
     monkeypatch.setattr(indexing, "S_ROWS_RANGES", 3)
     monkeypatch.setattr(indexing, "S_TILE_COLS", 8)
+    monkeypatch.setattr(indexing, "S_TILE_COLS_GROWN", 4)
+    monkeypatch.setattr(indexing, "S_TILE_NARROW_RANGES", 2)
     monkeypatch.setattr(indexing, "S_COLUMNS_MIN", 6 * 32)
     monkeypatch.setattr(indexing, "S_TILES_RANGES", 6)
-    monkeypatch.setattr(indexing, "S_TILES_RANGE_IDS", 4 * 8 * 9)
+    monkeypatch.setattr(indexing, "S_TILES_RANGE_IDS", 4 * 4 * 9)
+    big = min(device_bytes, 4 * 100)  # the grown table: 90 winners (the device's cap) or 100 (S_ROWS_MAX_BYTES)
+    last = 3 * big // 4  # the longest row in S_ROWS_RANGES grown ranges
     tag = dt.tag
     rows, tiles, table = f"s_rows_u32_{tag}", f"s_tiles_u32_{tag}", "s_winners_u32"
-    for shape, n, dim, kernel in (((3, 40), 50, 1, rows), ((3, 41), 50, 1, rows), ((2, 120), 130, 1, rows),
-                                  ((2, 121), 70, 1, table), ((5, 7), 9, 0, tiles), ((15, 9), 5, 0, tiles),
-                                  ((16, 9), 5, 0, tiles), ((30, 9), 9, 0, tiles), ((31, 9), 9, 0, table),
-                                  ((30, 9), 10, 0, table), ((17, 3), 20, 0, tiles), ((40, 3), 18, 0, tiles),
-                                  ((40, 3), 19, 0, table), ((61, 3), 18, 0, table),
-                                  ((2, 3, 31), 4, 1, tiles), ((6, 5, 32), 9, 1, f"s_u32_{tag}"),
-                                  ((1, 4, 3, 33), 6, 1, tiles)):
+    # (shape, sources along dim, dim, kernel, bytes of winners a unit may hold; None: not asked)
+    for shape, n, dim, kernel, nbytes in (
+            ((3, 40), 50, 1, rows, 160), ((3, 80), 50, 1, rows, 160), ((3, 81), 90, 1, rows, big),
+            ((2, last), last + 10, 1, rows, big), ((2, last + 1), 70, 1, table, big),
+            ((5, 7), 9, 0, tiles, 160), ((10, 9), 5, 0, tiles, 160), ((11, 9), 5, 0, tiles, big),
+            ((2 * (big // 32), 9), 4, 0, tiles, big), ((2 * (big // 32) + 1, 9), 4, 0, tiles, big),
+            ((6 * (big // 16), 9), 9, 0, tiles, big), ((6 * (big // 16) + 1, 9), 9, 0, table, big),
+            ((6 * (big // 16), 9), 10, 0, table, big), ((3 * (big // 16), 9), 10, 0, tiles, big),
+            ((3 * (big // 16) + 1, 9), 10, 0, table, big), ((40, 3), 18, 0, tiles, big),
+            ((2, 3, 31), 4, 1, tiles, 160), ((6, 5, 32), 9, 1, f"s_u32_{tag}", None),
+            ((1, 4, 3, 33), 6, 1, tiles, 160)):
         src_shape = shape[:dim] + (n,) + shape[dim + 1:]
         hsrc, acc = values(dt, src_shape), values(dt, shape)
         ids = index_data(u32, math.prod(src_shape), shape[dim]).reshape(src_shape)
         x = dev.to_device(acc)
         calls.clear()
+        tables.clear()
         indexing.scatter(x, dim, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
         assert kernel in calls, (shape, calls)
+        assert tables == ([] if nbytes is None else [nbytes]), (shape, tables)
         want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), u32, dt, False)
         assert_bits(x.to_host(), want.reshape(shape), f"scatter {shape} dim {dim}")
 
