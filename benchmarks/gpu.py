@@ -28,7 +28,6 @@ from pykern import ConstPtr, Ptr, f32, usize
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import Timer, idle_start  # noqa: E402
-from timing import idle_start as timed  # noqa: E402,F401  (conv.py and indexing.py import it until they switch)
 
 
 class Bench:
