@@ -150,6 +150,22 @@ class TupleType(Type):
         return f"tuple[{', '.join(repr(t) for t in self.items)}]"
 
 
+@dataclass(frozen=True)
+class FragmentType(Type):
+    """A wave's share of a 16x16 tile for ``pk.mma``: ``role`` "a" (M x K), "b" (K x N, ``layout`` "row"
+    or "col" as it was loaded) or "acc" (M x N), of ``elem`` values. Each lane holds some elements
+    in the target's layout (``targets/matrix.py``); kernels pass fragments to ``pk.mma`` only, so
+    the layout never shows. Never in memory and never a kernel parameter."""
+
+    role: str
+    elem: DType
+    layout: str = "row"
+
+    def __repr__(self) -> str:
+        extra = f", {self.layout}" if self.role == "b" else ""
+        return f"mma.fragment[{self.role}, {self.elem!r}{extra}]"
+
+
 class VoidType(Type):
     def __repr__(self) -> str:
         return "None"

@@ -105,6 +105,8 @@ class FunctionLowering(GridTiles):
             return storage_type(ty) if memory else value_type(ty)
         if isinstance(ty, T.TupleType):  # a device function's several results (never in memory)
             return ir.LiteralStructType([FunctionLowering.llvm_type(target, t) for t in ty.items])
+        if isinstance(ty, T.FragmentType):  # pk.mma's per-lane share of a tile: the target's layout
+            return target.fragment_type(ty)
         raise TypeError(ty)
 
     def ltype(self, ty: T.Type) -> ir.Type:
@@ -145,7 +147,7 @@ class FunctionLowering(GridTiles):
 
     def zero(self, ty: T.Type) -> ir.Constant:
         lt = self.ltype(ty)
-        if isinstance(ty, (T.PtrType, T.TupleType)):
+        if isinstance(ty, (T.PtrType, T.TupleType, T.FragmentType)):
             return ir.Constant(lt, None)  # null, zeroinitializer
         return ir.Constant(lt, 0.0 if isinstance(lt, (ir.HalfType, ir.FloatType, ir.DoubleType)) else 0)
 

@@ -28,6 +28,7 @@ from .aliases import object_with_aliases
 from .llvm_ext import atomic_rmw, cmpxchg, intrinsic
 from .amdgpu_archs import ArchInfo, arch_info
 from .base import I1, I8, I16, I32, I64, KernelFrame, KernelSignature, Target
+from .matrix import MatrixUnit, mfma_16x16x16, mfma_i8, wmma_i8, wmma_rdna3, wmma_rdna4
 from .codeobject import CodeObject
 from .linker import link_shared
 
@@ -134,6 +135,18 @@ class AmdgpuTarget(Target):
         low = b.call(sdot4, [b.and_(x, I32(0x7F7F7F7F)), y, acc, no_clamp])
         top = b.call(sdot4, [b.and_(b.lshr(x, I32(7)), I32(0x01010101)), y, I32(0), no_clamp])
         return b.add(low, b.shl(top, I32(7)))
+
+    def matrix_unit(self, dtype) -> MatrixUnit:
+        """MFMA on CDNA, WMMA on RDNA3/RDNA4 in wave32 (their wave64 forms hold other layouts: those
+        take the portable lowering, like RDNA2 and the generic targets)."""
+        core, i8 = self.info.matrix_core, dtype.name == "i8"
+        if core == "mfma":
+            cdna3 = self.info.generation != "cdna2"
+            return mfma_i8(dtype, cdna3) if i8 else mfma_16x16x16(dtype, gfx942_names=cdna3)
+        if core in ("wmma_rdna3", "wmma_rdna4") and self.wave_size == 32:
+            rdna4 = core == "wmma_rdna4"
+            return wmma_i8(dtype, rdna4) if i8 else (wmma_rdna4 if rdna4 else wmma_rdna3)(dtype)
+        return super().matrix_unit(dtype)
 
     def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
         """``evict_first`` as LLVM's ``!nontemporal`` (the ISA's non-temporal / streaming bits);

@@ -74,6 +74,16 @@ class ArchInfo:
         every listed arch has the signed ``v_dot4(c)_i32_i8`` (``llvm.amdgcn.sdot4``)."""
         return self.generation in ("rdna3", "rdna4")
 
+    @property
+    def matrix_core(self) -> str | None:
+        """The family of matrix instructions ``pk.mma`` uses (``targets/matrix.py``): "mfma" (CDNA;
+        gfx90a's forms differ from gfx942's), "wmma_rdna3", "wmma_rdna4" (wave32 only), or None: RDNA2 has none, and the generic targets get the portable lowering
+        (an intrinsic LLVM cannot select for a target ends the process rather than raising)."""
+        if self.is_generic:
+            return None
+        return {"cdna2": "mfma", "cdna3": "mfma", "cdna4": "mfma", "rdna3": "wmma_rdna3",
+                "rdna4": "wmma_rdna4"}.get(self.generation)
+
     def supports_wave(self, size: int) -> bool:
         """CDNA (gfx9) is wave64 only; RDNA runs wave32 natively and wave64 on request."""
         return size == 64 if self.is_cdna else size in (32, 64)

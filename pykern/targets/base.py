@@ -23,8 +23,10 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import CompileError
+from ..ir import types as T
 from ..ir.nodes import Loc
 from .llvm_ext import alloca, atomic_rmw, cmpxchg
+from .matrix import MatrixUnit, PortableMatrixUnit
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 
@@ -134,6 +136,23 @@ class Target(ABC):
         instruction of this target, or None: the lowering then adds the four products in i32
         arithmetic (``dot4_bytes`` in ``lang/builtins/math.py``), the same wrapping sum."""
         return None
+
+    def matrix_unit(self, dtype) -> MatrixUnit:
+        """``pk.mma`` on ``dtype`` inputs (f16, bf16, i8): the target's matrix instruction where it has one
+        (``targets/matrix.py``), else the portable lowering through wave shuffles (the same products,
+        added in order of k)."""
+        return PortableMatrixUnit(dtype, self.wave_size)
+
+    def fragment_unit(self, frag) -> MatrixUnit:
+        """The unit that holds an ``ir.types.FragmentType`` value: an accumulator's is that of the inputs
+        it accumulates (f32: f16's, whose C layout bf16 shares on every target; i32: i8's)."""
+        if frag.role == "acc":
+            return self.matrix_unit(T.i8 if frag.elem is T.i32 else T.f16)
+        return self.matrix_unit(frag.elem)
+
+    def fragment_type(self, frag) -> ir.Type:
+        """The LLVM type of an ``ir.types.FragmentType`` value on this target (one lane's share)."""
+        return self.fragment_unit(frag).fragment_type(frag.role, frag.layout)
 
     def policy_load(self, b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, eviction: str) -> ir.Value:
         """``pk.load``: a global load whose cache line follows ``eviction`` (``N.EVICTION_POLICIES``)

@@ -19,6 +19,7 @@ from ..errors import CompileError
 from .aliases import ptx_with_aliases
 from .llvm_ext import BFLOAT, intrinsic
 from .base import I1, I32, I64, KernelFrame, KernelSignature, Target
+from .matrix import MatrixUnit, MmaSyncMatrixUnit
 
 #: Supported architectures and the oldest compute capability each one covers. LLVM picks the PTX
 #: ISA version (7.0 for sm_80 … 7.8 for sm_89/sm_90), which every CUDA 12+ driver loads.
@@ -78,6 +79,10 @@ class NvptxTarget(Target):
         # dp4a.{s32,u32}.s32 (sm_61+, so every supported arch): one instruction, wrapping like C's int
         name = "llvm.nvvm.idp4a." + ("s.s" if x_signed else "u.s")
         return b.call(intrinsic(b.module, name, I32, [I32, I32, I32]), [x, y, acc])
+
+    def matrix_unit(self, dtype) -> MatrixUnit:
+        # mma.sync m16n8k16 f16/bf16 and m16n8k32 s8: sm_80+, so every arch this target lists
+        return MmaSyncMatrixUnit(dtype)
 
     def _policy_bits(self, ty: ir.Type) -> int | None:
         """The width of a value ``L2::cache_hint`` accesses can move, or None: ``createpolicy`` needs

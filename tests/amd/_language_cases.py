@@ -436,3 +436,50 @@ def _mul24(dev):
     a[:6] = (64, 64, 64, 64, -5, 0x7FFFFF)
     b[:6] = (-1, 0x00FFFFFF, 0x00800000, 5, -3, 0x7FFFFF)
     mul24.launch(2, 64, 300, dev.to_device(a), dev.to_device(b), dev.zeros(600, i32), device=dev)
+
+
+@case("lang/mma")
+def _mma(dev):
+    """pk.mma: one tile from global memory (both B layouts, leading dimensions other than 16) and a
+    K-loop GEMM through shared memory, f16, bf16 and i8: v_mfma_* on CDNA, v_wmma_* on RDNA3/RDNA4. The
+    float inputs are small integers, so every partial sum is exact and the result is the same in any
+    order of the additions (the CPU's sequential sum, the instruction's own)."""
+    from tests.lang.test_mma import accumulator, depth, gemm, k_tile
+    gen = rng("lang/mma")
+    small = lambda dtype, shape: gen.integers(-8, 9, size=shape).astype(np.float32).astype(dtype.np)  # noqa: E731
+    width = dev.target.wave_size
+    for dtype in (f16, bf16, i8):
+        kd = depth(dtype)
+        values_of = (lambda shape: gen.integers(-128, 128, size=shape).astype(np.int8)) if dtype is i8 else \
+            (lambda shape, dtype=dtype: small(dtype, shape))
+        for layout in ("row", "col"):
+            a, b = values_of((16, kd + 8)), values_of((kd, 40) if layout == "row" else (16, 40))
+            c = gen.integers(-64, 65, size=(16, 20)).astype(accumulator(dtype).np)
+            k_tile.instance(f"mma_tile_{layout}_{dtype.name}", T=dtype, C=accumulator(dtype), layout=layout).launch(
+                1, 64, dev.to_device(a), kd + 8, dev.to_device(b), 40, dev.to_device(c), 20, device=dev)
+        for col in (False, True):
+            m, n, k = 64, 48, 3 * kd
+            a = values_of((m, k + 8))
+            b = values_of((n, k + 8) if col else (k, n + 16))
+            gemm(dtype, col, f"mma_gemm_{'col' if col else 'row'}_{dtype.name}").launch(
+                ((n + 31) // 32, m // 32), 4 * width, m, n, k, dev.to_device(a), k + 8, dev.to_device(b), b.shape[1],
+                dev.zeros((m, n + 4), accumulator(dtype)), n + 4, device=dev)
+
+
+@pk.kernel
+def lds_d16(x: ConstPtr[f16], out: Ptr[f16]):
+    """16-bit values read back from shared memory eight apart, which LLVM packs in pairs with
+    ds_load_u16_d16 / ds_load_u16_d16_hi on RDNA: the reproducer of that MISMATCHES row."""
+    s = pk.shared.array(512, f16)
+    t = i32(pk.thread_idx.x)
+    for e in range(t, 512, 64):
+        s[e] = x[e]
+    pk.syncthreads()
+    for j in pk.static_range(8):
+        out[t * 8 + j] = s[(t % 16) + 32 * j]
+
+
+@case("lang/lds_d16")
+def _lds_d16(dev):
+    gen = rng("lang/lds_d16")
+    lds_d16.launch(1, 64, dev.to_device(values(f16, 512, gen)), dev.zeros(512, f16), device=dev)

@@ -51,6 +51,18 @@ LIMITS: tuple[Limit, ...] = (
           "wave after 1M instructions (the worker then restarts: the stores may have corrupted it). gfx90a's "
           "launches of that path are refused before it (v_mad_f32)",
           kernels=r"im2col1d_\w+"),
+    Limit(("gfx90a",), r"unknown cdna format word=0xd3e7", "v_mfma_f32_16x16x16bf16_1k",
+          "gfx90a's v_mfma_f32_16x16x16bf16_1k (pk.mma on bf16; spelt v_mfma_f32_16x16x16_bf16 on gfx940+) is "
+          "not in the emulator's CDNA4 tables ('unknown cdna format word=0xd3e7....'); gfx90a's f16 form "
+          "(v_mfma_f32_16x16x16f16) and gfx942's bf16 one run and agree",
+          kernels=r"mma_\w+_bf16"),
+    Limit(("gfx942",), r"Failed to compile v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32_i8",
+          "the emulator cannot build its runner for v_mfma_i32_16x16x32_i8 (pk.mma on i8; its C source for "
+          "the instruction fails to compile: 'Failed to compile v_mfma_i32_16x16x32_i8(...)'), so the launch "
+          "is refused", kernels=r"mma_\w+_i8"),
+    Limit(("gfx90a",), r"emulator process died", "v_mfma_i32_16x16x16i8",
+          "the emulator process dies (SIGSEGV) in every launch of gfx90a's v_mfma_i32_16x16x16i8 (pk.mma on "
+          "i8, two a 32-deep step), on its CDNA4 tables", kernels=r"mma_\w+_i8"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",
           "f64 atomic add on RDNA4 is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64, which "
           "never succeeds on the emulator: the loop runs until the emulator stops it",
@@ -116,7 +128,7 @@ def known_limit(arch: str, kernel: str, detail: str) -> Limit | None:
 
 
 MISMATCHES += (
-    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16"
+    Mismatch(ALL, r"gather_shared_u8_(f16|bf16|u8|f8_e4m3)|im2col_(f16|bf16)|sa_rows_\w+_bf16|lds_d16"
                   r"|col2im1d_staged_(f16|bf16)|col2im1d_rows_(f16|bf16)",
              "ds_load_u16_d16_hi",
              "the emulator runs the DS d16 loads (ds_load_u16_d16 / ds_load_u16_d16_hi / ds_load_u8_d16 / "
@@ -151,4 +163,18 @@ MISMATCHES += (
              "case lang/mul24, whose kernel LLVM compiles to exactly these two instructions on every arch, "
              "gets hi 63 for 64 x -1 (the hardware and the CPU: -1) and lo 0x3fffffc0 for 64 x 0x00ffffff "
              "(-64). The same defect kills im2col1d's staged path on gfx942 (the LIMITS row)"),
+)
+
+
+MISMATCHES += (
+    Mismatch(("gfx1100",), r"mma_gemm_row_(f16|bf16|i8)", "ds_load_u16_d16_hi",
+             "the DS d16 loads' defect (the ds_load_u16_d16_hi row): pk.mma's B fragment read row-major from "
+             "shared memory is 16 (f16/bf16) or 32 (i8) narrow loads a lane on RDNA3 (a column of B), which "
+             "LLVM packs with ds_load_u16_d16 / _hi and ds_load_u8_d16 / _hi; the column-major GEMM "
+             "(ds_load_b128) and the tiles read from global memory agree with the CPU on the same WMMA "
+             "(lang/lds_d16 reproduces the loads alone)"),
+    Mismatch(("gfx1201",), r"mma_gemm_(row|col)_(f16|bf16)", "ds_load_u16_d16_hi",
+             "the DS d16 loads' defect (the ds_load_u16_d16_hi row): on RDNA4 both of pk.mma's fragments read "
+             "from shared memory pack 16-bit halves with ds_load_u16_d16_hi; the tiles read from global memory "
+             "agree with the CPU on the same v_wmma_f32_16x16x16_*"),
 )

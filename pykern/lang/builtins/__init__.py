@@ -3,7 +3,7 @@
 A built-in is a marker object (``pk.sqrt``) and a ``core.Definition`` in ``core.REGISTRY``: its
 typing rule and its lowering, registered side by side by the decorators of ``core`` in one module
 per group: ``thread`` (ids and the loops over threads), ``sync`` (barriers and fences), ``memory``
-(``pk.load``/``pk.store``, bit casts, shared and local arrays), ``math``, ``atomics``, ``wave``.
+(``pk.load``/``pk.store``, bit casts, shared and local arrays), ``math``, ``atomics``, ``wave``, ``mma`` (matrix multiply-accumulate on a wave's tiles).
 Adding a built-in is one function of each kind in its group's module, its marker exported here (and
 from ``pykern/__init__.py``), its test and its row in ``docs/language.md``.
 
@@ -16,6 +16,7 @@ from .core import (OPERATOR_FUNCS, REGISTRY, Builtin, Definition, Dim3, Namespac
 from .atomics import atomic
 from .math import (ceil, copysign, dot4_i8, dot4_u8i8, fabs, fast_exp2, fast_rcp, floor, fma, fmax, fmin, isinf,
                    isnan, maximum, minimum, rint, select, sqrt, trunc)
+from .mma import mma
 from .memory import bitcast, is_aligned, load, local, shared, store
 from .sync import syncthreads, threadfence, threadfence_block, threadfence_system
 from .thread import (block_dim, block_idx, global_id, grid_dim, grid_stride, lane_id, parallel_range, static_range,
@@ -27,6 +28,6 @@ __all__ = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads
            "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2", "fast_rcp", "select",
            "static_range", "is_aligned", "load", "store", "dot4_i8", "dot4_u8i8",
            "thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local", "wave_size",
-           "tile_bytes",
+           "tile_bytes", "mma",
            "Builtin", "Dim3", "Namespace", "TargetConstant", "WaveSize", "TileBytes", "OPERATOR_FUNCS", "REGISTRY",
            "Definition", "definition", "lookup"]
