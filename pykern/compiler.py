@@ -137,17 +137,16 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
             by_name[inst.name] = sig
             sigs.append(sig)
     module.kernel_aliases = aliases
-    module.loop_strength_reduction = not all(_without_lsr(inst, target) for inst in kernels)
+    module.loop_strength_reduction = loop_strength_reduction(kernels, target)
     return module, sigs
 
 
-def _without_lsr(inst, target: Target) -> bool:
-    """Whether ``inst`` is a kernel of a stdlib module that ``target`` generates without LLVM's loop
-    strength reduction (``Target.no_lsr_modules``): decided by the kernel's own module, so a kernel
-    compiled alone (the runtime's first use, ``unary.uexp_f32``) gets the code of its module's build."""
-    if not getattr(inst.kdef.__wrapped__, "__module__", "").startswith("stdlib_kernels."):
-        return False
-    return inst.module.name in target.no_lsr_modules
+def loop_strength_reduction(kernels, target: Target) -> bool:
+    """Whether LLVM's loop strength reduction runs on the module of ``kernels`` for ``target``: each
+    kernel declares it (``@pk.kernel(loop_strength_reduction={"cuda": False})``), LLVM's switch is
+    per module, so it stays on unless every kernel opts out. Decided by the kernels themselves, so
+    a kernel compiled alone (the runtime's first use, ``unary.uexp_f32``) gets its module build's code."""
+    return any(inst.kdef.lsr_for(target.name) for inst in kernels)
 
 
 # ---- the source-level cache ------------------------------------------------------------------------

@@ -153,10 +153,10 @@ def _collect(source, files: set[str], seen: set[int], values: list[str]) -> None
 
 def fingerprint(module) -> str:
     """A cheap hash of everything in ``module`` (a ``pykern.Module`` or a list of kernel instances)
-    that decides its kernels' code (no lowering): each kernel's name, compile-time parameters, max
-    block size and source hash; the values of the globals and closure variables they and the device
-    functions they reach read; and the contents of the files holding all of those and of the package
-    modules they use. (The compiler's own sources are in ``versions()``.)"""
+    that decides its kernels' code (no lowering): each kernel's name, compile-time parameters, launch
+    bounds, loop-strength-reduction choice and source hash; the values of the globals and closure
+    variables they and the device functions they reach read; and the contents of the files holding
+    all of those and of the package modules they use. (The compiler's own sources are in ``versions()``.)"""
     h = hashlib.sha256()
     files: set[str] = set()
     seen: set[int] = set()
@@ -165,7 +165,7 @@ def fingerprint(module) -> str:
     for inst in getattr(module, "kernels", module):
         src = inst.kdef.source
         params = ",".join(f"{k}={_param_token(v, files, seen, values)}" for k, v in sorted(inst.params.items()))
-        bounds = f"{inst.max_block_size}|{inst.kdef.min_blocks_per_sm}"
+        bounds = f"{inst.max_block_size}|{inst.kdef.min_blocks_per_sm}|lsr={inst.kdef.loop_strength_reduction}"
         lines.append(f"{inst.name}|{src.source_hash}|{bounds}|{params}\n")
         _collect(src, files, seen, values)
     for line in sorted(lines):  # the order kernels were added in does not change what they are

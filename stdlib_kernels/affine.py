@@ -31,8 +31,8 @@ def _affine_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: Co
 
 
 #: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
-affine_kernel = pk.kernel(min_blocks_per_sm=2)(_affine_kernel)
-affine_kernel_wide = pk.kernel(_affine_kernel)
+affine_kernel = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_affine_kernel)
+affine_kernel_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_affine_kernel)
 
 
 for _t in DTYPES:  # plus candle-core's spelling of f8 (DType::F8E4M3.as_str())

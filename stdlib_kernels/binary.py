@@ -39,8 +39,8 @@ def _binary_op(numel: usize, num_dims: usize, info: ConstPtr[usize], lhs: ConstP
 
 
 #: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
-binary_op = pk.kernel(min_blocks_per_sm=2)(_binary_op)
-binary_op_wide = pk.kernel(_binary_op)
+binary_op = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_binary_op)
+binary_op_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_binary_op)
 
 
 # candle's CPU ops (``v1 < v2 ? v2 : v1`` for maximum); comparisons give 0/1 as u8

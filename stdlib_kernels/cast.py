@@ -30,8 +30,8 @@ def _cast_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: Cons
 
 
 #: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
-cast_kernel = pk.kernel(min_blocks_per_sm=2)(_cast_kernel)
-cast_kernel_wide = pk.kernel(_cast_kernel)
+cast_kernel = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_cast_kernel)
+cast_kernel_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_cast_kernel)
 
 
 for _s in DTYPES:

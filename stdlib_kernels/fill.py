@@ -32,12 +32,12 @@ def fill_contiguous(out: Ptr[T], value: T, numel: usize):
             out[i] = value
 
 
-@pk.kernel
+@pk.kernel(loop_strength_reduction={"cuda": False})
 def fill_kernel(buf: Ptr[T], value: T, numel: usize, *, T):
     fill_contiguous(buf, value, numel)
 
 
-@pk.kernel
+@pk.kernel(loop_strength_reduction={"cuda": False})
 def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, dst_s: u32, *, T, W):
     """Row by row: the grid's threads form groups of ``per_row`` workers, one per ``W`` elements of a
     row (a 16-byte tile on GPUs), each group copying rows ``r, r + groups, ...`` through
@@ -65,7 +65,7 @@ def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, d
 CONST_SET_SPREAD = 4
 
 
-@pk.kernel
+@pk.kernel(loop_strength_reduction={"cuda": False})
 def const_set_kernel(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, out: Ptr[T], *, T):
     """candle passes ``info`` even for a contiguous destination: see ``set_value``."""
     set_value(numel, num_dims, info, value, out, W=pk.tile_bytes // T.nbytes if pk.tile_bytes > T.nbytes else 1,

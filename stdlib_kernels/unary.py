@@ -39,10 +39,10 @@ def _unary(numel: usize, num_dims: usize, info: ConstPtr[usize], inp: ConstPtr[T
 
 
 #: two blocks of 1024 an SM under candle's launch (32 registers); the 64-bit types keep the default budget
-unary = pk.kernel(min_blocks_per_sm=2)(_unary)
-unary_wide = pk.kernel(_unary)
+unary = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_unary)
+unary_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_unary)
 #: 1-byte copies: the bound on CUDA only (on gfx90a its waves-per-EU limit spills SGPRs; docs/targets/cuda.md)
-unary_narrow = pk.kernel(min_blocks_per_sm={"cuda": 2})(_unary)
+unary_narrow = pk.kernel(min_blocks_per_sm={"cuda": 2}, loop_strength_reduction={"cuda": False})(_unary)
 
 
 TILE = 32  # transposes move tiles of TILE elements along i by TILE * LOADS[T] along j; see transpose_tiles
@@ -111,8 +111,8 @@ def _unary_p(numel: usize, num_dims: usize, info: ConstPtr[usize], param: T, inp
                    TRANSPOSE=None)
 
 
-unary_p = pk.kernel(min_blocks_per_sm=2)(_unary_p)
-unary_p_wide = pk.kernel(_unary_p)
+unary_p = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_unary_p)
+unary_p_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_unary_p)
 
 
 @pk.func

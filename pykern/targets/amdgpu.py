@@ -60,8 +60,6 @@ class AmdgpuTarget(Target):
     private_as = 5
     binary_ext = ".hsaco"
     emits_aliases = True
-    # LSR stays on here (no_lsr_modules empty): without it gfx90a's code generation took 11 s less
-    # CPU over the stdlib, but the AMD resource comparison of the changed kernels is not done yet
 
     def __init__(self, arch: str, code_object_version: int | None = None, wave64: bool | None = None):
         try:

@@ -98,11 +98,6 @@ class Target(ABC):
     #: ``kernel_aliases`` attribute ``compiler.lower_module`` sets on the module: ``{alias: primary}``);
     #: where False the compiler lowers every name as a kernel of its own
     emits_aliases = False
-    #: stdlib modules (``pykern.Module`` names) whose code LLVM generates without its loop strength
-    #: reduction (the NVPTX target's list): LSR was 28% of sm_90 code generation, and switching it off
-    #: left these families' kernels as fast on an H100 (docs/cli.md, "Cold build time"), but cost
-    #: quantized's MMVQ 10%. Every other module, and every user module, keeps LLVM's default.
-    no_lsr_modules: frozenset[str] = frozenset()
 
     def __init__(self, arch: str):
         self.arch = arch
@@ -197,9 +192,9 @@ class Target(ABC):
     @contextlib.contextmanager
     def codegen_options(self, module: ir.Module):
         """LLVM's code-generator options for emitting ``module``: loop strength reduction off where
-        the compiler chose so (``module.loop_strength_reduction``, see ``no_lsr_modules``). LLVM's
-        options are process-wide and a build worker compiles several modules, so the option is set
-        before each emission and put back to LLVM's default after it."""
+        its kernels chose so for this target (``module.loop_strength_reduction``, from ``@pk.kernel``'s
+        option). LLVM's options are process-wide and a build worker compiles several modules, so the
+        option is set before each emission and put back to LLVM's default after it."""
         lsr = getattr(module, "loop_strength_reduction", True)
         if lsr:
             yield

@@ -55,7 +55,6 @@ class NvptxTarget(Target):
     private_as = 0
     binary_ext = ".ptx"
     emits_aliases = True
-    no_lsr_modules = frozenset({"affine", "binary", "cast", "fill", "ternary", "unary"})
 
     def __init__(self, arch: str = DEFAULT_ARCH):
         if arch not in ARCHS:

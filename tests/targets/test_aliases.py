@@ -1,7 +1,7 @@
 """A kernel under two names (candle's second names, 72 of the stdlib's kernels) is compiled once and
 written under both: PTX entries that differ only in their names, AMDGPU kernels whose symbols,
 descriptors and metadata are the primary's; the CPU target compiles both names. And the per-module
-loop-strength-reduction choice: the stdlib modules listed by the GPU targets only, reset after."""
+loop-strength-reduction choice: the stdlib kernels that opt out on CUDA only, reset after."""
 from __future__ import annotations
 
 import re
@@ -152,7 +152,7 @@ def test_loop_strength_reduction_choice():
     assert lower_module(unary[:1], cuda, f"unary.{unary[0].name}")[0].loop_strength_reduction is False
     quantized = stdlib_kernels.module("quantized").kernels[:1]
     assert lower_module(quantized, cuda, "quantized")[0].loop_strength_reduction is True
-    # a user's module that happens to be called "unary" keeps LLVM's default
+    # a user's module that happens to be called "unary" keeps LLVM's default (kernels choose, not names)
     assert lower_module(_stdlib_like_module("unary").kernels, cuda, "unary")[0].loop_strength_reduction is True
 
 
