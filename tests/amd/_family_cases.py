@@ -502,7 +502,11 @@ def _products(dev):
         for name, block in ((kernel_name("mul_mat", q.name), (32, 4)), (kernel_name("mul_mat_rows", q.name), (32, 4)),
                             (kernel_name("mul_mat_rows", q.name), (32, 2))):
             _launch(dev, sk.QUANTIZED, name, (1, 1), block, w, vy, out, QK_COLS, 3, 9, k_padded, 3)
-        # the wrappers: one column, nine (eight a block and one more), and candle's forced DMMV
+        # the wrappers' earlier MMQ (mul_mat_cols: 8 columns a block, q8_1 blocks)
+        _launch(dev, sk.QUANTIZED, kernel_name("mul_mat_cols", q.name), (1, 1), (32, qk.MMQ_BLOCK_Y), w, vy, out,
+                QK_COLS, 3, k_padded, 3)
+        # the wrappers: one column, nine (planar q8_1: two groups of 8, the second partly past the
+        # matrix), and candle's forced DMMV
         for batch in (1, 9):
             quantized_api.matmul(w, q.name, dev.to_device(x8[:batch]))
         quantized_api.matmul(w, q.name, dev.to_device(x8[:1]), dmmv=True)
