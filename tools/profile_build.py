@@ -30,7 +30,7 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
     import llvmlite.binding as llvm
 
     import stdlib_kernels
-    from pykern.compiler import collector_paused, lower_module
+    from pykern.compiler import collector_paused, lower_module, rendered
     from pykern.targets import registry
     from pykern.targets.aliases import object_with_aliases, ptx_with_aliases
 
@@ -47,7 +47,7 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
         c1 = clock()
         mod, _ = lower_module(module.kernels, target, name)  # what the compiler lowers: aliases once
         c2 = clock()
-        text = str(mod)
+        text = rendered(mod)  # the compiler's renderer (lower.render)
     c3 = clock()
     ref = llvm.parse_assembly(text)
     ref.verify()
