@@ -833,7 +833,7 @@ COLR_MIN_ROWS = 16
 #: the wrappers' block for the rows path
 COLR_BLOCK = 256
 #: f32 on CUDA: shorter staged rows (8 channels of a 4-tap kernel) in a larger stage, so an item spans
-#: more source positions (H100: 72% -> 78% of copy; 16-bit types lost with either, docs/targets/cuda.md);
+#: more source positions (16-bit types lost with either: the figures in docs/targets/cuda.md);
 #: elsewhere the 32 KiB stage leaves AMD's 64 KiB LDS two blocks a CU
 COLR_STAGE_BYTES_F32_CUDA = 49152
 COLR_ROW_BYTES_F32_CUDA = 128
