@@ -1,6 +1,7 @@
 """The QUANTIZED family against PyTorch and the copy bandwidth, on one CUDA GPU, in one process.
 
-Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes|tile] [--iters 50]
+Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes|pairs|planar|tile]
+[--iters 50]
 
 * MMVQ at batch 1 (Q4_0, Q4_K, Q6_K, Q8_0; 4096x4096 and 14336x4096): the q8_1 + MMVQ pair per
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
@@ -9,7 +10,8 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
   candle's exact launch (``mul_mat_vec_via_q8_1``: one row a block) are both timed, each pair and
   its MMVQ alone; "host loop" is the pair launched from Python back to back (no graph), which the
   host's ~5-7 us a launch bounds.
-* MMQ at 16, 32 and 128 activation rows, under candle's tile and the wrappers' (``mul_mat_cols_*``),
+* MMQ at 16, 32 and 128 activation rows, under candle's tile and the wrappers' (planar q8_1 and
+  ``mul_mat_planar_*``),
   against dequantize-then-``torch.matmul`` in f16 (the dequantize being pykern's fastest, the
   wrappers' ``dequantize_*_f16``); the matmul alone is printed too.
 * ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written,
@@ -18,6 +20,10 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * probes: the q4_K / q6_K pair with an empty kernel in the quantize's place (what a second kernel
   costs by itself), the device's dp4a rate (the arithmetic bound of a dp4a MMQ), and the wrappers'
   MMQ kernel with more activation columns and fewer rows a block at 32 columns.
+* pairs: the batch-1 pair of q4_K, q5_K, q6_K under the wrappers' kernel and ``mul_mat_vec_pairs``
+  (a thread two chunks from one load of their shared words) at several rows a block.
+* planar: the wrappers' MMQ (planar q8_1 + ``mul_mat_planar_{q}``) against their earlier
+  ``mul_mat_cols`` and dequantize + torch.matmul at 16 to 128 columns, other shapes and blocks.
 * tile: the tiled MMQ probe (``mmq_tile_probe_{q}``, both operands staged in shared memory: ggml's
   mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
   activation columns.
@@ -186,37 +192,37 @@ def mmq(b: Bench) -> None:
     the wrappers' ``dequantize_{q}_f16``), and torch.matmul alone."""
     torch, rng = b.torch, np.random.default_rng(1)
     nrows, ncols = 4096, 4096
-    print(f"\nMMQ {nrows}x{ncols} (quantize_q8_1 + mul_mat; GB/s of weight bytes)")
-    quant = b.fn("quantize_q8_1")
+    print(f"\nMMQ {nrows}x{ncols} (quantize + mul_mat; GB/s of weight bytes)")
+    quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
     k_padded = -(-ncols // 512) * 512
     for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
         ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
         deq = b.fn(f"dequantize_{qtype}_f16")
-        mmq_k, cols_k = b.fn(f"mul_mat_{qtype}"), b.fn(f"mul_mat_cols_{qtype}")
+        mmq_k, planar_k = b.fn(f"mul_mat_{qtype}"), b.fn(f"mul_mat_planar_{qtype}")
         tile_x, tile_y = Q.MMQ_TILES[qtype]
 
         def candle(s, w, vy, dst, batch):  # candle's tile, block (32, 4)
             mmq_k[(-(-nrows // tile_y), -(-batch // tile_x)), (32, 4), s](
                 w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
 
-        def wrappers(s, w, vy, dst, batch):  # quantized_api.matmul's launch (batch a multiple of 8 here)
-            cols_k[(-(-nrows // Q.MMQ_ROWS_A_BLOCK), batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
-                w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, k_padded, nrows)
+        def wrappers(s, w, vp, dst, batch):  # quantized_api.matmul's launch: planar q8_1
+            planar_k[(-(-nrows // Q.MMQ_PLANAR_ROWS), -(-batch // Q.MMQ_PLANAR_COLUMNS)), (32, Q.MMQ_PLANAR_BLOCK_Y), s](
+                w.data_ptr(), vp.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
 
-        launches = {f"candle's tile {tile_x}x{tile_y}": candle, "wrappers' mul_mat_cols": wrappers}
+        launches = {f"candle's tile {tile_x}x{tile_y}": (quant, candle), "wrappers' mul_mat_planar": (pquant, wrappers)}
         w16 = torch.empty((nrows, ncols), dtype=torch.float16, device="cuda")
         el = nrows * ncols
         for batch in (16, 32, 128):
             x = torch.randn(batch, ncols, device="cuda")
             x16 = x.half()
-            vy = torch.empty(batch * k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+            vy = torch.empty(batch * k_padded // 32 * Q.PLANAR_BYTES, dtype=torch.uint8, device="cuda")  # either
             dst = torch.empty(batch, nrows, device="cuda")
 
             t_ref = b.time(dequant_matmul(torch, deq, ws, w16, x16, el))
             t_mm = b.time(lambda i, s, x16=x16: torch.matmul(x16, w16.T))
-            for label, launch in launches.items():
-                def ours(i, s, ws=ws, launch=launch, x=x, vy=vy, dst=dst, batch=batch):
-                    quant[(k_padded // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+            for label, (qfn, launch) in launches.items():
+                def ours(i, s, ws=ws, qfn=qfn, launch=launch, x=x, vy=vy, dst=dst, batch=batch):
+                    qfn[(k_padded // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
                     launch(s, ws[i % len(ws)], vy, dst, batch)
 
                 t_ours = b.time(ours)
@@ -264,6 +270,22 @@ MMQ_SHAPES = ((8, 4), (16, 2), (32, 1), (16, 1))
 MMVQ_MIN_BLOCKS = (10, 12, 16)
 _MMVQ_BOUNDED = {mb: pk.kernel(max_block_size=128, min_blocks_per_sm={"cuda": mb})(Q.mul_mat_vec_q8_1.__wrapped__)
                  for mb in MMVQ_MIN_BLOCKS}
+
+#: (rows a block, block) of the pairs kernel (``mul_mat_vec_pairs``) that ``--only pairs`` times for
+#: the pair formats, beside the wrappers' kernel
+PAIR_SHAPES = ((2, (32, 2)), (4, (32, 2)), (4, (32, 4)), (8, (32, 2)))
+PAIR_FORMATS = tuple(q.name for q in Q.MATMUL_TYPES if q.pair is not None)
+PAIR_PROBES = pk.Module("quantized_pairs").add(
+    *(Q.mul_mat_vec_pairs.instance(f"pairs_{q}_{r}", Q=Q.QTYPES[q], rows=r)
+      for q in PAIR_FORMATS for r in sorted({r for r, _ in PAIR_SHAPES})))
+
+#: (columns, rows) a block of the planar-activation MMQ (``mul_mat_planar``) that ``--only planar`` times
+#: beside the wrappers' (``mul_mat_planar_{q}``: MMQ_PLANAR_COLUMNS x MMQ_PLANAR_ROWS), under (32, 2)
+PLANAR_SHAPES = ((4, 8), (16, 2))
+PLANAR_FORMATS = ("q4_0", "q4_K", "q6_K", "q8_0")
+PLANAR_PROBES = pk.Module("quantized_planar").add(
+    *(Q.mul_mat_planar.instance(f"planar_{q}_{n}x{r}", Q=Q.QTYPES[q], N=n, rows=r)
+      for q in PLANAR_FORMATS for n, r in PLANAR_SHAPES))
 
 PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"), dp4a_probe.instance("dp4a_probe"),
                                           *(Q.mul_mat_vec_q8_1.instance(f"cols_q4_0_{n}x{r}", Q=Q.QTYPES["q4_0"], N=n,
@@ -597,6 +619,96 @@ def probes(b: Bench) -> None:
 
 
 
+def pairs(b: Bench) -> None:
+    """The batch-1 pair (quantize_q8_1 + MMVQ) of the pair formats (q4_K, q5_K, q6_K): the wrappers'
+    kernel against ``mul_mat_vec_pairs`` (a thread two chunks from one load of their shared words)
+    at PAIR_SHAPES, same buffers, outputs compared; 14336 x 4096 and 4096 x 4096."""
+    torch, rng = b.torch, np.random.default_rng(6)
+    print("\npairs: the wrappers' batch-1 MMVQ against mul_mat_vec_pairs (weight bytes; pair, then MMVQ alone)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in ((14336, 4096), (4096, 4096)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in PAIR_FORMATS:
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            variants = {"wrappers'": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype],
+                                      Q.MMVQ_WRAPPER_BLOCK[qtype])}
+            for rows, block in PAIR_SHAPES:
+                variants[f"pairs {rows} rows ({block[0]}, {block[1]})"] = (
+                    b.dev.get_or_load_func(f"pairs_{qtype}_{rows}", PAIR_PROBES), rows, block)
+            want = None
+            for label, (fn, rows, block) in variants.items():
+                alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded, block)
+                t_pair, t_alone = b.time(pair), b.time(alone)
+                b.report(f"{qtype} {nrows}x{ncols} {label}", t_pair, wbytes)
+                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
+                dst.fill_(float("nan"))
+                pair(0, None)
+                torch.cuda.synchronize()
+                got = dst.cpu().numpy()
+                want = got if want is None else want
+                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with the wrappers'"
+            del ws
+
+
+def planar(b: Bench) -> None:
+    """The wrappers' MMQ (``quantize_q8_1_planar`` + ``mul_mat_planar_{q}``: each activation load
+    coalesced over the warp, the group sums precomputed) against their earlier ``mul_mat_cols``
+    (q8_1 blocks 36 bytes apart) and dequantize + torch.matmul f16, 4096 x 4096 at 16, 32, 64 and 128
+    activation columns; the planar kernel also at PLANAR_SHAPES and under (32, 1) and (32, 4);
+    outputs compared with ``mul_mat_cols``'."""
+    torch, rng = b.torch, np.random.default_rng(7)
+    n = 4096
+    print(f"\nplanar MMQ {n}x{n} (quantize + MMQ) against mul_mat_cols and dequantize + torch.matmul f16")
+    quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
+    w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
+    for qtype in PLANAR_FORMATS:
+        ws = b.rotated(random_blocks(rng, qtype, n, n))
+        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_cols_{qtype}")
+        for batch in (16, 32, 64, 128):
+            x = torch.randn(batch, n, device="cuda")
+            x16 = x.half()
+            vy = torch.empty(batch * n // 32 * 36, dtype=torch.uint8, device="cuda")
+            vp = torch.empty(batch * n // 32 * Q.PLANAR_BYTES, dtype=torch.uint8, device="cuda")
+            dst = torch.empty(batch, n, device="cuda")
+            t_ref = b.time(dequant_matmul(torch, deq, ws, w16, x16, n * n))
+
+            def cols(i, s, x=x, vy=vy, dst=dst, batch=batch, ws=ws):
+                quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
+                cols_k[(n // Q.MMQ_ROWS_A_BLOCK, batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
+                    ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, n, n)
+
+            shapes = [("wrappers'", b.fn(f"mul_mat_planar_{qtype}"), Q.MMQ_PLANAR_COLUMNS, Q.MMQ_PLANAR_ROWS, by)
+                      for by in (Q.MMQ_PLANAR_BLOCK_Y, 1, 4)]
+            shapes += [("probe", b.dev.get_or_load_func(f"planar_{qtype}_{cn}x{r}", PLANAR_PROBES), cn, r,
+                        Q.MMQ_PLANAR_BLOCK_Y) for cn, r in PLANAR_SHAPES]
+            variants = {"mul_mat_cols (wrappers' before)": cols}
+            for what, fn, cn, rows, by in shapes:
+                def ours(i, s, fn=fn, cn=cn, rows=rows, by=by, x=x, vp=vp, dst=dst, batch=batch, ws=ws):
+                    pquant[(n // 256, batch), 256, s](x.data_ptr(), vp.data_ptr(), n, n)
+                    fn[(n // rows, -(-batch // cn)), (32, by), s](ws[i % len(ws)].data_ptr(), vp.data_ptr(),
+                                                                 dst.data_ptr(), n, n, batch, n, n)
+                variants[f"planar {what} {cn} cols x {rows} rows (32, {by})"] = ours
+            want = None
+            for label, f in variants.items():
+                b.report(f"{qtype} batch {batch} {label}", b.time(f), ws[0].numel(), t_ref, "dequant+matmul f16")
+                dst.fill_(float("nan"))
+                f(0, None)
+                torch.cuda.synchronize()
+                got = dst.cpu().numpy()
+                want = got if want is None else want
+                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with mul_mat_cols"
+            t_pq = b.time(lambda i, s, x=x, vp=vp, batch=batch: pquant[(n // 256, batch), 256, s](
+                x.data_ptr(), vp.data_ptr(), n, n))
+            t_q = b.time(lambda i, s, x=x, vy=vy, batch=batch: quant[(n // 256, batch), 256, s](
+                x.data_ptr(), vy.data_ptr(), n, n))
+            print(f"{'':48} quantize_q8_1_planar alone {t_pq * 1e6:6.2f} us, quantize_q8_1 {t_q * 1e6:6.2f} us")
+        del ws
+
+
 def tile(b: Bench) -> None:
     """The tiled MMQ probe (``mmq_tile_probe_{q}``: both operands staged in shared memory) against
     the wrappers' ``mul_mat_cols`` and dequantize + torch.matmul f16, 4096 x 4096, each with the
@@ -649,7 +761,8 @@ def tile(b: Bench) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "tile"])
+    ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
+                                           "tile"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -657,7 +770,8 @@ def main() -> None:
         sys.exit("benchmarks/quantized.py needs a CUDA GPU")
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), args.iters)
-    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "tile": tile}
+    parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
+             "planar": planar, "tile": tile}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

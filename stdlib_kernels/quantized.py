@@ -20,8 +20,10 @@ are bit-exact. Every kernel family is written once over that table:
   and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in shared
   memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on a smaller tile. The
   wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
-  q4_K ``mul_mat_vec_pairs``, a thread chunks 2p and 2p + 1 from one load of their shared words) and
-  ``mul_mat_cols_{q}`` (MMVQ on 8 columns a block along grid y: their MMQ).
+  q4_K, q5_K and q6_K ``mul_mat_vec_pairs``, a thread two chunks from one load of their shared words) and
+  ``mul_mat_planar_{q}`` (their MMQ: MMVQ on 8 columns a block along grid y, the activations from
+  ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced); ``mul_mat_cols_{q}`` is the
+  same on q8_1 blocks (their MMQ before).
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
 formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
@@ -286,6 +288,33 @@ def q4_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
         hi[k] = (raw >> 4) & 0x0F0F0F0F
 
 
+@pk.func
+def q5_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
+    """Chunks 2p and 2p + 1 of a Q5_K block (p < 4): Q4_K's low and high nibbles of qs[32p ..], their
+    fifth bits 2p and 2p + 1 of the same 8 words of qh, from one load of each."""
+    for k in pk.static_range(8):
+        raw = aligned_word_at(b, 48 + 32 * p + 4 * k)
+        high = aligned_word_at(b, 16 + 4 * k) >> (2 * p)
+        lo[k] = (raw & 0x0F0F0F0F) | ((high & 0x01010101) << 4)
+        hi[k] = ((raw >> 4) & 0x0F0F0F0F) | (((high >> 1) & 0x01010101) << 4)
+
+
+@pk.func
+def q6_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
+    """Chunks 4h + s and 4h + s + 2 of a Q6_K block (p = 2h + s < 4): the low and the high nibbles of
+    the same 32 bytes of ql, their top two bits 2s and 2s + 4 of the same 32 bytes of qh, from one
+    load of each (``span_words``: the block is only 2-byte aligned)."""
+    h = p // 2
+    s = p % 2
+    high = pk.local.array(8, u32)
+    span_words(b, 64 * h + 32 * s, lo, n=8, at=0)
+    span_words(b, 128 + 32 * h, high, n=8, at=0)
+    for k in pk.static_range(8):
+        q = high[k] >> (2 * s)
+        hi[k] = ((lo[k] >> 4) & 0x0F0F0F0F) | (((q >> 4) & 0x03030303) << 4)
+        lo[k] = (lo[k] & 0x0F0F0F0F) | ((q & 0x03030303) << 4)
+
+
 @dataclass(frozen=True)
 class QType:
     """One ggml block format: an element is ``scale(g) * (quant + qoff) + min(g)`` (no ``min`` where
@@ -303,8 +332,10 @@ class QType:
     scale: pk.FuncDef
     min: pk.FuncDef | None = None
     chunk: pk.FuncDef | None = None  #: the 8 words of a 32-element chunk at once (else 8 ``word`` calls)
-    #: chunks 2p and 2p + 1 of block-relative pair p from one load (where they share their words)
+    #: two chunks of block-relative pair p from one load (where they share their words): chunks
+    #: ``pair_chunk(p)`` and ``pair_chunk(p) + pair_stride``
     pair: pk.FuncDef | None = None
+    pair_stride: int = 1
 
 
 QTYPES = {q.name: q for q in (
@@ -317,8 +348,9 @@ QTYPES = {q.name: q for q in (
     QType("q2_K", 10, 256, 84, 16, 0, True, False, q2_k_word, q2_k_scale, q2_k_min),
     QType("q3_K", 11, 256, 110, 16, -4, False, False, q3_k_word, q3_k_scale, chunk=q3_k_chunk),
     QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min, pair=q4_k_pair),
-    QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min),
-    QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale, chunk=q6_k_chunk),
+    QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min, pair=q5_k_pair),
+    QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale, chunk=q6_k_chunk, pair=q6_k_pair,
+          pair_stride=2),
     QType("q8_K", 15, 256, 292, 32, 0, False, True, q8_k_word, q8_k_scale),
 )}
 #: the ten formats candle multiplies with (every group but dequantize_block has no q8_K)
@@ -419,6 +451,17 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
 
 
 @pk.func
+def chunk_params(wb: ConstPtr[u8], chunk: u32, params: Ptr[f32], *, Q):
+    """Per group of chunk ``chunk`` of block ``wb``: its scale and min (``params[2 gi]``,
+    ``params[2 gi + 1]``), as ``dot_words`` takes them."""
+    for gi in pk.static_range(Q8_1_QK // Q.group):
+        g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
+        params[2 * gi] = Q.scale(wb, g)
+        if Q.has_min:
+            params[2 * gi + 1] = Q.min(wb, g)
+
+
+@pk.func
 def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], *, Q):
     """Weight elements ``32 chunk .. 32 chunk + 31`` of block ``wb``: their quants as 8 words, and per
     group of the chunk its scale and min (``params[2 gi]``, ``params[2 gi + 1]``). Loaded once, a
@@ -428,11 +471,7 @@ def load_chunk(wb: ConstPtr[u8], chunk: u32, words: Ptr[u32], params: Ptr[f32], 
     else:
         for k in pk.static_range(8):
             words[k] = Q.word(wb, 8 * chunk + k)
-    for gi in pk.static_range(Q8_1_QK // Q.group):
-        g = (Q8_1_QK * chunk + gi * Q.group) // Q.group
-        params[2 * gi] = Q.scale(wb, g)
-        if Q.has_min:
-            params[2 * gi + 1] = Q.min(wb, g)
+    chunk_params(wb, chunk, params, Q=Q)
 
 
 @pk.func
@@ -722,11 +761,13 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
 @pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
                       nrows_dst: i32, *, Q, rows):
-    """``mul_mat_vec_q8_1`` at one column for a format whose chunks 2p and 2p + 1 share their
-    quants' words (``Q.pair``: Q4_K's low and high nibbles of 32 bytes): every thread of the block
-    takes every nt-th pair of its ``rows`` rows from one load of the words, where one thread a chunk
-    has the two neighbours load the same words and use half of each (H100, 14336 x 4096 q4_K:
-    docs/targets/cuda.md). ``nrows_y`` and ``nrows_dst`` (one column) are unused."""
+    """``mul_mat_vec_q8_1`` at one column for a format whose chunks share their quants' words in
+    pairs (``Q.pair``: Q4_K's low and high nibbles of 32 bytes, chunks 2p and 2p + 1; Q5_K's also
+    their fifth bits; Q6_K's chunks 4h + s and 4h + s + 2, the nibbles of 32 bytes of ql and the
+    top bits of the same 32 bytes of qh): every thread of the block takes every nt-th pair of its
+    ``rows`` rows from one load of the words, where one thread a chunk has two threads load the same
+    words and use half of each (H100, 14336 x 4096 q4_K, q5_K, q6_K: docs/targets/cuda.md). ``nrows_y`` and
+    ``nrows_dst`` (one column) are unused."""
     sm = pk.shared.array(SHARED_SUMS[rows], f32)
     acc = pk.local.array(rows, f32)
     for r in pk.static_range(rows):
@@ -740,28 +781,31 @@ def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x
     last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
     lo = pk.local.array(8, u32)
     hi = pk.local.array(8, u32)
-    params_lo = pk.local.array(2, f32)
-    params_hi = pk.local.array(2, f32)
+    params_lo = pk.local.array(4, f32)
+    params_hi = pk.local.array(4, f32)
     yw = pk.local.array(16, i32)          # the two q8_1 blocks' quants,
-    sums = pk.local.array(2, i32)         # their group sums (one group a chunk)
+    sums = pk.local.array(4, i32)         # their group sums
     for p in range(t, pairs, nt):
-        d8_lo = half_at(vy + usize(2 * p) * Q8_1_BYTES, 0)
-        d8_hi = half_at(vy + usize(2 * p + 1) * Q8_1_BYTES, 0)
+        pb = p % per_block
+        c_lo = pb // Q.pair_stride * (2 * Q.pair_stride) + pb % Q.pair_stride  # block-relative chunks
+        c_hi = c_lo + Q.pair_stride
+        first_chunk = usize(p // per_block) * (Q.qk // Q8_1_QK)
+        y_lo = vy + (first_chunk + c_lo) * Q8_1_BYTES
+        y_hi = vy + (first_chunk + c_hi) * Q8_1_BYTES
+        d8_lo = half_at(y_lo, 0)
+        d8_hi = half_at(y_hi, 0)
         for h in pk.static_range(2):
-            y = pk.bitcast(vy + usize(2 * p + h) * Q8_1_BYTES + 4, ConstPtr[i32])
+            y = pk.bitcast((y_lo if h == 0 else y_hi) + 4, ConstPtr[i32])
             for k in pk.static_range(8):
                 yw[8 * h + k] = y[k]
-            group_sums(y, sums, Q=Q, at=h)
-        g = 2 * (p % per_block)
+            group_sums(y, sums, Q=Q, at=2 * h)
         for r in pk.static_range(rows):
             b = vx + usize(min(first + r, last)) * row_bytes + usize(p // per_block) * Q.nbytes
-            Q.pair(b, p % per_block, lo, hi)
-            params_lo[0] = Q.scale(b, g)
-            params_lo[1] = Q.min(b, g)
-            params_hi[0] = Q.scale(b, g + 1)
-            params_hi[1] = Q.min(b, g + 1)
+            Q.pair(b, pb, lo, hi)
+            chunk_params(b, c_lo, params_lo, Q=Q)
+            chunk_params(b, c_hi, params_hi, Q=Q)
             acc[r] += dot_words(lo, params_lo, yw, d8_lo, sums, Q=Q, y_at=0, sums_at=0)
-            acc[r] += dot_words(hi, params_hi, yw, d8_hi, sums, Q=Q, y_at=8, sums_at=1)
+            acc[r] += dot_words(hi, params_hi, yw, d8_hi, sums, Q=Q, y_at=8, sums_at=2)
     total = block_sums(acc, sm, t, nt, count=rows)
     if t < rows and i32(first + t) < nrows_x:
         dst[usize(first + t)] = total
@@ -774,14 +818,18 @@ def mmvq_rows(width: int) -> int:
 
 #: batch widths candle has MMVQ kernels for
 MMVQ_WIDTHS = range(1, 9)
+#: the formats whose wrappers' batch-1 MMVQ is ``mul_mat_vec_pairs`` (a thread a pair of chunks from
+#: one load of their shared words), measured faster than a thread a chunk (docs/targets/cuda.md)
+MMVQ_PAIRS = ("q4_K", "q5_K", "q6_K")
 #: rows a block of the wrappers' own batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, MMVQ_WRAPPER_BLOCK)
 #: computes: a thread then has a chunk of each row in flight at once, and one reduction serves them
-#: all (measured per format: docs/targets/cuda.md, "The quantized family")
-MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q4_K" else 2 for q in MATMUL_TYPES}
+#: all (measured per format, the pair formats' under ``mul_mat_vec_pairs``: docs/targets/cuda.md, "The
+#: quantized family")
+MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name in ("q4_K", "q5_K") else 2 for q in MATMUL_TYPES}
 #: the block (32, y) of the wrappers' batch-1 MMVQ: (32, 2) for the pair formats (``mul_mat_vec_pairs``:
 #: a 4096-column row's 64 pairs give each thread one), (32, 4) for the others
-MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.pair is not None else (32, 4) for q in MATMUL_TYPES}
-#: the wrappers' MMQ (more than 8 activation columns): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
+MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.name in MMVQ_PAIRS else (32, 4) for q in MATMUL_TYPES}
+#: the wrappers' earlier MMQ (now ``mul_mat_planar``): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
 #: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
 #: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':
 #: each word costs a warp 9 cache wavefronts, and more rows a block share them (H100, 4096 x 4096 q4_0,
@@ -793,11 +841,120 @@ for _q in MATMUL_TYPES:
         QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
                                                 rows=mmvq_rows(_n)))
     QUANTIZED.add((mul_mat_vec_pairs.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, rows=MMVQ_WRAPPER_ROWS[_q.name])
-                   if _q.pair is not None else
+                   if _q.name in MMVQ_PAIRS else
                    mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
                                              rows=MMVQ_WRAPPER_ROWS[_q.name])))
     QUANTIZED.add(mul_mat_vec_q8_1.instance(kernel_name("mul_mat_cols", _q.name), Q=_q, N=MMQ_COLUMNS_A_BLOCK,
                                             rows=MMQ_ROWS_A_BLOCK))
+
+
+# ---- the wrappers' MMQ activations: q8_1 as planes --------------------------------------------------
+#: bytes of one 32-element chunk in the planar q8_1 layout: 8 quant words, d8 as f32, two 16-element sums
+PLANAR_BYTES = 44
+#: chunks a group of planes holds (ROW_PADDING / 32: every padded row is whole groups): a load's offset
+#: within a group is then a constant, where planes as long as the row took a pointer a load (255
+#: registers and spills on sm_90)
+PLANAR_GROUP = 16
+
+
+@pk.kernel(max_block_size=MAX_BLOCK)
+def quantize_q8_1_planar(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
+    """``quantize_q8_1``'s values (the same quants and the same f16-rounded d) in planes, so that
+    consecutive threads reading consecutive chunks of a column read consecutive words: row
+    ``block_idx.y``'s chunks in groups of PLANAR_GROUP, each group word k of its chunks' quants (k <
+    8), their d8 as f32, then their two 16-element quant sums (i32), PLANAR_GROUP words a plane. In
+    q8_1's 36-byte blocks the same loads sit 36 bytes apart, 9 cache wavefronts a warp a word
+    (``mul_mat_cols``)."""
+    ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+    iy = usize(pk.block_idx.y)
+    xi = x[iy * usize(kx) + ix] if ix < usize(kx) else f32(0)
+    amax = pk.fabs(xi)
+    total = xi
+    for m in pk.static_range(5):
+        amax = pk.fmax(amax, pk.wave.shuffle_xor(amax, 16 >> m))
+        total += pk.wave.shuffle_xor(total, 16 >> m)
+    d = amax / 127.0
+    q = pk.i8(0) if amax == 0.0 else pk.i8(pkm.round(xi / d))
+    half_sum = i32(q)
+    for m in pk.static_range(4):
+        half_sum += pk.wave.shuffle_xor(half_sum, 8 >> m)
+    if ix < usize(kx_padded):
+        chunks = usize(u32(kx_padded) // Q8_1_QK)
+        row = vy + iy * chunks * PLANAR_BYTES
+        c = ix // Q8_1_QK
+        e = ix % Q8_1_QK
+        group = pk.bitcast(row + c // PLANAR_GROUP * (PLANAR_GROUP * PLANAR_BYTES), Ptr[i32]) + c % PLANAR_GROUP
+        pk.bitcast(group + e // 4 * PLANAR_GROUP, Ptr[u8])[e % 4] = pk.bitcast(q, u8)
+        if e == 0:
+            group[8 * PLANAR_GROUP] = pk.bitcast(f32(f16(d)), i32)
+        if e % 16 == 0:
+            group[(9 + e // 16) * PLANAR_GROUP] = half_sum
+
+
+@pk.kernel(max_block_size=MAX_BLOCK)
+def mul_mat_planar(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+                   nrows_y: i32, nrows_dst: i32, *, Q, N, rows):
+    """``dst[col * nrows_dst + row]``: ``mul_mat_vec_q8_1`` on the N columns of planar q8_1
+    (``quantize_q8_1_planar``; ``nrows_y`` its padded length) from ``N * block_idx.y``, ``rows`` rows
+    a block: every thread takes every nt-th chunk of its rows, loads the chunk of all N columns first
+    (a chunk's 8 words, d8 and sums, each load coalesced over the warp; all in flight at once), then
+    each row's chunk once for them; the group sums come from the planes, not from dp4a. The planes
+    hold whole groups of N columns (the API pads them with zeros: a clamp of each column's index
+    measured 20-30% slower on an H100); columns past ``ncols_y`` are not written, rows past
+    ``nrows_x`` re-read the last one and are not written."""
+    sm = pk.shared.array(SHARED_SUMS[rows * N], f32)
+    acc = pk.local.array(MAX_SUMS, f32)
+    for i in pk.static_range(rows * N):
+        acc[i] = 0.0
+    t = flat_thread()
+    nt = flat_threads()
+    first = pk.block_idx.x * rows
+    chunks = u32(max(ncols_x, 0)) // Q8_1_QK
+    per_block: u32 = Q.qk // Q8_1_QK
+    row_bytes = usize(chunks // per_block) * Q.nbytes
+    planes = usize(u32(max(nrows_y, 0)) // Q8_1_QK)   # chunks of a padded activation column
+    first_column = pk.block_idx.y * N
+    yq = pk.bitcast(vy + usize(first_column) * planes * PLANAR_BYTES, ConstPtr[i32])
+    dst = dst + usize(first_column) * usize(nrows_dst)
+    words = pk.local.array(8, u32)
+    params = pk.local.array(4, f32)
+    yw = pk.local.array(8 * N, i32)       # the chunk's q8_1 quants of each column,
+    d8 = pk.local.array(N, f32)           # their scales
+    sums = pk.local.array(2 * N, i32)     # and group sums: once for every row
+    last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
+    stride = planes * (PLANAR_BYTES // 4)  # words between columns
+    for c in range(t, chunks, nt):
+        at = usize(c // PLANAR_GROUP) * (PLANAR_GROUP * PLANAR_BYTES // 4) + usize(c % PLANAR_GROUP)
+        for j in pk.static_range(N):
+            col = yq + usize(j) * stride + at
+            for k in pk.static_range(8):
+                yw[8 * j + k] = col[k * PLANAR_GROUP]
+            d8[j] = pk.bitcast(col[8 * PLANAR_GROUP], f32)
+            if Q.qoff != 0 or Q.has_min:
+                if Q.group == 16:
+                    sums[2 * j] = col[9 * PLANAR_GROUP]
+                    sums[2 * j + 1] = col[10 * PLANAR_GROUP]
+                else:
+                    sums[2 * j] = col[9 * PLANAR_GROUP] + col[10 * PLANAR_GROUP]
+        for r in pk.static_range(rows):
+            load_chunk(vx + usize(min(first + r, last)) * row_bytes + usize(c // per_block) * Q.nbytes,
+                       c % per_block, words, params, Q=Q)
+            for j in pk.static_range(N):
+                acc[r * N + j] += dot_words(words, params, yw, d8[j], sums, Q=Q, y_at=8 * j, sums_at=2 * j)
+    total = block_sums(acc, sm, t, nt, count=rows * N)
+    # thread t has sum t: row t // N, column t % N
+    if t < rows * N and i32(first + t // N) < nrows_x and i32(first_column + t % N) < ncols_y:
+        dst[usize(t % N) * usize(nrows_dst) + usize(first + t // N)] = total
+
+
+#: the wrappers' MMQ (more than 8 activation columns, ``mul_mat_planar_{q}`` after
+#: ``quantize_q8_1_planar``): columns and rows a block, and the block (32, MMQ_PLANAR_BLOCK_Y)
+#: (H100, 4096 x 4096: docs/targets/cuda.md, "The quantized family")
+MMQ_PLANAR_COLUMNS, MMQ_PLANAR_ROWS, MMQ_PLANAR_BLOCK_Y = 8, 4, 2
+QUANTIZED.add(quantize_q8_1_planar.instance("quantize_q8_1_planar"))
+for _q in MATMUL_TYPES:
+    QUANTIZED.add(mul_mat_planar.instance(kernel_name("mul_mat_planar", _q.name), Q=_q, N=MMQ_PLANAR_COLUMNS,
+                                          rows=MMQ_PLANAR_ROWS))
 
 
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
@@ -964,7 +1121,7 @@ for _qname, _tag in MOE_NAMES.items():
 
 __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "DEQUANTIZE_WRAPPER_BLOCK",
            "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
-           "MMQ_BLOCK_Y",
+           "MMQ_BLOCK_Y", "MMQ_PLANAR_COLUMNS", "MMQ_PLANAR_ROWS", "MMQ_PLANAR_BLOCK_Y", "PLANAR_BYTES", "PLANAR_GROUP",
            "MOE_NAMES",
            "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMVQ_WRAPPER_BLOCK", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
            "group_sums", "dot_words", "dot_loaded", "chunk_dot"]

@@ -29,8 +29,8 @@ from . import QUANTIZED
 from ._common import as_device_array
 from .cast import to as cast_to
 from .quantized import (DEQUANTIZE_WRAPPER_BLOCK, DEQUANTIZE_WRAPPER_ELEMENTS, FLOAT_ROWS, MATMUL_TYPES,
-                        MMQ_BLOCK_Y, MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMVQ_WIDTHS, MMVQ_WRAPPER_BLOCK,
-                        MMVQ_WRAPPER_ROWS,
+                        MMQ_PLANAR_BLOCK_Y, MMQ_PLANAR_COLUMNS, MMQ_PLANAR_ROWS, MMVQ_WIDTHS, MMVQ_WRAPPER_BLOCK,
+                        MMVQ_WRAPPER_ROWS, PLANAR_BYTES,
                         MOE_NAMES, Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
 
 #: GGUF's names of the formats the kernels read
@@ -132,6 +132,28 @@ def quantize_q8_1(x, max_rows: int = MAX_GRID_Y) -> tuple[DeviceArray, int]:
     return out, k_padded
 
 
+def quantize_q8_1_planar(x, max_rows: int = MAX_GRID_Y, pad_rows: int = 1) -> tuple[DeviceArray, int]:
+    """f32 rows ``x`` (…, k) as planar q8_1 (``quantized.quantize_q8_1_planar``: quantize_q8_1's
+    quants and scales, in planes of PLANAR_GROUP chunks, with each 16 quants' sum), rows padded to
+    ``k_padded`` with zeros and their count to a multiple of ``pad_rows`` with zero rows (the MMQ
+    reads whole groups of MMQ_PLANAR_COLUMNS): (bytes, k_padded). The activations of the wrappers' MMQ."""
+    x = as_device_array(x)
+    if x.dtype is not pk.f32 or x.ndim == 0:
+        raise TypeError(f"quantize_q8_1_planar takes f32 rows, got {x.dtype} of shape {x.shape}")
+    x = x if x.is_contiguous else x.device.to_device(x.to_host())
+    k = x.shape[-1]
+    rows = x.size // k if k else 0
+    k_padded = -(-k // ROW_PADDING) * ROW_PADDING
+    row_out = k_padded // Q8_1_QK * PLANAR_BYTES
+    out = x.device.zeros(-(-rows // pad_rows) * pad_rows * row_out, pk.u8)
+    fn = x.device.get_or_load_func("quantize_q8_1_planar", QUANTIZED)
+    for first in range(0, rows, max_rows):
+        n = min(max_rows, rows - first)
+        fn[(k_padded // 256, n), 256](x.offset_view(first * k, (n * k,)), out.offset_view(first * row_out, (n * row_out,)),
+                                      k, k_padded)
+    return out, k_padded
+
+
 def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceArray:
     """``x @ W.T`` (shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
     ``x.shape[-1]`` elements (n from the buffer's size; ``shape=(n, k)`` checks W's shape against
@@ -172,7 +194,8 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         args = (w, x, out, k) + (() if q.name == "q5_K" else (n,))
         dev.get_or_load_func(name, QUANTIZED)[n, max(32, dev.target.wave_size)](*args)  # a whole wave a row
         return out
-    vy, k_padded = quantize_q8_1(x)
+    if batch <= max(MMVQ_WIDTHS):
+        vy, k_padded = quantize_q8_1(x)
     if batch == 1:  # candle's kernel with more rows a block (quantized.MMVQ_WRAPPER_ROWS)
         fn = dev.get_or_load_func(f"mul_mat_vec_rows_{q.name}_q8_1", QUANTIZED)
         fn[-(-n // MMVQ_WRAPPER_ROWS[q.name]), MMVQ_WRAPPER_BLOCK[q.name]](w, vy, out, k, n, k_padded, n)
@@ -180,17 +203,11 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
         fn[-(-n // rows), (32, 4 if batch <= 4 else 2)](w, vy, out, k, n, k_padded, n)
-    else:  # the wrappers' MMQ: MMVQ on 8 columns a block along grid y, candle's MMVQ for the rest
-        groups, rest = divmod(batch, MMQ_COLUMNS_A_BLOCK)
-        fn = dev.get_or_load_func(f"mul_mat_cols_{q.name}", QUANTIZED)
-        fn[(-(-n // MMQ_ROWS_A_BLOCK), groups), (32, MMQ_BLOCK_Y)](w, vy, out, k, n, k_padded, n)
-        if rest:
-            done = groups * MMQ_COLUMNS_A_BLOCK
-            column = k_padded // Q8_1_QK * Q8_1_BYTES
-            fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{rest}", QUANTIZED)
-            fn[-(-n // mmvq_rows(rest)), (32, 4 if rest <= 4 else 2)](
-                w, vy.offset_view(done * column, (rest * column,)), out.reshape((batch * n,)).offset_view(
-                    done * n, (rest * n,)), k, n, k_padded, n)
+    else:  # the wrappers' MMQ: planar q8_1, MMQ_PLANAR_COLUMNS columns a block along grid y
+        vp, k_padded = quantize_q8_1_planar(x, pad_rows=MMQ_PLANAR_COLUMNS)
+        fn = dev.get_or_load_func(f"mul_mat_planar_{q.name}", QUANTIZED)
+        fn[(-(-n // MMQ_PLANAR_ROWS), -(-batch // MMQ_PLANAR_COLUMNS)), (32, MMQ_PLANAR_BLOCK_Y)](
+            w, vp, out, k, n, batch, k_padded, n)
     return out
 
 
@@ -291,5 +308,6 @@ def read_gguf(path, name: str) -> GGUFTensor:
     return GGUFTensor(name, q.name, shape, np.ascontiguousarray(t.data).view(np.uint8).reshape(-1))
 
 
-__all__ = ["GGUF_TYPES", "GGUFTensor", "qtype", "row_bytes", "dequantize", "quantize_q8_1", "matmul", "get_rows",
+__all__ = ["GGUF_TYPES", "GGUFTensor", "qtype", "row_bytes", "dequantize", "quantize_q8_1", "quantize_q8_1_planar",
+           "matmul", "get_rows",
            "moe_matmul", "read_gguf"]

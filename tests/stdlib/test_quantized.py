@@ -118,6 +118,9 @@ def test_abi_names_and_param_sizes():
     extras.update({f"mul_mat_cols_{q}": f"mul_mat_vec_{q}_q8_1_cuda8" for q in MATMUL})
     sizes = {name: spec[like] for name, like in extras.items()}
     sizes.update({f"dequantize_{q}_{d}": [8, 8, 8] for q in TYPES for d in ("f32", "f16")})  # the wrappers' own
+    # the wrappers' planar MMQ: candle's mul_mat_{q} signature; its quantize: quantize_q8_1's
+    sizes.update({f"mul_mat_planar_{q}": spec[f"mul_mat_{q}"] for q in MATMUL})
+    sizes["quantize_q8_1_planar"] = spec["quantize_q8_1"]
     assert sorted(QUANTIZED.names()) == sorted(set(spec) | set(sizes)) and len(spec) == 142
     target = pk.device("cpu").target
     for name, want in sizes.items():
@@ -318,15 +321,111 @@ def run_mmvq_wrapper_rows(device, qtype: str, blocks: np.ndarray, nrows: int, x:
 
 @pytest.mark.parametrize("qtype", MATMUL)
 def test_mmvq_wrapper_rows(wave_device, qtype):
-    """Odd row counts (the last block part empty), rows of 2-byte aligned blocks starting mid-word; q4_K
-    (a thread a pair of chunks) also with rows of more pairs than threads, under (32, 4) too."""
+    """Odd row counts (the last block part empty), rows of 2-byte aligned blocks starting mid-word; the
+    pair formats (a thread a pair of chunks) also with rows of more pairs than threads, under (32, 4) too."""
     rng = np.random.default_rng(11)
-    shapes = [shape_for(qtype)] + ([(5, 4608)] if qtype == "q4_K" else [])
+    shapes = [shape_for(qtype)] + ([(5, 4608)] if qtype in Q.MMVQ_PAIRS else [])
     for nrows, ncols in shapes:
         blocks = weights(rng, qtype, nrows, ncols)
         x = activations(rng, 1, ncols)
         for block in (None, (32, 4)):
             got, qy = run_mmvq_wrapper_rows(wave_device, qtype, blocks, nrows, x, block)
+            check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+#: every format with a pair loader (``QType.pair``) through ``mul_mat_vec_pairs``, wrapper or not, at
+#: 2 and 4 rows a block
+PAIR_TYPES = [q.name for q in Q.MATMUL_TYPES if q.pair is not None]
+PAIR_KERNELS = pk.Module("quantized_pairs_test").add(
+    *(Q.mul_mat_vec_pairs.instance(f"pairs_{q}_{rows}", Q=Q.QTYPES[q], rows=rows) for q in PAIR_TYPES for rows in (2, 4)))
+
+
+@pytest.mark.parametrize("qtype", PAIR_TYPES)
+def test_mmvq_pairs(wave_device, qtype):
+    """A thread a pair of chunks from one load (q4_K, q5_K: chunks 2p, 2p + 1; q6_K: 4h + s, 4h + s + 2):
+    odd row counts, rows of fewer pairs than threads and of more (4608 columns: 72 pairs), blocks of
+    (32, 2) and (32, 4); dst zeroed with a guard."""
+    rng = np.random.default_rng(16)
+    for nrows, ncols in ((7, 768), (5, 4608)):
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, 1, ncols)
+        vy, qy = quantize_on(wave_device, x)
+        for rows in (2, 4):
+            for block in ((32, 2), (32, 4)):
+                dst = wave_device.zeros(nrows + 8, pk.f32)
+                wave_device.get_or_load_func(f"pairs_{qtype}_{rows}", PAIR_KERNELS)[-(-nrows // rows), block](
+                    wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+                got = dst.to_host()
+                assert not got[nrows:].any()
+                check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
+
+
+#: the planar-activation MMQ (``quantize_q8_1_planar`` + ``mul_mat_planar``) at the shapes the benchmark
+#: times beside the wrappers' (MMQ_PLANAR_COLUMNS x MMQ_PLANAR_ROWS: ``mul_mat_planar_{q}`` of the module)
+PLANAR_SHAPES = ((4, 8), (16, 2))
+PLANAR_KERNELS = pk.Module("quantized_planar_test").add(
+    *(Q.mul_mat_planar.instance(f"planar_{q}_{n}x{r}", Q=Q.QTYPES[q], N=n, rows=r)
+      for q in MATMUL for n, r in PLANAR_SHAPES))
+
+
+def planar_to_q8_1(planes: np.ndarray, rows: int, k_padded: int) -> np.ndarray:
+    """The first ``rows`` rows of planar q8_1 bytes back to q8_1 blocks (rows, k_padded / 32 * 36), and
+    the planes' sums checked against the quants."""
+    c, g = k_padded // 32, Q.PLANAR_GROUP
+    p = planes[:rows * c * 44].reshape(rows, c // g, 11, g, 4)  # groups of g chunks: 8 quant planes, d8, two sums
+    quants = p[:, :, :8].transpose(0, 1, 3, 2, 4).reshape(rows, c, 32)
+    d8 = p[:, :, 8].copy().view(np.float32).reshape(rows, c)
+    sums = p[:, :, 9:].copy().view(np.int32)[..., 0].transpose(0, 2, 1, 3).reshape(rows, 2, c)
+    q = quants.view(np.int8).astype(np.int32)
+    np.testing.assert_array_equal(sums[:, 0], q[..., :16].sum(axis=2))
+    np.testing.assert_array_equal(sums[:, 1], q[..., 16:].sum(axis=2))
+    out = np.zeros((rows, c, 36), np.uint8)
+    out[..., 0:2] = d8.astype(np.float16)[..., None].view(np.uint8)  # exact: d8 is an f16 value
+    out[..., 4:] = quants
+    return out.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("rows, kx", [(1, 256), (3, 700), (5, 4096)])
+def test_quantize_q8_1_planar_matches(wave_device, rows, kx):
+    """The planar layout holds quantize_q8_1's quants and d (an f16 value, as f32) bit for bit, and
+    the sum of each 16 quants; the padding is zero quants. Through the API, in launches of 2 rows."""
+    x = activations(np.random.default_rng(kx), rows, kx)
+    vp, kx_padded = qapi.quantize_q8_1_planar(wave_device.to_device(x), max_rows=2, pad_rows=4)
+    assert kx_padded == -(-kx // 512) * 512 and vp.size == -(-rows // 4) * 4 * kx_padded // 32 * Q.PLANAR_BYTES
+    assert not vp.to_host()[rows * kx_padded // 32 * Q.PLANAR_BYTES:].any()  # the padding rows: zeros
+    _, qy = quantize_on(wave_device, x)
+    got = planar_to_q8_1(vp.to_host(), rows, kx_padded).reshape(rows, -1, 36)
+    want = qy.reshape(rows, -1, 36)
+    np.testing.assert_array_equal(got[..., 4:], want[..., 4:])
+    np.testing.assert_array_equal(got[..., 0:2], want[..., 0:2])
+
+
+def run_mmq_planar(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray, shape=None):
+    """The planar MMQ (the module's ``mul_mat_planar_{q}``, or the test's at ``shape`` = (columns, rows)
+    a block) on exact-size weights, dst with a guard: (got, the q8_1 blocks the planes hold)."""
+    ncols_y, ncols = x.shape
+    n, r = (Q.MMQ_PLANAR_COLUMNS, Q.MMQ_PLANAR_ROWS) if shape is None else shape
+    vp, kx_padded = qapi.quantize_q8_1_planar(device.to_device(x), pad_rows=n)
+    dst = device.zeros(ncols_y * nrows + 8, pk.f32)
+    fn = (device.get_or_load_func(f"mul_mat_planar_{qtype}", QUANTIZED) if shape is None else
+          device.get_or_load_func(f"planar_{qtype}_{n}x{r}", PLANAR_KERNELS))
+    fn[(-(-nrows // r), -(-ncols_y // n)), (32, Q.MMQ_PLANAR_BLOCK_Y)](
+        device.to_device(blocks.reshape(-1)), vp, dst, ncols, nrows, ncols_y, kx_padded, nrows)
+    got = dst.to_host()
+    assert not got[ncols_y * nrows:].any()  # outputs outside the matrix are not written
+    return got[:ncols_y * nrows].reshape(ncols_y, nrows), planar_to_q8_1(vp.to_host(), ncols_y, kx_padded)
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmq_planar(wave_device, qtype):
+    """The wrappers' MMQ and the benchmark's other shapes: odd row counts, a last group of columns only
+    partly inside the matrix (13, 37 columns), rows of more chunks than threads (4608 columns)."""
+    rng = np.random.default_rng(18)
+    for nrows, ncols, ncols_y in (shape_for(qtype) + (13,), (5, 4608, 37)):
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, ncols_y, ncols)
+        for shape in (None,) + PLANAR_SHAPES:
+            got, qy = run_mmq_planar(wave_device, qtype, blocks, nrows, x, shape)
             check_q8_1_product(got, blocks, qtype, x, qy)
 
 
@@ -672,6 +771,37 @@ def test_mmvq_wrapper_rows_stay_in_bounds(checked, qtype):
     x = activations(rng, 1, ncols)
     got, qy = run_mmvq_wrapper_rows(checked, qtype, blocks, nrows, x)
     check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", PAIR_TYPES)
+def test_mmvq_pairs_stay_in_bounds(checked, qtype):
+    """The pair loaders' whole-word reads (q6_K's ``span_words`` of a 2-byte aligned block) stay
+    inside exact-size weights."""
+    rng = np.random.default_rng(17)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 1, ncols)
+    vy, qy = quantize_on(checked, x)
+    dst = checked.zeros(nrows, pk.f32)
+    checked.get_or_load_func(f"pairs_{qtype}_4", PAIR_KERNELS)[-(-nrows // 4), (32, 2)](
+        checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+    check_q8_1_product(dst.to_host().reshape(1, nrows), blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", ["q5_0", "q6_K", "q4_K"])
+def test_mmq_planar_stays_in_bounds(checked, qtype):
+    """Exact-size weights, planes (whole groups of columns, as the API pads them) and dst: the last
+    group of rows re-reads the last row, never past; columns past the matrix are never written."""
+    rng = np.random.default_rng(19)
+    nrows, ncols = shape_for(qtype)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, 11, ncols)
+    vp, kx_padded = qapi.quantize_q8_1_planar(checked.to_device(x), pad_rows=Q.MMQ_PLANAR_COLUMNS)
+    dst = checked.zeros((11, nrows), pk.f32)
+    checked.get_or_load_func(f"mul_mat_planar_{qtype}", QUANTIZED)[
+        (-(-nrows // Q.MMQ_PLANAR_ROWS), 2), (32, Q.MMQ_PLANAR_BLOCK_Y)](
+        checked.to_device(blocks.reshape(-1)), vp, dst, ncols, nrows, 11, kx_padded, nrows)
+    check_q8_1_product(dst.to_host(), blocks, qtype, x, planar_to_q8_1(vp.to_host(), 11, kx_padded))
 
 
 @pytest.mark.parametrize("qtype", ["q5_0", "q3_K", "q4_K"])
