@@ -637,13 +637,11 @@ for _q in MATMUL_TYPES:
 
 
 # ---- quantize_q8_1 -----------------------------------------------------------------------------------
-@pk.kernel(max_block_size=MAX_BLOCK)
-def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
-    """One thread per element of row ``block_idx.y`` (zero past ``kx``): lanes 32 apart never meet, so
-    each q8_1 block's max and sum are an xor butterfly over its 32 lanes on either wave width (the
-    block's x size is a multiple of 32, as candle's 256). ``d = amax / 127``, ``q = roundf(x / d)``."""
-    ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
-    iy = usize(pk.block_idx.y)
+@pk.func
+def q8_1_lane(x: ConstPtr[f32], kx: i32, ix: usize, iy: usize) -> tuple[pk.i8, f32, f32]:
+    """Element ``ix`` of row ``iy`` (zero past ``kx``) in q8_1: its quant, its block's ``d = amax /
+    127`` and the block's sum of ``x``, by an xor butterfly over the block's 32 lanes (lanes 32 apart
+    never meet, so on either wave width). ``q = roundf(x / d)``."""
     xi = x[iy * usize(kx) + ix] if ix < usize(kx) else f32(0)
     amax = pk.fabs(xi)
     total = xi
@@ -651,7 +649,16 @@ def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
         amax = pk.fmax(amax, pk.wave.shuffle_xor(amax, 16 >> m))
         total += pk.wave.shuffle_xor(total, 16 >> m)
     d = amax / 127.0
-    q = pk.i8(0) if amax == 0.0 else pk.i8(pkm.round(xi / d))
+    return pk.i8(0) if amax == 0.0 else pk.i8(pkm.round(xi / d)), d, total
+
+
+@pk.kernel(max_block_size=MAX_BLOCK)
+def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
+    """One thread per element of row ``block_idx.y``, quantized by ``q8_1_lane`` (the block's x size
+    is a multiple of 32, as candle's 256)."""
+    ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
+    iy = usize(pk.block_idx.y)
+    q, d, total = q8_1_lane(x, kx, ix, iy)
     if ix < usize(kx_padded):
         i = iy * usize(kx_padded) + ix
         block = vy + i // Q8_1_QK * Q8_1_BYTES
@@ -867,14 +874,7 @@ def quantize_q8_1_planar(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32)
     (``mul_mat_cols``)."""
     ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
     iy = usize(pk.block_idx.y)
-    xi = x[iy * usize(kx) + ix] if ix < usize(kx) else f32(0)
-    amax = pk.fabs(xi)
-    total = xi
-    for m in pk.static_range(5):
-        amax = pk.fmax(amax, pk.wave.shuffle_xor(amax, 16 >> m))
-        total += pk.wave.shuffle_xor(total, 16 >> m)
-    d = amax / 127.0
-    q = pk.i8(0) if amax == 0.0 else pk.i8(pkm.round(xi / d))
+    q, d, total = q8_1_lane(x, kx, ix, iy)
     half_sum = i32(q)
     for m in pk.static_range(4):
         half_sum += pk.wave.shuffle_xor(half_sum, 8 >> m)
