@@ -115,21 +115,7 @@ def _activations(x, k: int, device) -> DeviceArray:
 def quantize_q8_1(x, max_rows: int = MAX_GRID_Y) -> tuple[DeviceArray, int]:
     """f32 rows ``x`` (…, k) as q8_1 blocks, rows padded to ``k_padded`` (a multiple of 512) with
     zeros: (bytes, k_padded). Rows go ``max_rows`` a launch, as candle's grid-y limit makes it."""
-    x = as_device_array(x)
-    if x.dtype is not pk.f32 or x.ndim == 0:
-        raise TypeError(f"quantize_q8_1 takes f32 rows, got {x.dtype} of shape {x.shape}")
-    x = x if x.is_contiguous else x.device.to_device(x.to_host())
-    k = x.shape[-1]
-    rows = x.size // k if k else 0
-    k_padded = -(-k // ROW_PADDING) * ROW_PADDING
-    out = x.device.zeros(rows * k_padded // Q8_1_QK * Q8_1_BYTES, pk.u8)
-    row_out = k_padded // Q8_1_QK * Q8_1_BYTES
-    fn = x.device.get_or_load_func("quantize_q8_1", QUANTIZED)
-    for first in range(0, rows, max_rows):
-        n = min(max_rows, rows - first)
-        fn[(k_padded // 256, n), 256](x.offset_view(first * k, (n * k,)), out.offset_view(first * row_out, (n * row_out,)),
-                                      k, k_padded)
-    return out, k_padded
+    return _quantize_rows(x, "quantize_q8_1", Q8_1_BYTES, max_rows, 1)
 
 
 def quantize_q8_1_planar(x, max_rows: int = MAX_GRID_Y, pad_rows: int = 1) -> tuple[DeviceArray, int]:
@@ -137,16 +123,22 @@ def quantize_q8_1_planar(x, max_rows: int = MAX_GRID_Y, pad_rows: int = 1) -> tu
     quants and scales, in planes of PLANAR_GROUP chunks, with each 16 quants' sum), rows padded to
     ``k_padded`` with zeros and their count to a multiple of ``pad_rows`` with zero rows (the MMQ
     reads whole groups of MMQ_PLANAR_COLUMNS): (bytes, k_padded). The activations of the wrappers' MMQ."""
+    return _quantize_rows(x, "quantize_q8_1_planar", PLANAR_BYTES, max_rows, pad_rows)
+
+
+def _quantize_rows(x, kernel: str, chunk_bytes: int, max_rows: int, pad_rows: int) -> tuple[DeviceArray, int]:
+    """Both quantizers' launch: ``chunk_bytes`` of output a 32-element chunk, zeroed rows up to a
+    multiple of ``pad_rows``, ``max_rows`` rows a launch (grid y)."""
     x = as_device_array(x)
     if x.dtype is not pk.f32 or x.ndim == 0:
-        raise TypeError(f"quantize_q8_1_planar takes f32 rows, got {x.dtype} of shape {x.shape}")
+        raise TypeError(f"{kernel} takes f32 rows, got {x.dtype} of shape {x.shape}")
     x = x if x.is_contiguous else x.device.to_device(x.to_host())
     k = x.shape[-1]
     rows = x.size // k if k else 0
     k_padded = -(-k // ROW_PADDING) * ROW_PADDING
-    row_out = k_padded // Q8_1_QK * PLANAR_BYTES
+    row_out = k_padded // Q8_1_QK * chunk_bytes
     out = x.device.zeros(-(-rows // pad_rows) * pad_rows * row_out, pk.u8)
-    fn = x.device.get_or_load_func("quantize_q8_1_planar", QUANTIZED)
+    fn = x.device.get_or_load_func(kernel, QUANTIZED)
     for first in range(0, rows, max_rows):
         n = min(max_rows, rows - first)
         fn[(k_padded // 256, n), 256](x.offset_view(first * k, (n * k,)), out.offset_view(first * row_out, (n * row_out,)),
