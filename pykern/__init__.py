@@ -14,8 +14,9 @@ from .ir.types import (ALL_DTYPES, ConstPtr, DType, Ptr, TypeVar, bf16, bool_, f
                        i32, i64, u8, u16, u32, u64, usize)
 from .lang.builtins import (atomic, bitcast, block_dim, block_idx, ceil, copysign, dot4_i8, dot4_u8i8, fabs, fast_exp2,
                             fast_rcp, floor,
-                            fma, fmax, fmin, global_id, grid_dim, grid_stride, is_aligned, isinf, isnan, lane_id, load,
-                            local, maximum, minimum, mma, parallel_range, rint, select, shared, sqrt, static_range, store,
+                            fma, fmax, fmin, global_id, grid_dependency_wait, grid_dim, grid_stride, is_aligned, isinf,
+                            isnan, lane_id, launch_dependents, load, local, maximum, minimum, mma, parallel_range, rint,
+                            select, shared, sqrt, static_range, store,
                             syncthreads, thread_idx, threadfence, threadfence_block, threadfence_system, tile_bytes,
                             trunc, wave, wave_size)
 from .lang.kernel import FuncDef, KernelDef, KernelInstance, Module, PerTarget, func, kernel, per_target

@@ -67,8 +67,10 @@ class Device(ABC):
 
     @abstractmethod
     def launch_packed(self, func: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                      shared_mem: int, stream: Any, args: bytearray, sig) -> None:
-        """Launch with the explicit arguments packed at the signature's offsets."""
+                      shared_mem: int, stream: Any, args: bytearray, sig, programmatic: bool = False) -> None:
+        """Launch with the explicit arguments packed at the signature's offsets. ``programmatic``: the
+        launch may overlap the kernel before it (``Function.launch``); a runtime whose launches never
+        overlap ignores it."""
 
     @property
     @abstractmethod

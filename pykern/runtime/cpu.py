@@ -91,7 +91,7 @@ class CpuDevice(Device):
             raise LaunchError(f"kernel {name} is missing from its compiled module (a stale or foreign artifact?)")
         return (handle, _DRIVER(address))
 
-    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, ranges=()) -> None:
+    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, ranges=(), programmatic=False) -> None:
         """``ranges``: the (start, end) byte ranges of the argument buffers, for bounds-checked mode."""
         _, driver = func
         if shared_mem > SHARED_LIMIT:

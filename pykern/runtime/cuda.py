@@ -97,6 +97,29 @@ class CUlaunchConfig(ctypes.Structure):
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
 
 
+class CUlaunchAttribute(ctypes.Structure):
+    """The driver's ``CUlaunchAttribute`` (cuda.h): an id, padded to 8 bytes, and a 64-byte union of
+    which a programmatic launch sets the first int (``programmaticStreamSerializationAllowed``)."""
+
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int),
+                ("value_pad", ctypes.c_char * 60)]
+
+
+#: ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` (cuda.h; cuda-bindings' ``CUlaunchAttributeID``)
+PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+def programmatic_config(grid, block, shared_mem: int, stream) -> CUlaunchConfig:
+    """A ``CUlaunchConfig`` that lets the launch overlap the kernel before it on ``stream`` (programmatic
+    dependent launch: the kernel's ``pk.grid_dependency_wait()`` does the waiting); its attribute array
+    is kept alive on the config."""
+    attr = CUlaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION, b"", 1)
+    config = CUlaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_mem,
+                            None if stream is None else ctypes.c_void_p(stream), ctypes.addressof(attr), 1)
+    config.attribute = attr
+    return config
+
+
 @functools.cache
 def _raw_launch_ex():
     """The driver's own ``cuLaunchKernelEx(config, f, kernelParams, extra)`` (see ``_raw_launch``), or
@@ -383,18 +406,29 @@ class CudaDevice(Device):
         if func.sig is None:
             func.prepare(sig)
         raw, c_handle, c_params, ctx, current, drv = self._launch, func.c_handle, func.c_params, self._ctx, self._current, self._drv
+        ex = _raw_launch_ex()
+        programmatic_ok = ex is not None and self.compute_capability >= (9, 0)
+        configs: dict = {}  # (grid, block, shared_mem, stream) -> a programmatic launch's config
 
-        def go(grid, block, shared_mem: int, stream) -> None:
+        def go(grid, block, shared_mem: int, stream, programmatic: bool = False) -> None:
             if getattr(_tls, "ctx", None) is not ctx:
                 current()
             if shared_mem > func.dynamic_shared:
                 opt_in_shared(drv, func, shared_mem)
-            err = raw(c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
-                      None if stream is None else ctypes.c_void_p(_stream_handle(stream)), c_params, None)
+            handle = None if stream is None else _stream_handle(stream)
+            if programmatic and programmatic_ok:
+                key = (grid, block, shared_mem, handle)
+                config = configs.get(key)
+                if config is None:
+                    if len(configs) > 64:
+                        configs.clear()
+                    config = configs[key] = programmatic_config(grid, block, shared_mem, handle)
+                err = ex(ctypes.c_void_p(ctypes.addressof(config)), c_handle, c_params, None)
+            else:
+                err = raw(c_handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                          None if handle is None else ctypes.c_void_p(handle), c_params, None)
             if err:
                 raise _launch_error(drv, func, grid, block, shared_mem, err)
-
-        ex = _raw_launch_ex()
 
         def bind(grid, block):
             """A launcher of these checked dims on the default stream: ``cuLaunchKernelEx`` with a
@@ -416,7 +450,18 @@ class CudaDevice(Device):
         go.bind = bind
         return go
 
-    def launch_packed(self, func: CudaFunction, grid, block, shared_mem: int, stream, args, sig) -> None:
+    def launch_packed(self, func: CudaFunction, grid, block, shared_mem: int, stream, args, sig,
+                      programmatic: bool = False) -> None:
+        if programmatic:  # cuLaunchKernelEx with its attribute: the fast launcher's path
+            if func.sig is None:
+                func.prepare(sig)
+            if len(args) < func.nbytes:
+                raise LaunchError(f"{func.name}: {len(args)} bytes of arguments, the kernel takes {func.nbytes}")
+            with func.lock:
+                if args is not func.view:
+                    func.view[:] = memoryview(args)[:func.nbytes]
+                self.fast_launcher(func, sig)(grid, block, shared_mem, stream, True)
+            return
         if getattr(_tls, "ctx", None) is not self._ctx:
             self._current()
         if func.sig is None:

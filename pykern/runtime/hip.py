@@ -333,7 +333,7 @@ class HipDevice(Device):
         return HipFunction(fn, kernel)
 
     def launch_packed(self, func: HipFunction, grid, block, shared_mem: int, stream, args: bytearray,
-                      sig) -> None:
+                      sig, programmatic: bool = False) -> None:
         threads = block[0] * block[1] * block[2]
         k = func.kernel
         if threads > k.max_flat_workgroup_size:

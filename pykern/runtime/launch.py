@@ -117,7 +117,10 @@ class Function:
                               f"({', '.join(self.param_names)}), got {len(args)}")
         return self._pack_args(*args)
 
-    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None) -> None:
+    def launch(self, grid, block, *args, shared_mem: int = 0, stream=None, programmatic: bool = False) -> None:
+        """``programmatic=True``: the kernel may start before the kernel before it on the stream ends
+        (CUDA's programmatic dependent launch, sm_90+: it reads that kernel's output only after
+        ``pk.grid_dependency_wait()``); every other device launches it as usual, which means the same."""
         # one dim check, then one generated convert-and-pack into the launch buffer
         given = (grid, block)
         grid = ((grid.__class__ is int or grid.__class__ is tuple) and _GRID_CACHE.get(grid)) or _dim3(grid, "grid", self.name)
@@ -135,7 +138,10 @@ class Function:
         if stream is None and streams[1] is not None:  # torch / CuPy arrays: their current stream
             stream = streams[1]
         if self._go is not None:
-            self._go(grid, block, shared_mem, stream)
+            if programmatic:
+                self._go(grid, block, shared_mem, stream, True)
+            else:
+                self._go(grid, block, shared_mem, stream)
             if len(self._dims) < 256 and _exact_dims(given[0]) and _exact_dims(given[1]):
                 # the hot path's key: the pair as the caller wrote it; its launcher on the default stream
                 bind = getattr(self._go, "bind", None)
@@ -146,6 +152,9 @@ class Function:
             if self._check_bounds:
                 self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig,
                                           ranges=_extents(args))
+            elif programmatic:
+                self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig,
+                                          programmatic=True)
             else:
                 self.device.launch_packed(self.handle, grid, block, shared_mem, stream, buf, self.sig)
         except LaunchError as exc:
@@ -160,11 +169,12 @@ class Function:
         n = self._nargs
         env = {**self._pack_env, "dims": self._dims, "go": self._go, "general": Function.launch.__get__(self),
                "streams": self._streams}
-        lines = ["def launch(grid, block, *args, shared_mem=0, stream=None):",
+        lines = ["def launch(grid, block, *args, shared_mem=0, stream=None, programmatic=False):",
                  f"    d = dims.get((grid, block)) if len(args) == {n} and "
                  "shared_mem.__class__ is int and shared_mem == 0 else None",
                  "    if d is None:",
-                 "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream)"]
+                 "        return general(grid, block, *args, shared_mem=shared_mem, stream=stream, "
+                 "programmatic=programmatic)"]
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
         lines += ["    streams[0] = stream",
@@ -172,7 +182,9 @@ class Function:
                   f"    pack_into(buf, 0, {self._pack_exprs})",
                   "    if stream is None:",
                   "        stream = streams[1]",  # set by a DLPack argument: its framework's current stream
-                  "    if stream is None:",
+                  "    if programmatic:",
+                  "        go(d[0], d[1], 0, stream, True)",
+                  "    elif stream is None:",
                   "        d[2]()",  # the pair's own launcher (cuLaunchKernelEx with a built config)
                   "    else:",
                   "        go(d[0], d[1], 0, stream)"]

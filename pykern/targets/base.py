@@ -269,6 +269,11 @@ class KernelFrame(ABC):
     def sync_scope(self, space: str) -> str | None:
         return None
 
+    def grid_dependency(self, op: str) -> None:
+        """``pk.grid_dependency_wait()`` (``op`` "wait") and ``pk.launch_dependents()``
+        ("launch_dependents"): nothing here, which is their meaning wherever a launch never overlaps
+        the kernel before it (``lang/builtins/dependent.py``); NVPTX sm_90+ emits ``griddepcontrol``."""
+
     def alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
         """A private variable, placed in the entry block."""
         return alloca(self.entry_builder, ty, self.target.private_as, name)

@@ -230,6 +230,14 @@ class NvptxFrame(KernelFrame):
         return self._call(f"llvm.nvvm.shfl.sync.{mode}.{suffix}", value.type,
                           [self._active(), value, arg, ir.Constant(I32, clamp)])
 
+    def grid_dependency(self, op: str) -> None:
+        """``griddepcontrol.wait`` / ``griddepcontrol.launch_dependents`` (PTX 7.8, sm_90+; nothing on
+        older archs, whose launches never overlap). Inline PTX with a memory clobber, as CUDA's own
+        ``cudaGridDependencySynchronize``: no load written after the wait may be hoisted above it."""
+        if ARCHS[self.target.arch] < (9, 0):
+            return
+        self.builder.asm(ir.FunctionType(ir.VoidType(), []), f"griddepcontrol.{op};", "~{memory}", [], True)
+
     def _active(self) -> ir.Value:
         """The lanes taking part: a partial warp (block size not a multiple of 32) has fewer than 32,
         and naming absent lanes in a ``.sync`` mask is undefined behaviour."""
