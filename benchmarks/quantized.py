@@ -17,6 +17,12 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * ``dequantize_block_*`` (f32 and f16 out) and ``get_rows_*`` on >= 64 MB: bytes read + written,
   under candle's launch and the wrappers', with an empty kernel under candle's grids (the floor
   that block starts set).
+* warps: the batch-1 pair and MMVQ alone of q4_0, q4_K, q6_K, q8_0 under the wrappers' kernel, the
+  same with its blocks striding over the rows (``mmvq_stride``) and under (32, 2), a wave per row
+  group (``mul_mat_vec_warps``) and the planar-activation kernel at one column; outputs compared.
+* read_sizes: torch.mv f16, torch.sum and a copy of as many bytes as each format's 14336 x 4096
+  weights (what reading that many bytes reaches at all).
+* blocks: the wrappers' batch-1 MMVQ under (32, 2), (32, 4), (32, 8) at 4096 x 14336 and 14336 x 4096.
 * probes: the q4_K / q6_K pair with an empty kernel in the quantize's place (what a second kernel
   costs by itself), the device's dp4a rate (the arithmetic bound of a dp4a MMQ), and the wrappers'
   MMQ kernel with more activation columns and fewer rows a block at 32 columns.
@@ -164,7 +170,7 @@ def mmvq(b: Bench) -> None:
             wbytes = ws[0].numel()
             launches = {"candle's launch": (b.fn(f"mul_mat_vec_{qtype}_q8_1_cuda1"), 1, (32, 4)),
                         "wrappers' launch": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype],
-                                             Q.MMVQ_WRAPPER_BLOCK[qtype])}
+                                             Q.mmvq_wrapper_block(qtype, ncols))}
             figures = {}
             for label, (fn, rows, block) in launches.items():
                 alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded, block)
@@ -655,6 +661,341 @@ def pairs(b: Bench) -> None:
             del ws
 
 
+# ---- batch-1 MMVQ probes (issue 26: MMVQ alone toward torch.mv's share of copy) ---------------------------
+@pk.func
+def q8_1_unit(vy: pk.ConstPtr[pk.u8], first_chunk: pk.usize, c_lo: pk.u32, c_hi: pk.u32, yw: pk.Ptr[pk.i32],
+              d8: pk.Ptr[pk.f32], sums: pk.Ptr[pk.i32], *, QT, at):
+    """The q8_1 blocks a unit of ``mul_mat_vec_warps`` meets: chunk ``first_chunk + c_lo`` (and, for a
+    pair format, ``first_chunk + c_hi``): quants to ``yw[16 at ..]``, scales to ``d8[2 at ..]``, group
+    sums to ``sums[4 at ..]``."""
+    for h in pk.static_range(2 if QT.pair is not None else 1):
+        yb = vy + (first_chunk + pk.usize(c_lo if h == 0 else c_hi)) * Q.Q8_1_BYTES
+        y = pk.bitcast(yb + 4, pk.ConstPtr[pk.i32])
+        for k in pk.static_range(8):
+            yw[16 * at + 8 * h + k] = y[k]
+        d8[2 * at + h] = Q.half_at(yb, 0)
+        Q.group_sums(y, sums, Q=QT, at=4 * at + 2 * h)
+
+
+@pk.func
+def unit_chunks(u: pk.u32, *, QT) -> tuple[pk.usize, pk.u32, pk.u32]:
+    """Unit ``u`` of a row (a chunk; for a pair format a pair of chunks): the row's first chunk of its
+    block and its block-relative chunks (low, high)."""
+    if QT.pair is not None:
+        per_block: pk.u32 = QT.qk // (2 * Q.Q8_1_QK)
+        pb = u % per_block
+        c_lo = pb // QT.pair_stride * (2 * QT.pair_stride) + pb % QT.pair_stride
+        return pk.usize(u // per_block) * (QT.qk // Q.Q8_1_QK), c_lo, c_lo + QT.pair_stride
+    else:
+        per_block_c: pk.u32 = QT.qk // Q.Q8_1_QK
+        return pk.usize(u // per_block_c) * per_block_c, u % per_block_c, u % per_block_c
+
+
+@pk.func
+def load_unit(b: pk.ConstPtr[pk.u8], u: pk.u32, c_lo: pk.u32, c_hi: pk.u32, words: pk.Ptr[pk.u32],
+              params: pk.Ptr[pk.f32], *, QT):
+    """Weight unit ``u`` of the block at ``b`` (block-relative chunks ``c_lo``, ``c_hi``): its quants
+    to ``words[0 .. 8)`` (a pair format's second chunk to ``words[8 .. 16)``), its chunks' scales and
+    mins to ``params[0 .. 4)`` (and ``params[4 .. 8)``)."""
+    if QT.pair is not None:
+        QT.pair(b, u % (QT.qk // (2 * Q.Q8_1_QK)), words, words + 8)
+        Q.chunk_params(b, c_lo, params, Q=QT)
+        Q.chunk_params(b, c_hi, params + 4, Q=QT)
+    else:
+        Q.load_chunk(b, c_lo, words, params, Q=QT)
+
+
+@pk.func
+def dot_unit(words: pk.Ptr[pk.u32], params: pk.Ptr[pk.f32], yw: pk.Ptr[pk.i32], d8: pk.Ptr[pk.f32],
+             sums: pk.Ptr[pk.i32], *, QT, at) -> pk.f32:
+    """A loaded unit (``load_unit``) times its q8_1 blocks (``q8_1_unit`` at ``at``)."""
+    total = Q.dot_words(words, params, yw, d8[2 * at], sums, Q=QT, y_at=16 * at, sums_at=4 * at)
+    if QT.pair is not None:
+        total += Q.dot_words(words + 8, params + 4, yw, d8[2 * at + 1], sums, Q=QT, y_at=16 * at + 8,
+                             sums_at=4 * at + 2)
+    return total
+
+
+@pk.func
+def warps_rows(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], units: pk.u32, row_bytes: pk.usize,
+               nrows: pk.u32, yw: pk.Ptr[pk.i32], d8: pk.Ptr[pk.f32], sums: pk.Ptr[pk.i32], *, QT, rows, unroll, held):
+    """The row groups of this wave (every (waves of the grid)-th group of ``rows`` rows): each lane
+    takes units ``lane + wave_size k`` of every row of the group, ``unroll`` at a time, every load of
+    a step (all its units of all its rows) before any product, so that they are in flight together; a
+    wave sum a row, no barrier. ``held``: the row is one step of units and ``yw``/``d8``/``sums``
+    already hold its q8_1 blocks."""
+    lane = pk.lane_id()
+    waves = Q.flat_threads() // pk.wave_size
+    groups = (nrows + rows - 1) // rows
+    last = max(nrows, 1) - 1
+    span = 16 if QT.pair is not None else 8    # words of a unit
+    acc = pk.local.array(rows, pk.f32)
+    words = pk.local.array((16 if QT.pair is not None else 8) * unroll * rows, pk.u32)
+    params = pk.local.array((8 if QT.pair is not None else 4) * unroll * rows, pk.f32)
+    for g in range(pk.block_idx.x * waves + Q.flat_thread() // pk.wave_size, groups, pk.grid_dim.x * waves):
+        for r in pk.static_range(rows):
+            acc[r] = 0.0
+        for u0 in range(lane, units if not held else lane + 1, pk.wave_size * unroll):
+            for k in pk.static_range(unroll):
+                uc = min(u0 + k * pk.wave_size, units - 1)  # a unit past the row re-reads the last, dropped
+                first_chunk, c_lo, c_hi = unit_chunks(uc, QT=QT)
+                if not held:
+                    q8_1_unit(vy, first_chunk, c_lo, c_hi, yw, d8, sums, QT=QT, at=k)
+                for r in pk.static_range(rows):
+                    row = min(g * rows + r, last)
+                    b = vx + pk.usize(row) * row_bytes + (first_chunk // (QT.qk // Q.Q8_1_QK)) * QT.nbytes
+                    load_unit(b, uc, c_lo, c_hi, words + span * (k * rows + r), params + span // 2 * (k * rows + r),
+                              QT=QT)
+            for k in pk.static_range(unroll):
+                for r in pk.static_range(rows):
+                    acc[r] += pk.select(u0 + k * pk.wave_size < units,
+                                        dot_unit(words + span * (k * rows + r), params + span // 2 * (k * rows + r),
+                                                 yw, d8, sums, QT=QT, at=k), pk.f32(0))
+        for r in pk.static_range(rows):
+            total = pk.wave.sum(acc[r])
+            if lane == r and g * rows + r < nrows:
+                dst[pk.usize(g * rows + r)] = total
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def mul_mat_vec_warps(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
+                      nrows_x: pk.i32, nrows_y: pk.i32, nrows_dst: pk.i32, *, QT, rows, unroll):
+    """MMVQ at one column, a wave per group of ``rows`` rows, the grid's waves striding over the
+    groups (any grid; ``--only warps`` times the blocks the SMs hold at once, which leaves no tail
+    of blocks): a lane takes every wave_size-th unit of a row (a chunk; a pair of chunks for the pair
+    formats, ``QT.pair``), ``unroll`` units at once, and a wave sum a row. Where a row is at most
+    ``wave_size * unroll`` units the lane's q8_1 blocks are read once, before the rows, and held in
+    registers; otherwise with each step. Blocks must be whole waves. ``nrows_y`` and ``nrows_dst``
+    (one column) are unused."""
+    unit_elems: pk.u32 = Q.Q8_1_QK * (2 if QT.pair is not None else 1)
+    units = pk.u32(max(ncols_x, 0)) // unit_elems
+    row_bytes = pk.usize(pk.u32(max(ncols_x, 0)) // QT.qk) * QT.nbytes
+    nrows = pk.u32(max(nrows_x, 0))
+    yw = pk.local.array(16 * unroll, pk.i32)
+    d8 = pk.local.array(2 * unroll, pk.f32)
+    sums = pk.local.array(4 * unroll, pk.i32)
+    if units <= pk.wave_size * unroll:
+        lane = pk.lane_id()
+        for k in pk.static_range(unroll):
+            first_chunk, c_lo, c_hi = unit_chunks(min(lane + k * pk.wave_size, max(units, 1) - 1), QT=QT)
+            q8_1_unit(vy, first_chunk, c_lo, c_hi, yw, d8, sums, QT=QT, at=k)
+        warps_rows(vx, vy, dst, units, row_bytes, nrows, yw, d8, sums, QT=QT, rows=rows, unroll=unroll, held=True)
+    else:
+        warps_rows(vx, vy, dst, units, row_bytes, nrows, yw, d8, sums, QT=QT, rows=rows, unroll=unroll,
+                   held=False)
+
+
+
+#: units a lane of ``mul_mat_vec_warps`` takes at once (its ``unroll``): a 4096-column row is then one
+#: step (128 chunks; 64 pairs for the pair formats) on a wave of 32
+WARPS_UNROLL = {q.name: 2 if q.pair is not None else 4 for q in Q.MATMUL_TYPES}
+#: ``mul_mat_vec_warps`` (a wave per group of rows, the grid's waves striding over the groups) as
+#: ``--only warps`` times it: rows a wave, and the grid: "resident" as many blocks of WARPS_BLOCK as
+#: the SMs hold at once (the driver's occupancy of the kernel), None a wave per row group (one pass,
+#: the block scheduler balancing)
+WARPS_ROWS = (1,)
+WARPS_GRIDS = ("resident",)
+WARPS_BLOCK = (32, 8)
+WARPS_FORMATS = ("q4_0", "q4_K", "q6_K", "q8_0")
+WARPS_PROBES = pk.Module("quantized_warps").add(
+    *(mul_mat_vec_warps.instance(f"warps_{q}_{r}", QT=Q.QTYPES[q], rows=r, unroll=WARPS_UNROLL[q])
+      for q in WARPS_FORMATS for r in WARPS_ROWS))
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def mmvq_stride(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32, nrows_x: pk.i32,
+                nrows_y: pk.i32, nrows_dst: pk.i32, *, QT, rows):
+    """The wrappers' batch-1 MMVQ (``mul_mat_vec_q8_1`` at one column; ``mul_mat_vec_pairs`` for the
+    pair formats) with the grid's blocks striding over the groups of ``rows`` rows: a grid of the
+    blocks the SMs hold at once leaves no tail of blocks (a barrier between groups frees the sums'
+    shared memory)."""
+    sm = pk.shared.array(Q.SHARED_SUMS[rows], pk.f32)
+    acc = pk.local.array(rows, pk.f32)
+    t = Q.flat_thread()
+    nt = Q.flat_threads()
+    unit: pk.u32 = Q.Q8_1_QK * (2 if QT.pair is not None else 1)
+    units = pk.u32(max(ncols_x, 0)) // unit
+    per_block: pk.u32 = QT.qk // unit
+    row_bytes = pk.usize(units // per_block) * QT.nbytes
+    nrows = pk.u32(max(nrows_x, 0))
+    last = max(nrows, 1) - 1
+    words = pk.local.array(16, pk.u32)
+    params = pk.local.array(8, pk.f32)
+    yw = pk.local.array(16, pk.i32)
+    d8 = pk.local.array(2, pk.f32)
+    sums = pk.local.array(4, pk.i32)
+    for g in range(pk.block_idx.x, (nrows + rows - 1) // rows, pk.grid_dim.x):
+        for r in pk.static_range(rows):
+            acc[r] = 0.0
+        first = g * rows
+        for u in range(t, units, nt):
+            first_chunk, c_lo, c_hi = unit_chunks(u, QT=QT)
+            q8_1_unit(vy, first_chunk, c_lo, c_hi, yw, d8, sums, QT=QT, at=0)
+            for r in pk.static_range(rows):
+                b = vx + pk.usize(min(first + r, last)) * row_bytes + pk.usize(u // per_block) * QT.nbytes
+                load_unit(b, u, c_lo, c_hi, words, params, QT=QT)
+                acc[r] += dot_unit(words, params, yw, d8, sums, QT=QT, at=0)
+        total = Q.block_sums(acc, sm, t, nt, count=rows)
+        if t < rows and first + t < nrows:
+            dst[pk.usize(first + t)] = total
+        pk.syncthreads()
+
+
+#: the grid-stride MMVQ probe (``mmvq_stride``) at the wrappers' rows a block, under their block
+STRIDE_PROBES = pk.Module("quantized_stride").add(
+    *(mmvq_stride.instance(f"stride_{q}", QT=Q.QTYPES[q], rows=Q.MMVQ_WRAPPER_ROWS[q]) for q in ("q4_0", "q4_K", "q6_K",
+                                                                                              "q8_0")))
+
+
+#: the planar-activation kernel at one column (``mul_mat_planar``, N = 1: each activation load coalesced
+#: over the warp, where a q8_1 block's words sit 36 bytes from the neighbour's) at 2 and 4 rows a block
+PLANAR1_PROBES = pk.Module("quantized_planar1").add(
+    *(Q.mul_mat_planar.instance(f"planar1_{q}_{r}", Q=Q.QTYPES[q], N=1, rows=r)
+      for q in ("q4_0", "q4_K", "q6_K", "q8_0") for r in (2, 4)))
+
+
+def read_sizes(b: Bench) -> None:
+    """What kernels moving as many bytes as a batch-1 MMVQ reads reach (the ceiling at that size, not
+    at the copy's 0.5-1 GB): torch.mv in f16 with as many weight bytes (rows of 4096), torch.sum of
+    the bytes as f32, a device copy of them and of half of them (bytes read + written: the half moves
+    as many), sources and destinations rotated as the weights everywhere here. Compare with ``--only
+    mmvq``'s MMVQ alone."""
+    torch = b.torch
+    print("\nread_sizes: reads of the MMVQ formats' byte counts at 14336 x 4096 (% of the copy ceiling above)")
+    nrows, ncols = 14336, 4096
+    for label, nbytes in (("q4_0/q4_K", nrows * ncols // 32 * 18), ("q6_K", nrows * ncols // 256 * 210),
+                          ("q8_0", nrows * ncols // 32 * 34), ("f16", nrows * ncols * 2)):
+        rows = nbytes // (2 * ncols)
+        ws = b.rotated(np.zeros(rows * ncols, np.float16))
+        for w in ws:
+            w.normal_()
+        mats = [w.view(rows, ncols) for w in ws]
+        x16 = torch.randn(ncols, device="cuda").half()
+        wbytes = ws[0].numel() * 2
+        t_mv = b.time(lambda i, s: torch.mv(mats[i % len(mats)], x16))
+        b.report(f"{label} bytes ({wbytes / 1e6:.1f} MB): torch.mv f16 {rows}x{ncols}", t_mv, wbytes)
+        t_sum = b.time(lambda i, s: ws[i % len(ws)].view(torch.float32).sum())
+        b.report(f"{label} bytes: torch.sum as f32", t_sum, wbytes)
+        # the destinations rotate too: one destination of <= 50 MB would stay in L2, its writes never
+        # waiting for DRAM (measured: a half copy of the q4_0 bytes at 109% of the ceiling)
+        outs = [torch.empty_like(w) for w in ws]
+        t_copy = b.time(lambda i, s: outs[i % len(outs)].copy_(ws[i % len(ws)]))
+        b.report(f"{label} bytes: copy (read + written)", t_copy, 2 * wbytes)
+        half = ws[0].numel() // 2
+        t_half = b.time(lambda i, s: outs[i % len(outs)][:half].copy_(ws[i % len(ws)][:half]))
+        b.report(f"{label} bytes: copy of half (as many moved)", t_half, 2 * half * 2)
+        del ws, mats, outs
+
+
+def blocks(b: Bench) -> None:
+    """The wrappers' batch-1 MMVQ (``mul_mat_vec_rows_{q}_q8_1``, their rows a block) under blocks of
+    (32, 2), (32, 4) and (32, 8), same buffers, outputs compared: rows of 4096 and 14336 columns give
+    a thread one trip or several, the last part idle."""
+    torch, rng = b.torch, np.random.default_rng(8)
+    print("\nblocks: the wrappers' batch-1 MMVQ under (32, y) (weight bytes; pair, then MMVQ alone)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in ((4096, 14336), (14336, 4096)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in ("q4_0", "q4_K", "q5_K", "q6_K", "q8_0"):
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            fn, rows = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype]
+            want = None
+            for by in (2, 4, 8):
+                alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded, (32, by))
+                t_pair, t_alone = b.time(pair), b.time(alone)
+                mark = " (wrappers')" if (32, by) == Q.mmvq_wrapper_block(qtype, ncols) else ""
+                b.report(f"{qtype} {nrows}x{ncols} (32, {by}){mark}", t_pair, wbytes)
+                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
+                dst.fill_(float("nan"))
+                pair(0, None)
+                torch.cuda.synchronize()
+                got = dst.cpu().numpy()
+                want = got if want is None else want
+                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"(32, {by}) disagrees"
+            del ws
+
+
+def resident_blocks(fn, block) -> int:
+    """Blocks of ``block`` threads of ``fn`` an SM holds at once (the driver's occupancy calculator)."""
+    from cuda.bindings import driver
+    err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.handle.handle, block[0] * block[1], 0)
+    assert int(err) == 0, err
+    return n
+
+
+def warps(b: Bench, formats=WARPS_FORMATS) -> None:
+    """The batch-1 pair and MMVQ alone: the wrappers' kernel against ``mul_mat_vec_warps`` at
+    WARPS_ROWS x WARPS_GRIDS, same buffers, outputs compared; 14336 x 4096, 4096 x 4096 and 4096 x
+    14336 (rows of more units than a wave holds)."""
+    torch, rng = b.torch, np.random.default_rng(7)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    waves_a_block = WARPS_BLOCK[0] * WARPS_BLOCK[1] // 32
+    print(f"\nwarps: the wrappers' batch-1 MMVQ against mul_mat_vec_warps ({sms} SMs; weight bytes; pair, then"
+          " MMVQ alone)")
+    quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
+    for nrows, ncols in ((14336, 4096), (4096, 4096), (4096, 14336)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        vp = torch.empty(k_padded // 32 * Q.PLANAR_BYTES, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in formats:
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            variants = {"wrappers'": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"),
+                                      -(-nrows // Q.MMVQ_WRAPPER_ROWS[qtype]), Q.mmvq_wrapper_block(qtype, ncols))}
+            stride = b.dev.get_or_load_func(f"stride_{qtype}", STRIDE_PROBES)
+            block = Q.mmvq_wrapper_block(qtype, ncols)
+            groups = -(-nrows // Q.MMVQ_WRAPPER_ROWS[qtype])
+            variants["wrappers' stride, resident grid"] = (stride, min(groups, sms * resident_blocks(stride, block)),
+                                                          block)
+            if block == (32, 4):
+                variants["wrappers' under (32, 2)"] = (variants["wrappers'"][0], groups, (32, 2))
+            for rows in WARPS_ROWS:
+                fn = b.dev.get_or_load_func(f"warps_{qtype}_{rows}", WARPS_PROBES)
+                for per_sm in WARPS_GRIDS:
+                    groups = -(-nrows // rows)
+                    one_pass = -(-groups // waves_a_block)
+                    grid = one_pass if per_sm is None else min(one_pass, sms * resident_blocks(fn, WARPS_BLOCK))
+                    variants[f"warps {rows} rows, grid {grid}"] = (fn, grid, WARPS_BLOCK)
+            for rows in (2, 4):
+                for block in ((32, 4), (32, 2)):
+                    variants[f"planar N=1 {rows} rows ({block[0]}, {block[1]})"] = (
+                        b.dev.get_or_load_func(f"planar1_{qtype}_{rows}", PLANAR1_PROBES), -(-nrows // rows), block)
+            want = None
+            for label, (fn, grid, block) in variants.items():
+                planar = label.startswith("planar")
+
+                def alone(i, s, fn=fn, grid=grid, block=block, planar=planar):
+                    if planar:
+                        fn[grid, block, s](ws[i % len(ws)].data_ptr(), vp.data_ptr(), dst.data_ptr(), ncols, nrows, 1,
+                                           k_padded, nrows)
+                    else:
+                        fn[grid, block, s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows,
+                                           k_padded, nrows)
+
+                def pair(i, s, alone=alone, planar=planar):
+                    if planar:
+                        pquant[(k_padded // 256, 1), 256, s](x.data_ptr(), vp.data_ptr(), ncols, k_padded)
+                    else:
+                        quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
+                    alone(i, s)
+                t_pair, t_alone = b.time(pair), b.time(alone)
+                b.report(f"{qtype} {nrows}x{ncols} {label}", t_pair, wbytes)
+                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
+                dst.fill_(float("nan"))
+                pair(0, None)
+                torch.cuda.synchronize()
+                got = dst.cpu().numpy()
+                want = got if want is None else want
+                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with the wrappers'"
+            del ws
+
+
 def planar(b: Bench) -> None:
     """The wrappers' MMQ (``quantize_q8_1_planar`` + ``mul_mat_planar_{q}``: each activation load
     coalesced over the warp, the group sums precomputed) against their earlier ``mul_mat_cols``
@@ -763,7 +1104,7 @@ def tile(b: Bench) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
-                                           "tile"])
+                                           "tile", "warps", "read_sizes", "blocks"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -772,7 +1113,7 @@ def main() -> None:
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), args.iters)
     parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
-             "planar": planar, "tile": tile}
+             "planar": planar, "tile": tile, "warps": warps, "read_sizes": read_sizes, "blocks": blocks}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

@@ -836,6 +836,21 @@ MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name in ("q4_K", "q5_K") else 2 for q in MAT
 #: the block (32, y) of the wrappers' batch-1 MMVQ: (32, 2) for the pair formats (``mul_mat_vec_pairs``:
 #: a 4096-column row's 64 pairs give each thread one), (32, 4) for the others
 MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.name in MMVQ_PAIRS else (32, 4) for q in MATMUL_TYPES}
+#: rows longer than this many columns take twice MMVQ_WRAPPER_BLOCK's threads (``mmvq_wrapper_block``)
+MMVQ_WIDE_COLUMNS = 4096
+
+
+def mmvq_wrapper_block(qtype: str, ncols: int) -> tuple[int, int]:
+    """The wrappers' batch-1 MMVQ block for rows of ``ncols`` columns: MMVQ_WRAPPER_BLOCK, with twice
+    the threads past MMVQ_WIDE_COLUMNS. A thread of (32, 2) has 3.5 trips over a 14336-column row's
+    224 pairs, of (32, 4) 3.5 over its 448 chunks, each trip's loads waiting for the last one's
+    products; twice the threads leave 1.75 (H100, 4096 x 14336, MMVQ alone: q4_K 62% -> 70% of copy,
+    q5_K 64 -> 70, q6_K 67 -> 71, q8_0 83 -> 87, q4_0 75 -> 76; at 4096 columns twice the threads
+    lose 6-12 points: docs/targets/cuda.md, quantized)."""
+    x, y = MMVQ_WRAPPER_BLOCK[qtype]
+    return (x, 2 * y) if ncols > MMVQ_WIDE_COLUMNS else (x, y)
+
+
 #: the wrappers' earlier MMQ (now ``mul_mat_planar``): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
 #: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
 #: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':

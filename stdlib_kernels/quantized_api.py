@@ -29,9 +29,9 @@ from . import QUANTIZED
 from ._common import as_device_array
 from .cast import to as cast_to
 from .quantized import (DEQUANTIZE_WRAPPER_BLOCK, DEQUANTIZE_WRAPPER_ELEMENTS, FLOAT_ROWS, MATMUL_TYPES,
-                        MMQ_PLANAR_BLOCK_Y, MMQ_PLANAR_COLUMNS, MMQ_PLANAR_ROWS, MMVQ_WIDTHS, MMVQ_WRAPPER_BLOCK,
+                        MMQ_PLANAR_BLOCK_Y, MMQ_PLANAR_COLUMNS, MMQ_PLANAR_ROWS, MMVQ_WIDTHS,
                         MMVQ_WRAPPER_ROWS, PLANAR_BYTES,
-                        MOE_NAMES, Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows)
+                        MOE_NAMES, Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows, mmvq_wrapper_block)
 
 #: GGUF's names of the formats the kernels read
 GGUF_TYPES = tuple(QTYPES)
@@ -190,7 +190,7 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         vy, k_padded = quantize_q8_1(x)
     if batch == 1:  # candle's kernel with more rows a block (quantized.MMVQ_WRAPPER_ROWS)
         fn = dev.get_or_load_func(f"mul_mat_vec_rows_{q.name}_q8_1", QUANTIZED)
-        fn[-(-n // MMVQ_WRAPPER_ROWS[q.name]), MMVQ_WRAPPER_BLOCK[q.name]](w, vy, out, k, n, k_padded, n)
+        fn[-(-n // MMVQ_WRAPPER_ROWS[q.name]), mmvq_wrapper_block(q.name, k)](w, vy, out, k, n, k_padded, n)
     elif batch <= max(MMVQ_WIDTHS):
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)

@@ -360,6 +360,50 @@ def test_mmvq_pairs(wave_device, qtype):
                 check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
 
 
+@pytest.fixture(scope="module")
+def warps_kernels():
+    """benchmarks/quantized.py's batch-1 MMVQ probes (their GPU figures are in docs/targets/cuda.md:
+    they stand only if the kernels are right): ``mul_mat_vec_warps`` (a wave per group of rows, the
+    grid's waves striding over the groups) for every format at 1 and 2 rows a wave, WARPS_UNROLL
+    units a lane and 1; ``mmvq_stride`` (the wrappers' kernel, the blocks striding over the groups)."""
+    bench = tile_probe_module()
+    return bench, pk.Module("quantized_warps_test").add(
+        *(bench.mul_mat_vec_warps.instance(f"warps_{q}_{rows}_{unroll}", QT=Q.QTYPES[q], rows=rows, unroll=unroll)
+          for q in MATMUL for rows in (1, 2) for unroll in (1, bench.WARPS_UNROLL[q])),
+        *(bench.mmvq_stride.instance(f"stride_{q}", QT=Q.QTYPES[q], rows=Q.MMVQ_WRAPPER_ROWS[q]) for q in MATMUL))
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmvq_warps(wave_device, warps_kernels, qtype):
+    """Odd row counts; rows whose units a lane holds in registers across rows and rows of more units
+    than a wave's lanes hold (4608 columns); grids of fewer waves than row groups (a wave takes
+    several) and of more (waves with none); dst zeroed with a guard. The grid-stride wrappers' kernel
+    likewise, 1 and 5 blocks."""
+    bench, kernels = warps_kernels
+    rng = np.random.default_rng(21)
+    for nrows, ncols in (shape_for(qtype), (5, 4608)):
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, 1, ncols)
+        vy, qy = quantize_on(wave_device, x)
+        for rows in (1, 2):
+            for unroll in (1, bench.WARPS_UNROLL[qtype]):
+                for grid, block in ((1, (32, 2)), (5, (32, 4))):
+                    dst = wave_device.zeros(nrows + 8, pk.f32)
+                    wave_device.get_or_load_func(f"warps_{qtype}_{rows}_{unroll}", kernels)[grid, block](
+                        wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32,
+                        nrows)
+                    got = dst.to_host()
+                    assert not got[nrows:].any()
+                    check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
+        for grid in (1, 5):
+            dst = wave_device.zeros(nrows + 8, pk.f32)
+            wave_device.get_or_load_func(f"stride_{qtype}", kernels)[grid, Q.MMVQ_WRAPPER_BLOCK[qtype]](
+                wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+            got = dst.to_host()
+            assert not got[nrows:].any()
+            check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
+
+
 #: the planar-activation MMQ (``quantize_q8_1_planar`` + ``mul_mat_planar``) at the shapes the benchmark
 #: times beside the wrappers' (MMQ_PLANAR_COLUMNS x MMQ_PLANAR_ROWS: ``mul_mat_planar_{q}`` of the module)
 PLANAR_SHAPES = ((4, 8), (16, 2))
@@ -624,6 +668,22 @@ def test_api_matmul_dispatch(wave_device, batch):
     check_q8_1_product(got.to_host(), blocks, "q6_K", x, qy)
 
 
+@pytest.mark.parametrize("qtype", ["q4_0", "q4_K"])
+def test_api_matmul_wide_rows(wave_device, qtype):
+    """Batch 1 on rows longer than MMVQ_WIDE_COLUMNS: the wrappers' kernel under twice its block's
+    threads (a thread a chunk and a thread a pair), odd row count, within the bounds above."""
+    ncols = Q.MMVQ_WIDE_COLUMNS + 512
+    bx, by = Q.MMVQ_WRAPPER_BLOCK[qtype]
+    assert Q.mmvq_wrapper_block(qtype, ncols) == (bx, 2 * by)
+    assert Q.mmvq_wrapper_block(qtype, Q.MMVQ_WIDE_COLUMNS) == (bx, by)
+    rng = np.random.default_rng(23)
+    blocks = weights(rng, qtype, 3, ncols)
+    x = activations(rng, 1, ncols)
+    got = qapi.matmul(wave_device.to_device(blocks.reshape(-1)), qtype, wave_device.to_device(x))
+    _, qy = quantize_on(wave_device, x)
+    check_q8_1_product(got.to_host(), blocks, qtype, x, qy)
+
+
 def test_api_matmul_dmmv_and_batch_dims(wave_device):
     rng = np.random.default_rng(2)
     blocks = weights(rng, "q8_0", 6, 256)
@@ -786,6 +846,22 @@ def test_mmvq_pairs_stay_in_bounds(checked, qtype):
     checked.get_or_load_func(f"pairs_{qtype}_4", PAIR_KERNELS)[-(-nrows // 4), (32, 2)](
         checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
     check_q8_1_product(dst.to_host().reshape(1, nrows), blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", MATMUL)
+def test_mmvq_warps_stay_in_bounds(checked, warps_kernels, qtype):
+    """``mul_mat_vec_warps``' loads (the held q8_1 units, the last unit re-read past a row's end, the
+    last row re-read past the matrix) stay inside exact-size weights and activations."""
+    bench, kernels = warps_kernels
+    rng = np.random.default_rng(22)
+    for nrows, ncols in (shape_for(qtype), (3, 4608)):
+        blocks = weights(rng, qtype, nrows, ncols)
+        x = activations(rng, 1, ncols)
+        vy, qy = quantize_on(checked, x)
+        dst = checked.zeros(nrows, pk.f32)
+        checked.get_or_load_func(f"warps_{qtype}_2_{bench.WARPS_UNROLL[qtype]}", kernels)[2, (32, 2)](
+            checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+        check_q8_1_product(dst.to_host().reshape(1, nrows), blocks, qtype, x, qy)
 
 
 @pytest.mark.parametrize("qtype", ["q5_0", "q6_K", "q4_K"])
