@@ -30,6 +30,8 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
   (a thread two chunks from one load of their shared words) at several rows a block.
 * planar: the wrappers' MMQ (planar q8_1 + ``mul_mat_planar_{q}``) against their earlier
   ``mul_mat_cols`` and dequantize + torch.matmul at 16 to 128 columns, other shapes and blocks.
+* pdl: the batch-1 pair launched plainly and with programmatic dependent launch (sm_90), and a
+  probe that the overlap is real (a reader without ``pk.grid_dependency_wait`` sees stale data).
 * tile: the tiled MMQ probe (``mmq_tile_probe_{q}``, both operands staged in shared memory: ggml's
   mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
   activation columns.
@@ -1101,10 +1103,100 @@ def tile(b: Bench) -> None:
         del ws
 
 
+@pk.kernel
+def overlap_producer(out: pk.Ptr[pk.u32], n: pk.u32, seed: pk.u32, zero: pk.u32):
+    """``out[i]`` = ``seed`` after a slow loop (a hash times ``zero``, 0 at run time: the compiler
+    cannot drop the loop), ``launch_dependents`` first: a programmatic dependent may start while this
+    runs."""
+    pk.launch_dependents()
+    i = pk.block_idx.x * pk.block_dim.x + pk.thread_idx.x
+    h = i
+    for _ in range(4000):
+        h = (h ^ (h >> pk.u32(13))) * pk.u32(1664525) + pk.u32(1013904223)
+    if i < n:
+        out[i] = seed + h * zero
+
+
+@pk.kernel
+def overlap_reader(src: pk.ConstPtr[pk.u32], seen: pk.Ptr[pk.u32], n: pk.u32, seed: pk.u32, *, wait):
+    """Counts the elements of ``src`` that are not yet ``seed`` when read, with or without the wait:
+    without it, a non-zero count shows that the programmatic launch really started early."""
+    i = pk.block_idx.x * pk.block_dim.x + pk.thread_idx.x
+    if wait:
+        pk.grid_dependency_wait()
+    if i < n and src[i] != seed:
+        pk.atomic.add(seen, 0, pk.u32(1))
+
+
+OVERLAP_PROBES = pk.Module("quantized_overlap").add(
+    overlap_producer.instance("overlap_producer"), overlap_reader.instance("overlap_reader_wait", wait=True),
+    overlap_reader.instance("overlap_reader_nowait", wait=False))
+
+
+def pdl(b: Bench) -> None:
+    """The batch-1 pair (the wrappers' launch) launched plainly and with programmatic dependent launch
+    (the MMVQ's start overlapping the quantize's end; ``quantized_api.matmul``'s launch on sm_90):
+    graph replays and host loops, outputs compared bit for bit. First a probe that the overlap is
+    real: a reader launched programmatically without the wait sees the producer's output unwritten."""
+    torch, rng = b.torch, np.random.default_rng(5)
+    n = 1 << 16
+    buf = torch.zeros(n, dtype=torch.int32, device="cuda")
+    seen = torch.zeros(1, dtype=torch.int32, device="cuda")
+    prod = b.dev.get_or_load_func("overlap_producer", OVERLAP_PROBES)
+    print("\nprogrammatic dependent launch: stale elements a reader saw over 20 producer -> reader pairs")
+    for wait in (True, False):
+        rd = b.dev.get_or_load_func(f"overlap_reader_{'wait' if wait else 'nowait'}", OVERLAP_PROBES)
+        for programmatic in (False, True):
+            seen.zero_()
+            for seed in range(1, 21):
+                prod.launch(n // 256, 256, buf.data_ptr(), n, seed, 0)
+                rd.launch(n // 256, 256, buf.data_ptr(), seen.data_ptr(), n, seed, programmatic=programmatic)
+            torch.cuda.synchronize()
+            print(f"{'':48} wait {wait!s:5} programmatic {programmatic!s:5}: {int(seen.item())} stale")
+    print("\nq8_1 + MMVQ pair, batch 1, the wrappers' launch: plain / programmatic (GB/s of weight bytes)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in ((14336, 4096), (4096, 4096)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            fn, rows = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype]
+            block = Q.MMVQ_WRAPPER_BLOCK[qtype]
+
+            def pair(i, s, programmatic, fn=fn, rows=rows, block=block, ws=ws):
+                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+                fn.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
+                          ncols, nrows, k_padded, nrows, stream=s, programmatic=programmatic)
+
+            outs = []
+            for programmatic in (False, True):
+                dst.fill_(float("nan"))
+                pair(0, None, programmatic)
+                torch.cuda.synchronize()
+                outs.append(dst.cpu().numpy().copy())
+            assert np.array_equal(outs[0], outs[1]), f"{qtype}: programmatic pair differs"
+            times = {False: [], True: []}
+            for _ in range(2):  # alternated, so drift shows as a spread rather than a gain
+                for programmatic in (False, True):
+                    times[programmatic].append(b.time(lambda i, s, p=programmatic: pair(i, s, p)))
+            hosts = {p: loop_time(torch, lambda i, s, p=p: pair(i, s, p), b.iters) for p in (False, True)}
+            for programmatic, label in ((False, "plain"), (True, "programmatic")):
+                t = min(times[programmatic])
+                b.report(f"{qtype} {nrows}x{ncols} {label}", t, wbytes)
+                print(f"{'':48} runs {' / '.join(f'{v * 1e6:.2f}' for v in times[programmatic])} us;"
+                      f" host loop {hosts[programmatic] * 1e6:6.2f} us a pair")
+            print(f"{'':48} programmatic at {min(times[False]) / min(times[True]):.3f}x the plain pair's speed")
+            del ws
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
-                                           "tile", "warps", "read_sizes", "blocks"])
+                                           "tile", "warps", "pdl", "read_sizes",
+                                           "blocks"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -1113,7 +1205,8 @@ def main() -> None:
     torch.cuda.init()
     b = Bench(torch, pk.device("cuda"), args.iters)
     parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
-             "planar": planar, "tile": tile, "warps": warps, "read_sizes": read_sizes, "blocks": blocks}
+             "planar": planar, "tile": tile, "warps": warps, "pdl": pdl,
+             "read_sizes": read_sizes, "blocks": blocks}
     for name, part in parts.items():
         if args.only in (None, name):
             part(b)

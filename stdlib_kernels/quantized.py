@@ -190,6 +190,25 @@ def q3_k_word(b: ConstPtr[u8], w: u32) -> u32:
 
 
 @pk.func
+def q3_k_pair_values(b: ConstPtr[u8], w: u32, vals: Ptr[f32]):
+    """Elements 4w .. 4w + 7 of a q3_K block (``w`` even: two words of one 16-element group) into
+    ``vals``: their two words of qs and of hmask each from one span (``span_words``), their scale
+    once; the values are ``dequantize_word``'s, bit for bit."""
+    h = w // 32
+    s = w // 8 % 4
+    l4 = w % 8
+    low = pk.local.array(2, u32)
+    hm = pk.local.array(2, u32)
+    span_words(b, 32 + 32 * h + 4 * l4, low, n=2, at=0)
+    span_words(b, 4 * l4, hm, n=2, at=0)
+    a = q3_k_scale(b, w // 4)
+    for j in pk.static_range(2):
+        q = ((low[j] >> (2 * s)) & 0x03030303) | (((hm[j] >> (4 * h + s)) & 0x01010101) << 2)
+        for k in pk.static_range(4):
+            vals[4 * j + k] = a * f32(i32((q >> (8 * k)) & 0xFF) - 4)
+
+
+@pk.func
 def q3_k_scale(b: ConstPtr[u8], g: u32) -> f32:
     """16 six-bit scales (+32) in 12 bytes: low nibbles from bytes g (g < 8) or g - 8 (high nibble),
     top two bits from byte 8 + g % 4 at bit 2 (g // 4)."""
@@ -428,6 +447,21 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
     if hi - lo < 4 * nt:
         dequantize_pairs(vx, y, lo, hi, t, nt, Q=Q, D=D)
         return
+    if D.nbytes == 2 and Q.ggml_type == 11 and pk.is_aligned(y, 8) and lo % 8 == 0 and hi % 8 == 0:
+        # q3_K's f16: a thread a pair of words (8 values, two u64 stores) from one span of qs, one of
+        # hmask and one scale, where the word path below decodes each word alone: issue-bound there,
+        # 75% -> 78% of copy (H100, docs/targets/cuda.md). A group of 4 words a thread took 47%
+        out = pk.bitcast(y, Ptr[pk.u64])
+        pair_vals = pk.local.array(8, f32)
+        for p in range(lo // 8 + t, hi // 8, nt):
+            w = 2 * p
+            q3_k_pair_values(vx + (w // 64) * Q.nbytes, u32(w % 64), pair_vals)
+            for j in pk.static_range(2):
+                bits = pk.u64(0)
+                for k in pk.static_range(4):
+                    bits |= pk.u64(pk.bitcast(D(pair_vals[4 * j + k]), pk.u16)) << (16 * k)
+                out[w + j] = bits
+        return
     if D.nbytes == 2 and pk.is_aligned(y, 8):
         # f16: a word's 4 values are one u64, so a tile is whole words. Tiled by element, each of a
         # tile's 8 copies derives its word from its own index, and LLVM does not see that 4 share
@@ -625,6 +659,15 @@ def get_rows_float(src: ConstPtr[T], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i6
     if usize(ne00) < 16 * nt:
         for c in range(t, usize(ne00), nt):
             out[c] = f32(row[c])
+    elif T is pk.bf16 and usize(ne00) % 2 == 0 and pk.is_aligned(row, 4) and pk.is_aligned(out, 8):
+        # bf16 a pair at a time: a u32 of two values to a u64 of two f32 by a mask and a shift. The
+        # element loop's PRMTs wrote the first store's registers again for the second (ptxas), which
+        # then waited: 70% of copy against f16's 86% (H100: docs/targets/cuda.md); this is 85%
+        pairs = pk.bitcast(row, ConstPtr[u32])
+        out2 = pk.bitcast(out, Ptr[pk.u64])
+        for w in pk.parallel_range(usize(0), usize(ne00) // 2, t, nt):
+            v = pairs[w]
+            out2[w] = (pk.u64(v & u32(0xFFFF0000)) << 32) | pk.u64(v << 16)
     else:
         for c in pk.parallel_range(usize(0), usize(ne00), t, nt):
             out[c] = f32(row[c])
@@ -655,7 +698,9 @@ def q8_1_lane(x: ConstPtr[f32], kx: i32, ix: usize, iy: usize) -> tuple[pk.i8, f
 @pk.kernel(max_block_size=MAX_BLOCK)
 def quantize_q8_1(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32):
     """One thread per element of row ``block_idx.y``, quantized by ``q8_1_lane`` (the block's x size
-    is a multiple of 32, as candle's 256)."""
+    is a multiple of 32, as candle's 256). The MMVQ after it may start at once (``launch_dependents``:
+    its blocks' start then overlaps this kernel; they wait for its q8_1 in ``grid_dependency_wait``)."""
+    pk.launch_dependents()
     ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
     iy = usize(pk.block_idx.y)
     q, d, total = q8_1_lane(x, kx, ix, iy)
@@ -747,6 +792,7 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     d8 = pk.local.array(N, f32)           # their scales
     sums = pk.local.array(2 * N, i32)     # and group sums: once for every row
     last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
+    pk.grid_dependency_wait()             # the q8_1 of a programmatic launch's quantize_q8_1 from here
     for c in range(t, chunks, nt):
         for j in pk.static_range(N):
             yb = vy + usize(j) * column_bytes + usize(c) * Q8_1_BYTES
@@ -792,6 +838,7 @@ def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x
     params_hi = pk.local.array(4, f32)
     yw = pk.local.array(16, i32)          # the two q8_1 blocks' quants,
     sums = pk.local.array(4, i32)         # their group sums
+    pk.grid_dependency_wait()             # the q8_1 of a programmatic launch's quantize_q8_1 from here
     for p in range(t, pairs, nt):
         pb = p % per_block
         c_lo = pb // Q.pair_stride * (2 * Q.pair_stride) + pb % Q.pair_stride  # block-relative chunks

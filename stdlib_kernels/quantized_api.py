@@ -188,13 +188,17 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         return out
     if batch <= max(MMVQ_WIDTHS):
         vy, k_padded = quantize_q8_1(x)
+    # the MMVQ's start overlaps the quantize's end (programmatic dependent launch, CUDA sm_90+: the
+    # kernel waits for the q8_1 in pk.grid_dependency_wait); other runtimes launch it as before
+    pdl = dev.kind == "cuda"
     if batch == 1:  # candle's kernel with more rows a block (quantized.MMVQ_WRAPPER_ROWS)
         fn = dev.get_or_load_func(f"mul_mat_vec_rows_{q.name}_q8_1", QUANTIZED)
-        fn[-(-n // MMVQ_WRAPPER_ROWS[q.name]), mmvq_wrapper_block(q.name, k)](w, vy, out, k, n, k_padded, n)
+        fn.launch(-(-n // MMVQ_WRAPPER_ROWS[q.name]), mmvq_wrapper_block(q.name, k), w, vy, out, k, n, k_padded, n,
+                  programmatic=pdl)
     elif batch <= max(MMVQ_WIDTHS):
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
-        fn[-(-n // rows), (32, 4 if batch <= 4 else 2)](w, vy, out, k, n, k_padded, n)
+        fn.launch(-(-n // rows), (32, 4 if batch <= 4 else 2), w, vy, out, k, n, k_padded, n, programmatic=pdl)
     else:  # the wrappers' MMQ: planar q8_1, MMQ_PLANAR_COLUMNS columns a block along grid y
         vp, k_padded = quantize_q8_1_planar(x, pad_rows=MMQ_PLANAR_COLUMNS)
         fn = dev.get_or_load_func(f"mul_mat_planar_{q.name}", QUANTIZED)
