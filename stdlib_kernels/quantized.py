@@ -893,7 +893,7 @@ def mmvq_wrapper_block(qtype: str, ncols: int) -> tuple[int, int]:
     224 pairs, of (32, 4) 3.5 over its 448 chunks, each trip's loads waiting for the last one's
     products; twice the threads leave 1.75 (H100, 4096 x 14336, MMVQ alone: q4_K 62% -> 70% of copy,
     q5_K 64 -> 70, q6_K 67 -> 71, q8_0 83 -> 87, q4_0 75 -> 76; at 4096 columns twice the threads
-    lose 6-12 points: docs/targets/cuda.md, quantized)."""
+    lose 1-13 points: docs/targets/cuda.md, quantized)."""
     x, y = MMVQ_WRAPPER_BLOCK[qtype]
     return (x, 2 * y) if ncols > MMVQ_WIDE_COLUMNS else (x, y)
 
