@@ -4,8 +4,9 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
 
 * Data movement (im2col, im2col1d, col2im1d, pools, upsampling) on working sets of >= 64 MB: each
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
-  im2col1d through the wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*``, one block of 288 per work
-  item, ``im2col_rows_launch``; the pools and upsamplings
+  im2col1d through the wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*``, blocks of 288 under
+  ``im2col_rows_launch``: im2col1d one per work item, im2col's pipelined kernel 3 an SM looping over
+  the items; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``; col2im1d
   the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
@@ -146,7 +147,7 @@ def data_movement(b: Bench, quick: bool) -> None:
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
         assert im2col_rows_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1)
-        launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype),
+        launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype, dev),
                     "candle": shapes(b, cols.numel(), x, cols)["candle"]}
         for shape, (grid, block) in launches.items():
             cols.fill_(float("nan"))
@@ -163,7 +164,8 @@ def data_movement(b: Bench, quick: bool) -> None:
         inf1 = info(torch, x1)
         threads = batch * l * 256
         assert im2col_rows_ok(as_array(dev, x1), 1, l, 1, 3, 1, 1, 1)
-        launches1 = {"wrapper": im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, as_array(dev, x1).dtype),
+        launches1 = {"wrapper": im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, as_array(dev, x1).dtype, dev,
+                                                         one_d=True),
                      "candle": shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3)["candle"]}
         for shape, (grid, block) in launches1.items():
             cols1.fill_(float("nan"))

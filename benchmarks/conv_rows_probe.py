@@ -18,10 +18,10 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
 * im2col 3x3: candle's kernel and the staged path alone (``im2col_staged``; also with its registers
   capped for 5 and 6 blocks an SM), all under ``im2col_launch``, and torch's ``fill_`` of its output (the write-only bound of a 9:1 write:read
   pattern).
-* im2col 3x3 and im2col1d k3 by rows (``--only im2col``): the old wrappers' kernels (candle's, staged, under
-  ``im2col_launch``) against the rows path (``im2col_rows_*``, ``im2col1d_rows_*``) under
-  ``im2col_rows_launch`` and a grid capped at 2 blocks an SM; the rows path with its registers sized for
-  3 or 5 blocks an SM instead of 4, and under a grid of 4 blocks an SM.
+* im2col 3x3 and im2col1d k3 by rows (``--only im2col``): the rows path with one stage and a block an
+  item (``im2col_rows``, the wrappers' ``im2col1d_rows_*``) against the pipelined one (``im2col_rows_pipe``,
+  the wrappers' ``im2col_rows_*``: two stages, a block looping over items) and its variants (loads in
+  flight, registers sized for 2 or 3 blocks an SM), and torch's ``fill_`` of the 3x3 output.
 * col2im1d k4 s2 (``--only col2im``): the staged kernel against the rows path (``col2im1d_rows_*``) and
   its variants (without the whole-tap words, 4 taps an output, a 48 KiB stage, staged rows of 128 or
   512 bytes), and the ideal pattern of its bytes
@@ -43,7 +43,7 @@ W = pk.TypeVar("W")
 
 from stdlib_kernels import conv  # noqa: E402
 from stdlib_kernels.conv import (ROWS_BLOCK, ROWS_LOADS, ROWS_STAGE_BYTES, STAGE_BYTES, STAGE_PIXELS,  # noqa: E402
-                                 im2col_rows, im2col_rows_tile, im2col_staged, nearest2x_rows, pool_words)
+                                 im2col_staged, nearest2x_rows, pool_words)
 
 
 def _near_vec(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
@@ -63,16 +63,6 @@ def _im2col_st(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: us
     chunk = min(info[1], (usize(STAGE_BYTES // T.nbytes) // STAGE_PIXELS - 1) // max(kk, usize(1)))
     im2col_staged(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
                   chunk, dst_numel // (info[1] * kk), sh, P=STAGE_PIXELS, KH=3, KW=3, U=1)
-
-
-def _rows2d(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
-            padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L):
-    """im2col_rows_op's body with the probe's stage size and loads in flight; no domain test."""
-    stage = pk.shared.array(SB // T.nbytes, T)
-    tab = pk.shared.array(conv.ROWS_TAB, pk.u16)
-    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB))
-    im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                usize(pk.u32(tile)), usize(tile >> 32), stage, tab, L=L)
 
 
 #: the probe module: the vector-row paths and im2col's staged path as kernels of their own
@@ -157,46 +147,61 @@ def run_col2im(b: Bench, quick: bool) -> None:
         del col, im, col_torch
 
 
-ROWS_VARIANTS = {  # label -> (min blocks an SM on cuda, stage bytes, loads in flight, blocks an SM or 0)
-    "rows, 3 blocks/SM": (3, ROWS_STAGE_BYTES, ROWS_LOADS, 0),
-    "rows, 5 blocks/SM": (5, ROWS_STAGE_BYTES, ROWS_LOADS, 0),
-    "rows, 4 blocks/SM, grid 4/SM": (4, ROWS_STAGE_BYTES, ROWS_LOADS, 4),
-}
+#: the pipelined rows path (``im2col_rows_pipe``, two stages): label -> (loads in flight, registers sized for
+#: this many blocks of ROWS_BLOCK an SM)
+PIPE_VARIANTS = {"pipe, L=8, 3 blocks/SM": (8, 3), "pipe, L=8, 2 blocks/SM": (8, 2),
+                 "pipe, L=12, 3 blocks/SM": (12, 3), "pipe, L=16, 2 blocks/SM": (16, 2)}
+for _n, (_l, _mb) in enumerate(PIPE_VARIANTS.values()):
+    _k2 = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(conv.im2col_rows_op.__wrapped__)
+    _k1 = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(conv.im2col1d_rows_op.__wrapped__)
+    for _t in (pk.f32, pk.bf16):
+        PROBE.add(_k2.instance(f"pipe2d_{_n}_{_t.tag}", T=_t, SB=conv.ROWS_PIPE_STAGE_BYTES, L=_l, NS=2,
+                               TB=conv.ROWS_PIPE_TAB))
+        PROBE.add(_k1.instance(f"pipe1d_{_n}_{_t.tag}", T=_t, SB=conv.ROWS_PIPE_STAGE_BYTES, L=_l, NS=2,
+                               TB=conv.ROWS_PIPE_TAB))
+#: the rows path without the pipeline (one stage, one block an item; ``im2col1d_rows_*`` is this one)
 for _t in (pk.f32, pk.bf16):
-    for _n, (_label, (_mb, _sb, _l, _)) in enumerate(ROWS_VARIANTS.items()):
-        PROBE.add(pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(_rows2d).instance(
-            f"rows2d_{_n}_{_t.tag}", T=_t, SB=_sb, L=_l))
-
+    PROBE.add(conv.im2col_rows_op.instance(f"old2d_{_t.tag}", T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS, NS=1,
+                                           TB=conv.ROWS_TAB))
+    PROBE.add(conv.im2col1d_rows_op.instance(f"old1d_{_t.tag}", T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS, NS=1,
+                                             TB=conv.ROWS_TAB))
 
 def run_im2col(b: Bench, quick: bool) -> None:
-    """im2col 3x3 on [32,256,56,56] and im2col1d k3 on [32,256,8192] (as 2-d: height 1, padding along
-    width only is what im2col1d does, so the 1-d case runs through the 1-d kernels and the 2-d probe
-    variants take the 3x3 case alone)."""
+    """im2col 3x3 on [32,256,56,56] and im2col1d k3 on [32,256,8192]: the rows path without the pipeline
+    (``old*``: one stage, a block an item; the wrappers' ``im2col1d_rows_*``) against the pipelined one
+    (``im2col_rows_pipe``: the wrappers' ``im2col_rows_*`` under ``im2col_rows_launch``, and
+    ``PIPE_VARIANTS`` under grids of as many blocks an SM as their registers allow), and torch's
+    ``fill_`` of the 3x3 output (the write-only bound)."""
     import torch.nn.functional as F
 
     from stdlib_kernels import CONV
-    from stdlib_kernels.conv import im2col_launch, im2col_rows_launch, im2col_rows_plan
+    from stdlib_kernels.conv import im2col_rows_launch, im2col_rows_plan
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     sms = dev.multiprocessors or 132
     nan = float("nan")
+
+    def runs(tag, pdt, kind, c, h_out, w_out, kh, kw):
+        chunk, pix = im2col_rows_plan(c, kh, kw, w_out, 1, 1, pdt)
+        old_items = batch * h_out * -(-w_out // pix) * -(-c // chunk)
+        chunk, pix = im2col_rows_plan(c, kh, kw, w_out, 1, 1, pdt, conv.ROWS_PIPE_STAGE_BYTES, conv.ROWS_PIPE_TAB)
+        items = batch * h_out * -(-w_out // pix) * -(-c // chunk)
+        name = "im2col_rows" if kind == "2d" else "im2col1d_rows"
+        out = [("one stage, a block an item", Lazy(dev, f"old{kind}_{tag}", PROBE), (old_items, ROWS_BLOCK))]
+        if kind == "2d":
+            out.append(("im2col_rows (pipe), im2col_rows_launch", Lazy(dev, f"{name}_{tag}", CONV),
+                        im2col_rows_launch(batch, c, h_out, w_out, kh, kw, 1, 1, pdt, dev)))
+        for n, (label, (_, mb)) in enumerate(PIPE_VARIANTS.items()):
+            out.append((label, Lazy(dev, f"pipe{kind}_{n}_{tag}", PROBE), (min(items, sms * mb), ROWS_BLOCK)))
+        return out
+
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         pdt = pk.f32 if tag == "f32" else pk.bf16
         x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
-        own = im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, pdt)
-        runs = [("old: candle's kernel, im2col_launch", Lazy(dev, f"im2col_{tag}", CONV),
-                 im2col_launch(batch, 256, 56, 56, 3, 3, pdt)),
-                ("im2col_rows, im2col_rows_launch", Lazy(dev, f"im2col_rows_{tag}", CONV), own),
-                ("im2col_rows, 2 blocks/SM grid", Lazy(dev, f"im2col_rows_{tag}", CONV), (sms * 2, ROWS_BLOCK))]
-        for n, (label, (_, sb, _, per_sm)) in enumerate(ROWS_VARIANTS.items()):
-            chunk, pix = im2col_rows_plan(256, 3, 3, 56, 1, 1, pdt, sb)
-            items = batch * 56 * -(-56 // pix) * -(-256 // chunk)
-            runs.append((label, Lazy(dev, f"rows2d_{n}_{tag}", PROBE),
-                         (min(items, sms * per_sm) if per_sm else items, ROWS_BLOCK)))
-        for label, fn, g in runs:
+        for label, fn, g in runs(tag, pdt, "2d", 256, 56, 56, 3, 3):
             cols.fill_(nan)
             b.case(f"im2col 3x3 {tag} [{label}] {g[0]}x{g[1]}", nbytes,
                    lambda fn=fn, g=g: fn[g](cols.numel(), 56, 56, 3, 3, 1, 1, 1, inf, x.data_ptr(), cols.data_ptr()),
@@ -209,12 +214,7 @@ def run_im2col(b: Bench, quick: bool) -> None:
         cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
         inf1 = info(torch, x1)
         threads = batch * l * 256
-        own1 = im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, pdt)
-        for label, fn, g in (("old: candle's kernel, im2col_launch", Lazy(dev, f"im2col1d_{tag}", CONV),
-                              im2col_launch(batch, 256, 1, l, 1, 3, pdt)),
-                             ("im2col1d_rows, im2col_rows_launch", Lazy(dev, f"im2col1d_rows_{tag}", CONV), own1),
-                             ("im2col1d_rows, 4 blocks/SM grid", Lazy(dev, f"im2col1d_rows_{tag}", CONV),
-                              (sms * 4, ROWS_BLOCK))):
+        for label, fn, g in runs(tag, pdt, "1d", 256, 1, l, 1, 3):
             cols1.fill_(nan)
             b.case(f"im2col1d k3 {tag} [{label}] {g[0]}x{g[1]}", x1.nbytes + cols1.nbytes,
                    lambda fn=fn, g=g: fn[g](threads, l, 3, 1, 1, 1, inf1, x1.data_ptr(), cols1.data_ptr()),
@@ -222,7 +222,6 @@ def run_im2col(b: Bench, quick: bool) -> None:
                    lambda: (cols1.view(batch, l, 256 * 3).transpose(1, 2),
                             F.unfold(x1.unsqueeze(2), (1, 3), padding=(0, 1))))
         del x, cols, x1, cols1
-
 
 def grid(rows: int, cols: int, dtype, dev, tiles: bool, per_sm: int):
     return conv.rows_launch(rows, cols, dtype, dev, tiles, per_sm=per_sm)
@@ -299,6 +298,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--match", help="only the cases whose label matches this regular expression")
     ap.add_argument("--only", choices=["rows", "im2col", "col2im"],
                     help="one part: the pools and upsamplings, im2col, or col2im1d")
     args = ap.parse_args()
@@ -307,7 +307,7 @@ def main() -> None:
         sys.exit("benchmarks/conv_rows_probe.py needs a CUDA GPU")
     torch.cuda.init()
     dev = pk.device("cuda")
-    b = Bench(torch, dev, args.reps)
+    b = Bench(torch, dev, args.reps, args.match)
     if args.only in (None, "rows"):
         run(b, args.quick)
     if args.only in (None, "im2col"):

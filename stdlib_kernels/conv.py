@@ -38,7 +38,8 @@ The wrappers' own ``col2im1d_rows_{f32,f16,bf16}`` (candle's col2im1d by rows: a
 staged once, each channel's outputs stored as 8-byte words; ``col2im1d_rows_launch``) and
 ``col2im1d_staged_*`` (staged through shared memory, where the rows path does not apply;
 ``col2im1d_launch``), ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (im2col by
-output rows: an item's input rows staged once, each pixel's run stored in 16-byte vectors;
+output rows: an item's input rows staged once, each pixel's run stored in 16-byte vectors; 2-d on CUDA
+and the CPU pipelined across a block's items, ``im2col_rows_pipe``;
 ``im2col_rows_launch``) are the additions to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
 way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
 (``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
@@ -483,11 +484,12 @@ ROWS_BLOCKS_PER_SM = 4
 
 @pk.func
 def im2col_rows_tile(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize,
-                     tbytes: usize, stage_bytes: usize) -> u64:
+                     tbytes: usize, stage_bytes: usize, tab_n: usize) -> u64:
     """The rows path's tile, ``chunk | pixels << 32`` (0 where the path does not apply): ``chunk``
     channels, a multiple of the channels whose (c, kh, kw) run fills whole 16-byte vectors, about
-    ROWS_VECS vectors (all of c_in where fewer); ``pixels`` consecutive ow (at most ROWS_PIXELS) whose
-    staged columns fit the stage. ``im2col_rows_plan`` computes the same on the host."""
+    ROWS_VECS vectors (all of c_in where fewer) and at most ``tab_n`` columns; ``pixels`` consecutive ow
+    (at most ROWS_PIXELS) whose staged columns fit the stage. ``im2col_rows_plan`` computes the same on
+    the host."""
     kk = h_k * w_k
     vw = usize(16) // tbytes
     if kk == 0 or c_in == 0 or w_out == 0:
@@ -497,7 +499,7 @@ def im2col_rows_tile(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: 
         g = g // 2
     unit = vw // g
     chunk = min(c_in, max(unit, usize(ROWS_VECS) * vw // kk // unit * unit))
-    if chunk * kk > ROWS_TAB:
+    if chunk * kk > tab_n:
         return u64(0)
     per_row = stage_bytes // tbytes // (chunk * h_k)
     reach = (w_k - 1) * dilation + 1
@@ -632,41 +634,228 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
         item += u32(pk.grid_dim.x)
 
 
+#: im2col's pipelined rows path (``im2col_rows_pipe``, the wrappers' ``im2col_rows_*`` on CUDA and the CPU):
+#: two stages of this many bytes (each holds a whole item of a 3x3 window's 56 pixels) and a column
+#: table of ROWS_PIPE_TAB entries, 48896 bytes of static shared memory in all (48 KiB is the most
+#: without an opt-in)
+ROWS_PIPE_STAGE_BYTES = 23424
+ROWS_PIPE_TAB = 1024
+#: blocks of ROWS_BLOCK an SM the pipelined kernel's registers are sized for on CUDA (72 registers and
+#: 16-24 bytes of spills; sized for four, 56 registers, it spilled 150-220 bytes and ran at about half
+#: the speed), and the wrappers' grid: that many blocks an SM, each looping over items
+ROWS_PIPE_BLOCKS_PER_SM = 3
+
+
+@pk.func
+def rows_item(item: u32, ct32: u32, wt32: u32, ho32: u32) -> tuple[u32, u32, u32, u32]:
+    """Work item ``item``'s (channel tile, width tile, oh, b): channel tiles vary fastest."""
+    r = item // ct32
+    wt = r % wt32
+    r = r // wt32
+    return item % ct32, wt, r % ho32, r // ho32
+
+
+@pk.func
+def rows_write(out: Ptr[T], stage: Ptr[T], tab: Ptr[u16], j0: u32, j1: u32, grp: u32, groups: u32, rowlen: usize,
+               stride_w: u32, run: u32, lane: u32, g: u32):
+    """The thread's pixels ``grp + j * groups`` for j in [j0, j1) of the current item (``out`` its first
+    pixel's run, ``stage`` its stage): each lane stores 16-byte tiles of the pixel's run, value e read
+    from the stage at ``tab[e]``."""
+    for j in range(j0, j1):
+        q = grp + j * groups
+        o = out + usize(q) * rowlen
+        sp = stage + usize(q * stride_w)
+        for e in pk.parallel_range(u32(0), run, lane, g):
+            o[e] = sp[tab[e]]
+
+
+@pk.func
+def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
+                     pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
+                     dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], sbe: usize, tab: Ptr[u16], *, L):
+    """im2col_rows software-pipelined across a block's items: while a thread writes the current item
+    from one stage, it fills the next item into the other, one round of L loads (issued before the
+    round's share of the current item's pixels is written, stored after it) at a time, so a round's
+    memory latency hides behind stores instead of a barrier. One barrier an item. The first pass fills
+    the block's first item and writes nothing; the last writes the last item and fills nothing.
+    ``stage`` holds two stages of ``sbe`` elements. Fill and write as in ``im2col_rows``; every index
+    but the destination's in u32 (the domain tests keep sizes below 2**31), which keeps the state
+    both halves of a pass need in registers."""
+    c_in = info[1]
+    kk = h_k * w_k
+    sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
+    pitch = rows_pitch(sw, usize(T.nbytes))
+    c_tiles = (c_in + chunk - 1) // chunk
+    w_tiles = (w_out + pw - 1) // pw
+    items = info[0] * h_out * w_tiles * c_tiles
+    if items > INDEX_31:  # the item loop's arithmetic is u32 (im2col_rows_ok checks this on the host)
+        return
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    for e in range(t, chunk * kk, nt):  # column e of a run -> its stage offset for the item's first pixel
+        ce = e // kk
+        je = e - ce * kk
+        ke = je // w_k
+        tab[e] = u16((ce * h_k + ke) * pitch + (je - ke * w_k) * dil_w)
+    nv = (chunk * kk * usize(T.nbytes) + 15) // 16
+    g = u32(min(nv, nt))
+    groups = u32(nt) // g
+    lane = u32(t) % g
+    grp = u32(t) // g
+    rowlen = c_in * kk
+    xs = u32(min(sw, nt))
+    passes = u32(nt) // xs
+    tx = u32(t) % xs
+    ty = u32(t) // xs
+    step = passes * u32(L)
+    p32 = u32(pitch)
+    hk32 = u32(h_k)
+    m_hk = divisor_magic(h_k)
+    dc = passes // hk32
+    dkh = passes - dc * hk32
+    dh32 = u32(dil_h)
+    ph32 = u32(pad_h)
+    s4 = u32(info[4])
+    s5 = u32(info[5])
+    s6 = u32(info[6])
+    s7 = u32(info[7])
+    hi = u32(info[2])
+    wi = u32(info[3])
+    vals = pk.local.array(L, T)
+    ct32 = u32(c_tiles)
+    wt32 = u32(w_tiles)
+    ho32 = u32(h_out)
+    n32 = u32(items)
+    ch32 = u32(chunk)
+    ci32 = u32(c_in)
+    kk32 = u32(kk)
+    pw32 = u32(pw)
+    wo32 = u32(w_out)
+    sw32 = u32(stride_w)
+    sbe32 = u32(sbe)
+    ncol = u32(0)  # the columns this thread fills: x = tx, tx + xs, ... below sw
+    if ty < passes:
+        ncol = (u32(sw) - tx + xs - 1) // xs
+    cur = n32
+    nxt = u32(pk.block_idx.x)
+    sel = u32(0)
+    pk.syncthreads()
+    while cur < n32 or nxt < n32:
+        fill = stage + usize(sel * sbe32)
+        # the next item, filled into `fill`: its rounds (columns x row rounds) set the write's pieces
+        rows = u32(0)
+        base = src
+        ow0s = u32(0)
+        oh32 = u32(0)
+        if nxt < n32:
+            ct, wt, oh, b = rows_item(nxt, ct32, wt32, ho32)
+            c0 = ct * ch32
+            rows = min(ch32, ci32 - c0) * hk32
+            base = src + usize(b) * usize(s4) + usize(c0) * usize(s5)
+            ow0s = wt * pw32 * sw32
+            oh32 = oh * u32(stride_h)
+        nrr = u32(0)
+        if ty < rows:
+            nrr = (rows - ty + step - 1) // step
+        pieces = max(ncol * nrr, u32(1))
+        # the current item, written from the other stage: the thread's pixels grp + j * groups, j < npx
+        npx = u32(0)
+        out = dst
+        run = u32(0)
+        if cur < n32 and grp < groups:
+            ct, wt, oh, b = rows_item(cur, ct32, wt32, ho32)
+            c0 = ct * ch32
+            ow0 = wt * pw32
+            pn = min(pw32, wo32 - ow0)
+            run = min(ch32, ci32 - c0) * kk32
+            out = dst + ((usize(b) * h_out + usize(oh)) * w_out + usize(ow0)) * rowlen + usize(c0) * usize(kk32)
+            if grp < pn:
+                npx = (pn - grp + groups - 1) // groups
+        wsrc = stage + usize(sbe32 - sel * sbe32)
+        k = u32(0)
+        for xi in range(u32(0), ncol):
+            x = tx + xi * xs
+            iw = ow0s + x - u32(pad_w)  # wraps past 2**31 left of the input: one compare tests both sides
+            iw_in = iw < wi
+            iwo = iw * s7
+            for r0 in range(ty, rows, step):
+                # row r0 + u * passes's (c, kh) one step from the last (dc, dkh: passes // h_k, passes % h_k)
+                c, kh = div_mod(r0, hk32, m_hk)
+                for u in pk.static_range(L):
+                    if u > 0:
+                        kh += dkh
+                        c += dc
+                        wrap = kh >= hk32
+                        kh = pk.select(wrap, kh - hk32, kh)
+                        c = pk.select(wrap, c + 1, c)
+                    ih = oh32 + kh * dh32 - ph32
+                    inside = ih < hi and iw_in and r0 + u32(u) * passes < rows
+                    v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
+                    vals[u] = pk.select(inside, v, T(0))
+                rows_write(out, wsrc, tab, k * npx // pieces, (k + 1) * npx // pieces, grp, groups, rowlen, sw32,
+                           run, lane, g)
+                k += 1
+                for u in pk.static_range(L):
+                    if r0 + u32(u) * passes < rows:
+                        fill[(r0 + u32(u) * passes) * p32 + x] = vals[u]
+        rows_write(out, wsrc, tab, k * npx // pieces, npx, grp, groups, rowlen, sw32, run, lane, g)
+        pk.syncthreads()
+        cur = nxt
+        if nxt < n32:
+            nxt += u32(pk.grid_dim.x)
+        sel = u32(1) - sel
+
 @pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
 def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
                    padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T,
-                   SB, L):
+                   SB, L, NS, TB):
     """The wrappers' own im2col (``im2col_rows_{T}``, candle's signature and semantics): the rows path
     alone, for sizes where its tile applies and 32-bit staging indices suffice (``im2col_rows_plan``,
     which the wrappers check before launching it); arguments outside that write nothing. A kernel of its
-    own: candle's im2col_op holds the loop and the staged gather, whose registers it would take."""
-    stage = pk.shared.array(SB // T.nbytes, T)
-    tab = pk.shared.array(ROWS_TAB, u16)
-    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB))
+    own: candle's im2col_op holds the loop and the staged gather, whose registers it would take. NS = 2:
+    the pipelined path (``im2col_rows_pipe``, two stages of SB bytes), NS = 1 ``im2col_rows``; TB
+    column-table entries."""
+    stage = pk.shared.array(NS * SB // T.nbytes, T)
+    tab = pk.shared.array(TB, u16)
+    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB))
     reach = max(max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation), padding + max(info[2], info[3]))
     if (tile != 0 and dst_numel > 0 and stride > 0 and rows_domain(info, reach, padding, dilation)
             and max(max(h_out, w_out), max(h_k, w_k)) <= INDEX_31):
-        im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                    usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
+        if NS == 2:
+            im2col_rows_pipe(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
+                             dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab, L=L)
+        else:
+            im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
+                        usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
 
 
 @pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
 def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-                     info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L):
+                     info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, NS, TB):
     """The wrappers' own im2col1d (``im2col1d_rows_{T}``, candle's signature: ``dst_numel`` counts
-    (b, l, c) rows): im2col_rows on the input seen as height 1; arguments outside its domain write
-    nothing (``im2col_rows_plan``)."""
-    stage = pk.shared.array(SB // T.nbytes, T)
-    tab = pk.shared.array(ROWS_TAB, u16)
-    tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB))
+    (b, l, c) rows): im2col_rows (NS = 1) or im2col_rows_pipe (NS = 2) on the input seen as height 1;
+    arguments outside its domain write nothing (``im2col_rows_plan``)."""
+    stage = pk.shared.array(NS * SB // T.nbytes, T)
+    tab = pk.shared.array(TB, u16)
+    tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB))
     if tile != 0 and dst_numel > 0 and stride > 0 and max(l_out, l_k) <= INDEX_31:
         as_2d = pk.local.array(8, usize)
         layout_1d_as_2d(info, as_2d)
         if not rows_domain(as_2d, max(l_out * stride + l_k * dilation, padding + info[2]), padding, dilation):
             return
-        im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation, as_2d,
-                    src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
+        if NS == 2:
+            im2col_rows_pipe(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
+                             as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab,
+                             L=L)
+        else:
+            im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
+                        as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
 
+
+
+#: the same kernel for the pipelined path (NS = 2), its registers sized for ROWS_PIPE_BLOCKS_PER_SM
+im2col_rows_pipe_op = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_PIPE_BLOCKS_PER_SM})(
+    im2col_rows_op.__wrapped__)
 
 @pk.func
 def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
@@ -1630,9 +1819,15 @@ for _op in ("avg_pool2d", "max_pool2d"):
 #: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
 #: the GEMM
 ROWS_IM2COL_DTYPES = (f32, f16, bf16)
+#: (2-d: pipelined, ``im2col_rows_pipe``, except on AMDGPU, where its 48 KiB of LDS would leave one block a
+#: CU; 1-d: ``im2col_rows``, which the pipeline made slower on an H100: docs/targets/cuda.md)
 for _t in ROWS_IM2COL_DTYPES:
-    CONV.add(im2col_rows_op.instance(kernel_name("im2col_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
-    CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS))
+    CONV.add(im2col_rows_pipe_op.instance(
+        kernel_name("im2col_rows", _t), T=_t, L=ROWS_LOADS,
+        NS=pk.per_target(amdgpu=1, default=2), SB=pk.per_target(amdgpu=ROWS_STAGE_BYTES, default=ROWS_PIPE_STAGE_BYTES),
+        TB=pk.per_target(amdgpu=ROWS_TAB, default=ROWS_PIPE_TAB)))
+    CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS,
+                                       NS=1, TB=ROWS_TAB))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
@@ -1661,7 +1856,7 @@ def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int,
 
 
 def im2col_rows_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dilation: int, dtype,
-                     stage_bytes: int = ROWS_STAGE_BYTES) -> tuple[int, int]:
+                     stage_bytes: int = ROWS_STAGE_BYTES, tab: int = ROWS_TAB) -> tuple[int, int]:
     """``im2col_rows_tile`` on the host: (chunk, pixels), (0, 0) where the rows path does not apply."""
     kk, vw = h_k * w_k, 16 // dtype.nbytes
     if kk == 0 or c_in == 0 or w_out == 0:
@@ -1670,9 +1865,17 @@ def im2col_rows_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dil
     chunk = min(c_in, max(unit, ROWS_VECS * vw // kk // unit * unit))
     per_row = stage_bytes // dtype.nbytes // (chunk * h_k)
     reach = (w_k - 1) * dilation + 1
-    if chunk * kk > ROWS_TAB or per_row < reach + 3:
+    if chunk * kk > tab or per_row < reach + 3:
         return 0, 0
     return chunk, min(w_out, ROWS_PIXELS, (per_row - 3 - reach) // stride + 1)
+
+
+def im2col_rows_params(dtype, target, one_d: bool = False) -> tuple[dict, int]:
+    """``im2col_rows_{dtype}``'s (``one_d``: ``im2col1d_rows_{dtype}``'s) stage bytes and column-table
+    entries as ``target`` (a target or its name) compiles them, in ``im2col_rows_plan``'s keywords, and its
+    stages (2: the pipelined path, whose grid is capped)."""
+    p = CONV.get(kernel_name("im2col1d_rows" if one_d else "im2col_rows", dtype)).params_for(target)
+    return dict(stage_bytes=p["SB"], tab=p["TB"]), p["NS"]
 
 
 def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int, dilation: int) -> bool:
@@ -1680,25 +1883,32 @@ def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, p
     ``h_out = h_k = 1``) for the device array ``x``: a dtype they are built for, a tile that applies,
     every size below 2**31 and a batch's source offsets below 2**32 (the kernels' u32 staging
     arithmetic; ``rows_domain``, their own test)."""
+    if x.dtype not in ROWS_IM2COL_DTYPES:
+        return False
     dims, strides = (x.shape[0], x.shape[1], 1, x.shape[2]), (x.strides[0], x.strides[1], 0, x.strides[2])
     if x.ndim == 4:
         dims, strides = x.shape, x.strides
     reach = max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation, padding + max(dims[2], dims[3]))
     span = sum((d - 1) * s for d, s in zip(dims[1:], strides[1:]))
-    chunk, pixels = im2col_rows_plan(dims[1], h_k, w_k, w_out, stride, dilation, x.dtype)
+    params, _ = im2col_rows_params(x.dtype, x.device.target, x.ndim == 3)
+    chunk, pixels = im2col_rows_plan(dims[1], h_k, w_k, w_out, stride, dilation, x.dtype, **params)
     items = dims[0] * h_out * -(-w_out // max(pixels, 1)) * -(-dims[1] // max(chunk, 1))
-    return (x.dtype in ROWS_IM2COL_DTYPES and dims[0] * h_out * w_out > 0 and stride > 0 and chunk > 0
-            and items <= INDEX_31
+    return (dims[0] * h_out * w_out > 0 and stride > 0 and chunk > 0 and items <= INDEX_31
             and max(*dims, *strides, h_out, w_out, h_k, w_k, stride, dilation, padding, reach) <= INDEX_31
             and span <= 0xFFFFFFFF)
 
 
 def im2col_rows_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, dilation: int,
-                       dtype) -> tuple[int, int]:
-    """The wrappers' grid for ``im2col_rows_{dtype}`` (``im2col1d_rows``: h_out = h_k = 1): one block of
-    ROWS_BLOCK threads per work item."""
-    chunk, pixels = im2col_rows_plan(c_in, h_k, w_k, w_out, stride, dilation, dtype)
+                       dtype, device, one_d: bool = False) -> tuple[int, int]:
+    """The wrappers' grid for ``im2col_rows_{dtype}`` (``one_d``: ``im2col1d_rows``, h_out = h_k = 1) on
+    ``device``: blocks of ROWS_BLOCK, one per work item; for the pipelined path at most
+    ROWS_PIPE_BLOCKS_PER_SM a multiprocessor (132 where the device does not say), each block looping over
+    items, the pipeline filling the next while it writes the current one."""
+    params, stages = im2col_rows_params(dtype, device.target, one_d)
+    chunk, pixels = im2col_rows_plan(c_in, h_k, w_k, w_out, stride, dilation, dtype, **params)
     items = b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // max(chunk, 1))
+    if stages == 2:
+        items = min(items, (getattr(device, "multiprocessors", None) or 132) * ROWS_PIPE_BLOCKS_PER_SM)
     return max(1, items), ROWS_BLOCK
 
 

@@ -118,7 +118,7 @@ def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
         cols = dev.empty((b * l_out, c_in * k), dt)  # (b, l_out, c_in, k)
         if im2col_rows_ok(x, 1, l_out, 1, k, stride, padding, dilation):  # the wrappers' own kernel (conv.py)
             fn = dev.get_or_load_func(kernel_name("im2col1d_rows", dt), CONV)
-            grid = im2col_rows_launch(b, c_in, 1, l_out, 1, k, stride, dilation, dt)
+            grid = im2col_rows_launch(b, c_in, 1, l_out, 1, k, stride, dilation, dt, dev, one_d=True)
         else:
             fn = dev.get_or_load_func(kernel_name("im2col1d", dt), CONV)
             grid = im2col_launch(b, c_in, 1, l_out, 1, k, dt)
@@ -150,7 +150,7 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
         cols = dev.empty((b * h_out * w_out, c_in * kh * kw), dt)  # (b, h_out, w_out, c_in, kh, kw)
         if im2col_rows_ok(x, h_out, w_out, kh, kw, stride, padding, dilation):  # the wrappers' own kernel (conv.py)
             fn = dev.get_or_load_func(kernel_name("im2col_rows", dt), CONV)
-            grid = im2col_rows_launch(b, c_in, h_out, w_out, kh, kw, stride, dilation, dt)
+            grid = im2col_rows_launch(b, c_in, h_out, w_out, kh, kw, stride, dilation, dt, dev)
         else:
             fn = dev.get_or_load_func(kernel_name("im2col", dt), CONV)
             grid = im2col_launch(b, c_in, h_out, w_out, kh, kw, dt)

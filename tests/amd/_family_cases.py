@@ -346,7 +346,7 @@ def _im2col(dev):
         for shape in (_candle_or_small(threads, False), (3, 16), conv.im2col_launch(b, c, 1, l_out, 1, k, dtype)):
             _launch(dev, sk.CONV, f"im2col1d_{t}", *shape, threads, l_out, k, stride, pad, dil, _info(dev, x), x, out)
         if dtype in conv.ROWS_IM2COL_DTYPES:  # the wrappers' own rows path
-            for shape in ((3, 32), conv.im2col_rows_launch(b, c, 1, l_out, 1, k, stride, dil, dtype)):
+            for shape in ((3, 32), conv.im2col_rows_launch(b, c, 1, l_out, 1, k, stride, dil, dtype, dev, one_d=True)):
                 _launch(dev, sk.CONV, f"im2col1d_rows_{t}", *shape, threads, l_out, k, stride, pad, dil, _info(dev, x),
                         x, out)
         x = _view(dev, _conv_values(dtype, (1, 2, 5, 7), gen), "offset")
@@ -357,7 +357,7 @@ def _im2col(dev):
             _launch(dev, sk.CONV, f"im2col_{t}", *shape, out.size, h_out, w_out, kh, kw, stride, pad, dil,
                     _info(dev, x), x, out)
         if dtype in conv.ROWS_IM2COL_DTYPES:
-            for shape in ((3, 32), conv.im2col_rows_launch(1, 2, h_out, w_out, kh, kw, stride, dil, dtype)):
+            for shape in ((3, 32), conv.im2col_rows_launch(1, 2, h_out, w_out, kh, kw, stride, dil, dtype, dev)):
                 _launch(dev, sk.CONV, f"im2col_rows_{t}", *shape, out.size, h_out, w_out, kh, kw, stride, pad, dil,
                         _info(dev, x), x, out)
         # col2im1d (b, l_in, c_out, k) -> (b, c_out, l_out): a sum in T over l_in

@@ -300,9 +300,10 @@ def test_im2col_rows(wave_device, dtype):
     """The wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*`` (candle's im2col / im2col1d semantics):
     channels past one chunk (a partial last chunk), rows past one item's pixels (several w tiles, a
     partial last one), stride and dilation above 1, padding of the kernel's size or more, 1x1 and 7x5
-    windows, a run not a whole number of vectors (unaligned rows: the one-element path), every layout
-    (contiguous and aligned sources take the fill in 8-byte words, the others the scalar fill); under
-    the wrappers' grid, fewer blocks than items, blocks of 32 and 96 threads."""
+    windows, a run not a whole number of vectors (unaligned rows: the one-element path), contiguous and
+    strided layouts; under the wrappers' grid (``im2col_rows_*``: capped, so a block loops over items
+    and the pipeline fills the next while writing the current), fewer blocks than items, blocks of 32
+    and 96 threads."""
     dev = wave_device
     cases2 = [((2, 40, 9, 70), (3, 3), 1, 1, 1), ((1, 70, 12, 11), (3, 3), 2, 1, 1), ((2, 9, 8, 9), (1, 1), 1, 0, 1),
               ((1, 6, 13, 140), (7, 5), 1, 3, 2), ((2, 3, 6, 7), (3, 3), 1, 4, 1), ((1, 33, 5, 5), (2, 3), 3, 2, 1)]
@@ -312,7 +313,7 @@ def test_im2col_rows(wave_device, dtype):
         xd = view(dev, x, LAYOUTS[n % 3] if n % 2 else "contiguous")  # contiguous and aligned: the word fill
         h_out, w_out = want.shape[1:3]
         assert conv.im2col_rows_ok(xd, h_out, w_out, kh, kw, stride, pad, dil), (shape, kh, kw)
-        own = conv.im2col_rows_launch(shape[0], shape[1], h_out, w_out, kh, kw, stride, dil, dtype)
+        own = conv.im2col_rows_launch(shape[0], shape[1], h_out, w_out, kh, kw, stride, dil, dtype, dev)
         for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
             out = dev.empty(want.shape, dtype)
             launch(dev, f"im2col_rows_{dtype.tag}", out.size, out.size, h_out, w_out, kh, kw, stride, pad, dil,
@@ -326,7 +327,7 @@ def test_im2col_rows(wave_device, dtype):
         l_out = want.shape[1]
         assert conv.im2col_rows_ok(xd, 1, l_out, 1, k, stride, pad, dil), (shape, k)
         threads = shape[0] * l_out * shape[1]
-        own = conv.im2col_rows_launch(shape[0], shape[1], 1, l_out, 1, k, stride, dil, dtype)
+        own = conv.im2col_rows_launch(shape[0], shape[1], 1, l_out, 1, k, stride, dil, dtype, dev, one_d=True)
         for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
             out = dev.empty(want.shape, dtype)
             launch(dev, f"im2col1d_rows_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd),
