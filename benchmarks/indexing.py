@@ -8,7 +8,9 @@ MiB one, bf16 1 KiB, f16 4 KiB and bf16 8 KiB rows; gather along dim 1 with rand
 along dim 1 (random ids, and a permutation a row; rows of 4096, 16384 and 65536) and dim 0 (``scatter_case``), and
 (``--cases scatter_long``, not by default) along the last dim and dim 0 of 2^18, 2^20 and 2^22 positions
 (``--long-sizes``, ``--long-dims``, or ``--long-shapes last:17,0:14``: ``scatter_long_case``; ``--long-sweep``
-times each winner-table size of ``--sweep-kib`` and tile width of ``--sweep-cols`` too); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
+times each winner-table size of ``--sweep-kib`` and tile width of ``--sweep-cols`` too; ``--sort-blocks``,
+``--table-windows``, ``--table-extras``: the counting sort's and the global table's variants timed beside
+the wrapper, ``--long-random``: random ids only); scatter_add_ along dim 1 and index_add_ along dim 0 (f32). Each is timed through the Python wrapper
 (``stdlib_kernels.indexing``, its own launch, ``check_ids`` off: the host check of the ids is a
 device-to-host copy, not the kernel; the deterministic scatter_add_/index_add_ include their ids'
 device sort where they sort), index_select also by the previous wrapper kernel (``is_words_*``),
@@ -465,7 +467,16 @@ def fixed_table(kib: int, **more) -> dict:
     return {"S_ROWS_BYTES": kib * 1024, "S_ROWS_MAX_BYTES": kib * 1024, **NO_RANGE_LIMITS, **more}
 
 
-def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=None, sweep=False) -> None:
+#: ``scatter_long_case``: the global table's windows (destinations) timed beside the wrapper's
+TABLE_WINDOWS = (2 << 20, 4 << 20, 8 << 20, 16 << 20)
+#: ... and the other table variants: ids read by each window, no windows, the table zeroed and copied whole
+TABLE_EXTRAS = ("ids", "none", "whole")
+#: ... and the counting sort's blocks
+SORT_BLOCKS = (256, 512, 1024)
+
+
+def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=None, sweep=False,
+                      long_ranges=False, kinds=("random ids", "a permutation")) -> None:
     """``scatter_`` along a dim of ``2**s`` positions for each ``s`` in ``sizes`` (as many sources),
     ``b.n`` f32 in all: along the last dim (``b.n >> s`` rows) and along dim 0 (``b.n >> s`` columns),
     random i64 ids and a permutation along the dim (``shapes``: (dim, s) pairs in place of the
@@ -473,7 +484,12 @@ def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=N
     / ``s_tiles_*`` in as many ranges as the dim needs where the wrapper takes the table and that is at
     most 128 (each range reads all of its row's or tile's ids: the crossover against the table).
     ``sweep``: with random ids, also each table size of ``SWEEP_KIB`` (and along dim 0 tiles of
-    ``SWEEP_COLS`` columns) wherever that takes at most 128 ranges, and the table."""
+    ``SWEEP_COLS`` columns) wherever that takes at most 128 ranges, and the table. Where the wrapper
+    takes the counting sort (``s_sort_*`` + ``s_runs_*``), also its other blocks (``SORT_BLOCKS``) and the
+    table; where it takes ``s_rows_*``, the counting sort; where it takes the table, other windows
+    (``TABLE_WINDOWS``), the ids read by every window (no flat destinations), no windows, and the
+    table zeroed and copied whole (not a window's slice around its pass).
+    ``long_ranges``: ``s_rows_*`` / ``s_tiles_*`` past their range limits too (up to 128)."""
     torch = b.torch
     for where, s in shapes or [(w, s) for s in sizes for w in dims]:
         dim = 1 if where == "last" else 0
@@ -483,7 +499,7 @@ def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=N
         src = torch.randn(shape, device="cuda")
         x0 = torch.randn(shape, device="cuda")
         x = x0.clone()
-        for kind in ("random ids", "a permutation"):
+        for kind in kinds:
             if kind == "random ids":
                 ids = torch.randint(0, 1 << s, shape, device="cuda", dtype=torch.int64)
             else:
@@ -495,8 +511,23 @@ def scatter_long_case(b: Bench, sizes=(18, 20, 22), dims=("last", "0"), shapes=N
                 most = ix.S_TILES_RANGES
             more = ([("global winner table", {"S_ROWS_BYTES": 0}, False)]
                     if kind == "random ids" and ranges <= most else [])  # else the wrapper's
-            if most < ranges <= 128 and not sweep:
+            if most < ranges <= 128 and not sweep and long_ranges:
                 more += [(f"{'s_rows' if dim else 's_tiles'}, {ranges} ranges", NO_RANGE_LIMITS, False)]
+            sorts = dim == 1 and ix.S_ROWS_RANGES < ranges <= ix.S_SORT_RANGES  # the wrapper's counting sort
+            if dim == 1 and ranges <= ix.S_ROWS_RANGES and kind == "random ids":
+                more += [("counting sort", {"S_ROWS_RANGES": 0}, False)]
+            if sorts and kind == "random ids":
+                more += [(f"counting sort, blocks of {blk}", {"S_SORT_BLOCK": blk, "S_SORT_MIN_BLOCK": blk}, False)
+                         for blk in SORT_BLOCKS]
+                more += [("global winner table", {"S_SORT_RANGES": 0}, False)]
+            if ranges > most and not sorts:  # the wrapper's global table: its windows
+                more += [(f"table, windows of {w >> 20}M", {"S_TABLE_WINDOW": w}, False) for w in TABLE_WINDOWS
+                         if w != ix.S_TABLE_WINDOW]
+                extras = [("ids", f"table, windows of {ix.S_TABLE_WINDOW >> 20}M, ids each window",
+                           {"S_TABLE_FLAT": False}), ("none", "table, no windows", {"S_TABLE_WINDOW": 1 << 40}),
+                          ("whole", f"table, windows of {ix.S_TABLE_WINDOW >> 20}M, one zeroing and one copy",
+                           {"S_TABLE_SLICES": False})]
+                more += [(label, knobs, False) for key, label, knobs in extras if key in TABLE_EXTRAS]
             if sweep and kind == "random ids":
                 keep = {k: getattr(ix, k) for k in ("S_ROWS_BYTES", "S_ROWS_MAX_BYTES", "S_TILE_COLS")}
                 tries = [(kib, keep["S_TILE_COLS"]) for kib in SWEEP_KIB]
@@ -547,7 +578,7 @@ def index_add_case(b: Bench) -> None:
 
 
 def main() -> None:
-    global SWEEP_KIB, SWEEP_COLS, SWEEP_COLS_KIB
+    global SWEEP_KIB, SWEEP_COLS, SWEEP_COLS_KIB, TABLE_WINDOWS, SORT_BLOCKS, TABLE_EXTRAS
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-log2", type=int, default=26, help="elements of the output / source")
     ap.add_argument("--sweep", action="store_true", help="index_select under other grid caps too")
@@ -562,6 +593,14 @@ def main() -> None:
     ap.add_argument("--long-shapes", default="", help="scatter_long: dim:log2 pairs (last:16,0:14) in place "
                     "of --long-sizes x --long-dims")
     ap.add_argument("--long-sweep", action="store_true", help="scatter_long: each table size and tile width too")
+    ap.add_argument("--long-ranges", action="store_true", help="scatter_long: s_rows/s_tiles past their limits too")
+    ap.add_argument("--long-random", action="store_true", help="scatter_long: random ids only (no permutation)")
+    ap.add_argument("--table-extras", default=",".join(TABLE_EXTRAS),
+                    help="scatter_long: the table's other variants timed (ids, none, whole)")
+    ap.add_argument("--sort-blocks", default=",".join(map(str, SORT_BLOCKS)),
+                    help="scatter_long: the counting sort's blocks timed")
+    ap.add_argument("--table-windows", default=",".join(str(w >> 20) for w in TABLE_WINDOWS),
+                    help="scatter_long: the global table's windows timed (Mi destinations)")
     ap.add_argument("--sweep-kib", default=",".join(map(str, SWEEP_KIB)), help="--long-sweep: table KiB")
     ap.add_argument("--sweep-cols", default="8,4:220", help="--long-sweep: dim 0's tile columns:table KiB")
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="alternations of pykern and torch a case")
@@ -579,6 +618,9 @@ def main() -> None:
     SWEEP_KIB = tuple(int(v) for v in args.sweep_kib.split(",") if v)
     SWEEP_COLS = tuple(int(v) for v in cols.split(",") if v)
     SWEEP_COLS_KIB = tuple(int(v) for v in kib.split(",") if v)
+    TABLE_WINDOWS = tuple(int(v) << 20 for v in args.table_windows.split(",") if v)
+    SORT_BLOCKS = tuple(int(v) for v in args.sort_blocks.split(",") if v)
+    TABLE_EXTRAS = tuple(v for v in args.table_extras.split(",") if v)
     cases = set(args.cases.split(","))
     if "select" in cases:
         index_select_case(b, sweep=args.sweep, probes=args.select_probes)
@@ -597,7 +639,8 @@ def main() -> None:
         shapes = ([(d, int(v)) for d, v in (p.split(":") for p in args.long_shapes.split(","))]
                   if args.long_shapes else None)
         scatter_long_case(b, tuple(int(v) for v in args.long_sizes.split(",")), tuple(args.long_dims.split(",")),
-                          shapes, args.long_sweep)
+                          shapes, args.long_sweep, args.long_ranges,
+                          ("random ids",) if args.long_random else ("random ids", "a permutation"))
     geo = float(np.exp(np.mean([np.log(r[3]) for r in b.rows])))
     print(f"geometric mean pykern/torch speed ratio: {geo:.2f} over {len(b.rows)} cases")
 

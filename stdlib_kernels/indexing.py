@@ -18,10 +18,11 @@ The wrappers (below the kernels) also have kernels of their own that candle neve
 shared memory, ``ia_sorted_*``/``sa_sorted_*`` add in candle's order with the ids' positions
 (``ids_positions_*``) argsorted on the device, ``sa_atomic_*``/``ia_atomic_*`` add with one
 thread per source element where the order of the adds cannot matter (integers) or the caller allows
-it, and ``s_rows_*`` / ``s_tiles_*`` / ``s_winners_*`` + ``s_from_winners_*`` scatter with candle's
-last writer found by atomic maxima of the source index (in shared memory a range of a row or of a
-tile of columns at a time, or in a table the size of the output), which any order of the atomics
-leaves the same.
+it, and ``s_rows_*`` / ``s_tiles_*`` / ``s_sort_*`` + ``s_runs_*`` / ``s_winners_*`` (+
+``s_winners_flat``) + ``s_from_winners_*`` scatter with candle's last writer found by atomic maxima
+of the source index (in shared memory a range of a row or of a tile of columns at a time, a long
+row's sources sorted by range first, or in a table the size of the output), which any order of the
+atomics leaves the same.
 """
 from __future__ import annotations
 
@@ -648,34 +649,179 @@ def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, s
 
 @pk.kernel
 def scatter_winners(n: usize, ids: ConstPtr[I], win: Ptr[pk.u32], src_dim: pk.u32, dst_dim: pk.u32,
-                    right: pk.u32, *, I):
-    """scatter's first pass along any dim, one thread a source element: each valid id takes an atomic
-    max of its ``j + 1`` into ``win`` (a zeroed u32 per element of ``x``), so every destination ends
-    with its last source along the dim whatever order the atomics land in. Sizes below 2**32 (the
-    wrapper's check): 32-bit divisions."""
+                    right: pk.u32, lo: pk.u32, width: pk.u32, flat: Ptr[pk.u32], *, I):
+    """scatter's first pass along any dim, one thread a source element ``i``: each valid id whose flat
+    destination ``f`` lies in the window ``[lo, lo + width)`` takes an atomic max of ``i + 1`` at
+    ``win[f]`` (a zeroed u32 per element of ``x``). A destination's sources share ``pre`` and
+    ``post``, so the largest ``i`` is the last ``j`` along the dim whatever order the atomics land in.
+    The window keeps the atomics of one launch inside a slice of the table that the L2 holds, where
+    the destinations of the sources in flight spread over all of ``x`` (dim 0): the wrapper walks
+    ``x`` in windows. ``flat`` (or None): each source's ``f`` is stored there too (all ones for a
+    skipped id), which the later windows read (``s_winners_flat``) in place of the ids and their
+    divisions. Sizes below 2**32 - 1 (the wrapper's check): 32-bit divisions."""
     for i in pk.grid_stride(n):
         e = pk.u32(i)
         q = e // right
         post = e - q * right
         pre = q // src_dim
-        j = q - pre * src_dim
         k = position(ids[i], usize(dst_dim))
-        if k < usize(dst_dim):
-            pk.atomic.max(win, (pre * dst_dim + pk.u32(k)) * right + post, j + pk.u32(1))
+        f = pk.select(k < usize(dst_dim), (pre * dst_dim + pk.u32(k)) * right + post, pk.u32(0xFFFFFFFF))
+        if flat is not None:
+            flat[i] = f
+        if f - lo < width:  # wraps past width below the window; all ones is past every window
+            pk.atomic.max(win, f, e + pk.u32(1))
 
 
 @pk.kernel
-def scatter_from_winners(n: usize, win: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], src_dim: pk.u32,
-                         dst_dim: pk.u32, right: pk.u32, *, T):
-    """scatter's second pass, one thread an element of ``x``: where ``win`` names a source, copy it
-    (adjacent threads, adjacent stores); elsewhere ``x`` keeps its value."""
+def scatter_winners_flat(n: usize, flat: ConstPtr[pk.u32], win: Ptr[pk.u32], lo: pk.u32, width: pk.u32):
+    """``s_winners_*`` for the windows after the first, from the flat destinations it stored: 4 bytes
+    a source read instead of the id's (8 for i64) and no divisions."""
+    for i in pk.grid_stride(n):
+        f = flat[i]
+        if f - lo < width:
+            pk.atomic.max(win, f, pk.u32(i) + pk.u32(1))
+
+
+@pk.kernel
+def scatter_from_winners(n: usize, win: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], *, T):
+    """scatter's second pass, one thread an element of ``x``: where ``win`` names a source (its flat
+    index + 1), copy it (adjacent threads, adjacent stores); elsewhere ``x`` keeps its value."""
     for e in pk.grid_stride(n):
         w = win[e]
         if w != pk.u32(0):
-            q = pk.u32(e) // right
-            post = pk.u32(e) - q * right
-            pre = q // dst_dim
-            out[e] = inp[(usize(pre) * usize(src_dim) + usize(w - pk.u32(1))) * usize(right) + usize(post)]
+            out[e] = inp[w - pk.u32(1)]
+
+
+@pk.kernel
+def scatter_sort(ids: ConstPtr[I], pairs: Ptr[pk.u32], offs: Ptr[pk.u32], left: usize, src_dim: usize,
+                 dst_dim: pk.u32, span: pk.u32, ranges: pk.u32, *, I, per):
+    """scatter along the last dim, first of two passes for rows of more ranges than re-reading the
+    row's ids a range pays for (``s_rows_*``): a block a *chunk* of ``per * block_dim.x`` adjacent
+    sources of a row (block ``pre * chunks + c``; one chunk a block: a loop over chunks kept ~20 lane
+    masks live across it, SGPR spills on gfx90a/gfx942) sorts them in shared memory by the range of ``span`` destinations
+    their id falls in (a counting sort: a shared counter a range hands out slots, a wave's scan of the
+    counts gives each range its start; dynamic shared memory of ``ranges + chunk`` u32) and stores
+    the chunk back in its own place in ``pairs``, range after range, each entry ``d << chunk_bits | jl`` (``d`` the destination's offset
+    in its range, ``jl`` the source's in the chunk; skipped ids leave no entry), and the ranges'
+    starts in ``offs`` (``ranges + 1`` a chunk). The order inside a range is free: the second pass
+    keeps the largest source of each destination. So ``pairs`` is written in runs, where scattering
+    each source to a bucket of its range would cost a random store a source (docs/targets/cuda.md).
+    ``span << chunk_bits`` below 2**32 (the wrapper's check)."""
+    buf = pk.shared.dynamic(pk.u32)  # ranges counters, then the chunk's sorted entries
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    ws = pk.u32(pk.wave_size)
+    chunk = nt * pk.u32(per)
+    bits = pk.u32(0)
+    while (pk.u32(1) << bits) < chunk:
+        bits += pk.u32(1)
+    chunks = (src_dim + usize(chunk) - 1) // usize(chunk)
+    u = usize(pk.block_idx.x)
+    if u < left * chunks:
+        pre = u // chunks
+        base = (u - pre * chunks) * usize(chunk)
+        row = ids + pre * src_dim + base
+        have = pk.u32(min(usize(chunk), src_dim - base))
+        for e in pk.parallel_range(pk.u32(0), ranges, t, nt):
+            buf[e] = pk.u32(0)
+        pk.syncthreads()
+        rs = pk.local.array(per, pk.u32)
+        es = pk.local.array(per, pk.u32)
+        vs = pk.local.array(per, pk.u32)
+        for q in pk.static_range(per):
+            jl = pk.u32(q) * nt + t
+            rs[q] = ranges  # no entry
+            es[q] = pk.u32(0)
+            vs[q] = pk.u32(0)
+            if jl < have:
+                k = pk.u32(position(row[jl], usize(dst_dim)))
+                if k < dst_dim:
+                    r = k // span
+                    rs[q] = r
+                    vs[q] = ((k - r * span) << bits) | jl
+                    es[q] = pk.atomic.add(buf, r, pk.u32(1))
+        pk.syncthreads()
+        if t < ws:  # the counts' exclusive scan by the first wave: a lane sums a run of counts, then the lanes scan
+            per_lane = (ranges + ws - pk.u32(1)) // ws
+            a = min(ranges, t * per_lane)
+            b = min(ranges, a + per_lane)
+            total = pk.u32(0)
+            for r in range(a, b):
+                total += buf[r]
+            inc = total
+            step = pk.u32(1)
+            while step < ws:
+                v = pk.wave.shuffle_up(inc, step)
+                if t >= step:
+                    inc += v
+                step <<= pk.u32(1)
+            run = inc - total
+            ob = offs + u * usize(ranges + pk.u32(1))
+            for r in range(a, b):
+                c = buf[r]
+                buf[r] = run
+                ob[r] = run
+                run += c
+            if t == ws - pk.u32(1):
+                ob[ranges] = inc
+        pk.syncthreads()
+        for q in pk.static_range(per):
+            if rs[q] < ranges:
+                buf[ranges + buf[rs[q]] + es[q]] = vs[q]
+        pk.syncthreads()
+        out = pairs + pre * src_dim + base
+        for e in pk.parallel_range(pk.u32(0), have, t, nt):
+            out[e] = buf[ranges + e]
+
+
+@pk.kernel
+def scatter_runs(pairs: ConstPtr[pk.u32], offs: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], left: usize,
+                 src_dim: usize, dst_dim: pk.u32, span: pk.u32, ranges: pk.u32, chunk_log2: pk.u32, *, T):
+    """scatter along the last dim, second pass after ``scatter_sort``: a block a range of a row at a
+    time (units ``pre * ranges + r``) reads the range's run of every chunk of the row (a wave a chunk:
+    contiguous u32 entries), takes the atomic max of ``j + 1`` at the entry's destination in a shared
+    table of ``span`` u32, and after a barrier copies each winner's source into ``x`` (adjacent
+    threads, adjacent stores), clearing the table for the next unit: ``s_rows_*``'s result with each
+    entry read once instead of once a range."""
+    win = pk.shared.dynamic(pk.u32)
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    ws = pk.u32(pk.wave_size)
+    lane = t & (ws - pk.u32(1))
+    wave = t // ws
+    waves = nt // ws
+    chunk = pk.u32(1) << chunk_log2
+    for e in pk.parallel_range(pk.u32(0), span, t, nt):
+        win[e] = pk.u32(0)
+    pk.syncthreads()
+    chunks = pk.u32((src_dim + usize(chunk) - 1) >> usize(chunk_log2))
+    units = left * usize(ranges)
+    u = usize(pk.block_idx.x)
+    while u < units:
+        pre = u // usize(ranges)
+        r = pk.u32(u - pre * usize(ranges))
+        lo = r * span
+        count = min(span, dst_dim - lo)
+        pr = pairs + pre * src_dim
+        ob = offs + pre * usize(chunks) * usize(ranges + pk.u32(1)) + usize(r)
+        c = wave
+        while c < chunks:
+            o = ob + usize(c) * usize(ranges + pk.u32(1))
+            base = c << chunk_log2
+            for q in pk.parallel_range(o[0], o[1], lane, ws):
+                v = pr[usize(base + q)]
+                pk.atomic.max(win, v >> chunk_log2, base + (v & (chunk - pk.u32(1))) + pk.u32(1))
+            c += waves
+        pk.syncthreads()
+        rv = inp + pre * src_dim
+        dst = out + pre * usize(dst_dim) + usize(lo)
+        for e in pk.parallel_range(pk.u32(0), count, t, nt):
+            w = win[e]
+            if w != pk.u32(0):
+                dst[e] = rv[w - pk.u32(1)]
+                win[e] = pk.u32(0)
+        pk.syncthreads()  # the table is clear before the next unit's atomics
+        u += usize(pk.grid_dim.x)
 
 
 @pk.kernel
@@ -749,8 +895,16 @@ for _i, _t, _tag in ([(i, t, tag) for op, i, t, tag in TABLE if op == "s"]
 #: value dtype
 for _i in INDICES:
     INDEXING.add(scatter_winners.instance(kernel_name("s_winners", _i), I=_i))
+INDEXING.add(scatter_winners_flat.instance("s_winners_flat"))
 for _t in VALUES + (pk.f8e4m3,):
     INDEXING.add(scatter_from_winners.instance(kernel_name("s_from_winners", _t), T=_t))
+#: sources a thread of ``s_sort_*`` sorts (in registers: a compile-time count)
+S_SORT_PER = 8
+#: long rows by a counting sort: ``s_sort_*`` for every index dtype, ``s_runs_*`` for every value dtype
+for _i in INDICES:
+    INDEXING.add(scatter_sort.instance(kernel_name("s_sort", _i), I=_i, per=S_SORT_PER))
+for _t in VALUES + (pk.f8e4m3,):
+    INDEXING.add(scatter_runs.instance(kernel_name("s_runs", _t), T=_t))
 
 
 # ---- host wrappers: index_select, embedding, gather, scatter, scatter_add, index_add -----------------
@@ -816,6 +970,23 @@ S_TILES_RANGE_IDS = 4 << 20
 S_TILE_COLS = 16
 S_TILE_COLS_GROWN = 8
 S_TILE_NARROW_RANGES = 16
+#: rows past ``S_ROWS_RANGES`` ranges take the counting sort (``s_sort_*`` then ``s_runs_*``: each id
+#: read once, whatever the ranges) up to this many ranges a row (a chunk's run a range shrinks as
+#: they grow), in chunks of ``S_SORT_PER`` sources a thread of blocks of a power of two from
+#: ``S_SORT_MIN_BLOCK`` to ``S_SORT_BLOCK`` threads, the least that gives a range ``S_SORT_RUN``
+#: entries of a chunk on average (the crossovers: docs/targets/cuda.md)
+S_SORT_RANGES = 256
+S_SORT_BLOCK = 1024
+S_SORT_MIN_BLOCK = 256
+S_SORT_RUN = 40
+#: the global winner table takes its atomics in windows of this many destinations (a u32 each: a
+#: slice the L2 holds) where a ``pre``'s destinations (``m * right``) are more: each window's launch
+#: reads all the ids again (the crossover: docs/targets/cuda.md)
+S_TABLE_WINDOW = 4 << 20
+#: ... the first window storing each source's flat destination (u32) for the others to read
+S_TABLE_FLAT = True
+#: ... each window's slice of the table zeroed just before its pass and its winners copied just after
+S_TABLE_SLICES = True
 #: ballots a step of ``sa_rows_*``'s search for the lanes of the same destination: a step's ballots
 #: issue back to back on GPUs; unrolled further, the CPU target's coroutines take seconds to compile
 SA_BALLOTS = 4
@@ -1044,9 +1215,12 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     tile whose ids fit ``S_TILES_RANGE_IDS``: re-read from the L2), finds each destination's last
     source by shared-memory atomic maxima and then copies the winners: candle's result, with a
     column's work spread over a block where candle's column kernel gives it to one thread. Past
-    those ranges, the same two passes through a zeroed u32 table the size of ``x`` in global memory
-    (``s_winners_*``, one thread a source; ``s_from_winners_*``, one thread an element of ``x``).
-    Elsewhere candle's column kernel."""
+    those ranges, along the last dim up to ``S_SORT_RANGES`` ranges a counting sort of each chunk of
+    a row's sources by range (``s_sort_*``) so that each range's block reads only its own entries
+    (``s_runs_*``: ``_scatter_sorted``); else the same two passes through a zeroed u32 table the size
+    of ``x`` in global memory (``s_winners_*``, one thread a source, in windows of ``S_TABLE_WINDOW``
+    destinations that the L2 holds where a ``pre`` has more; ``s_from_winners_*``, one thread an
+    element of ``x``). Elsewhere candle's column kernel."""
     name, x, dim, ids, src = _columns("s", x, dim, ids, src, check_ids, "scatter")
     if ids.shape != src.shape:
         raise ValueError(f"scatter: ids must have src's shape {src.shape}, got {ids.shape}")
@@ -1057,6 +1231,8 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
     few = right < S_COLUMNS_MIN_RIGHT or left * right < S_COLUMNS_MIN
     if few and _scatter_tiles(x, name, ids, src, left, n, m, right):
         return x
+    if few and right == 1 and _scatter_sorted(x, ids, src, left, n, m):
+        return x
     if few and max(src.size, x.size) < U32_LIMIT:
         _scatter_table(x, ids, src, n, m, right)
     else:
@@ -1065,14 +1241,66 @@ def scatter(x, dim: int, ids, src, *, check_ids: bool = True):
 
 
 def _scatter_table(x, ids, src, n: int, m: int, right: int) -> None:
-    """scatter through a u32 winner table the size of ``x`` (sizes below 2**32), zeroed on the device
-    by ``const_set`` (``zeros`` would copy from the host): ``s_winners_*`` then ``s_from_winners_*``."""
+    """scatter through a u32 winner table the size of ``x`` (sizes below 2**32 - 1), zeroed on the
+    device by ``const_set`` (``zeros`` would copy from the host): ``s_winners_*`` then
+    ``s_from_winners_*``. Where a ``pre``'s destinations pass ``S_TABLE_WINDOW``, the winners in
+    windows of that many, the first storing the flat destinations for the others (``S_TABLE_FLAT``:
+    ``s_winners_flat``); a window's winners are final after its pass, so with ``S_TABLE_SLICES`` each
+    window's slice of the table is zeroed just before its pass and its winners copied just after,
+    while the L2 still holds the slice (neither the zeros nor the winners make a trip to DRAM)."""
     dev = x.device
-    win = const_set(dev.empty(x.size, pk.u32), 0)
-    dev.get_or_load_func(kernel_name("s_winners", ids.dtype), INDEXING)[launch_stream(src.size, ids)](
-        src.size, ids, win, n, m, right)
-    dev.get_or_load_func(kernel_name("s_from_winners", x.dtype), INDEXING)[launch_stream(x.size, x)](
-        x.size, win, src, x, n, m, right)
+    win = dev.empty(x.size, pk.u32)
+    window = S_TABLE_WINDOW if m * right > S_TABLE_WINDOW else x.size
+    slices = S_TABLE_SLICES and window < x.size
+    flat = dev.empty(src.size, pk.u32) if S_TABLE_FLAT and window < x.size else None
+    if not slices:
+        const_set(win, 0)
+    gather = kernel_name("s_from_winners", x.dtype)
+    for lo in range(0, x.size, window):
+        width = min(window, x.size - lo)
+        part = win.as_strided((width,), (1,), lo)
+        if slices:
+            const_set(part, 0)
+        if lo and flat is not None:
+            dev.get_or_load_func("s_winners_flat", INDEXING)[launch_stream(src.size, flat)](
+                src.size, flat, win, lo, width)
+        else:
+            dev.get_or_load_func(kernel_name("s_winners", ids.dtype), INDEXING)[launch_stream(src.size, ids)](
+                src.size, ids, win, n, m, right, lo, width, None if lo else flat)
+        if slices:
+            dev.get_or_load_func(gather, INDEXING)[launch_stream(width, x)](
+                width, part, src, x.as_strided((width,), (1,), lo))
+    if not slices:
+        dev.get_or_load_func(gather, INDEXING)[launch_stream(x.size, x)](x.size, win, src, x)
+
+
+def _scatter_sorted(x, ids, src, left: int, n: int, m: int) -> bool:
+    """Along the last dim, rows of more than ``S_ROWS_RANGES`` ranges and at most ``S_SORT_RANGES``:
+    ``s_sort_*`` sorts each chunk of a row's sources by range, then ``s_runs_*`` takes a block a range
+    (the table as ``s_rows_*``'s); False where that does not apply."""
+    dev = x.device
+    ws = dev.target.wave_size
+    span = _scatter_table_bytes(dev, m, 1) // 4
+    if not span:
+        return False
+    ranges = -(-m // span)
+    want = max(S_SORT_MIN_BLOCK, -(-ranges * S_SORT_RUN // S_SORT_PER))
+    block = max(ws, min(S_SORT_BLOCK, sort.next_power_of_two(want), sort.next_power_of_two(-(-n // S_SORT_PER))))
+    chunk = block * S_SORT_PER
+    bits = (chunk - 1).bit_length()
+    chunks = -(-n // chunk)
+    if (ranges > S_SORT_RANGES or ranges + chunk > dev.max_shared_per_block // 4 or left * chunks >= 1 << 31
+            or span << bits >= 1 << 32 or max(n, m) >= U32_LIMIT):
+        return False
+    pairs, offs = dev.empty(src.size, pk.u32), dev.empty(left * chunks * (ranges + 1), pk.u32)
+    dev.get_or_load_func(kernel_name("s_sort", ids.dtype), INDEXING)[
+        (left * chunks, 1, 1), (block, 1, 1), None, (ranges + chunk) * 4](
+        ids, pairs, offs, left, n, m, span, ranges)
+    run = min(S_ROWS_BLOCK, max(ws, -(-max(-(-n // ranges), span) // (S_ROWS_PER_THREAD * ws)) * ws))
+    dev.get_or_load_func(kernel_name("s_runs", x.dtype), INDEXING)[
+        (min(left * ranges, S_ROWS_GRID), 1, 1), (run, 1, 1), None, span * 4](
+        pairs, offs, src, x, left, n, m, span, ranges, bits)
+    return True
 
 
 def _scatter_tiles(x, name: str, ids, src, left: int, n: int, m: int, right: int, *,

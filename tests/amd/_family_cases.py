@@ -151,8 +151,9 @@ def _indexing_adds(dev):
     ``sa_sorted_*`` (candle's order, deterministic), ``sa_rows_*`` (two blocks over three rows), the atomic adds (one thread an element: integers,
     or floats with ``deterministic=False``; small integer values keep every order exact),
     ``ia_segments_*`` (the host-sorted fallback), scatter's ``s_rows_*`` (shared-memory winners along the
-    last dim, a row in ranges; ``s_tiles_*`` along dim 0 in tiles of columns) and ``s_winners_*`` / ``s_from_winners_*``
-    (a global winner table), and the GPU's ids check."""
+    last dim, a row in ranges; ``s_tiles_*`` along dim 0 in tiles of columns), ``s_sort_*`` / ``s_runs_*``
+    (long rows' counting sort) and ``s_winners_*`` / ``s_winners_flat`` / ``s_from_winners_*`` (a global
+    winner table, whole and in windows), and the GPU's ids check."""
     gen = rng("indexing/adds")
     for value in indexing.VALUES + (pk.f8e4m3,):
         ids = dev.to_device(np.array([2, 0, 2, 5, 2, 1, 7], np.uint32))  # one past the dim: skipped
@@ -211,6 +212,30 @@ def _indexing_adds(dev):
                 dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), 1, 4, 6, 5, 6, 1, shared=6 * 2 * 4)
         ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # and the global winner table
         indexing._scatter_table(dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), ids, src, 4, 6, 5)
+        # long rows' counting sort by name: s_sort_* over 2 rows of two chunks of a wave's block (8
+        # sources a thread; the last chunk short) into ranges of 7 of 20 destinations, then s_runs_*
+        # in two blocks of two waves (the table cleared between units)
+        ws = dev.target.wave_size
+        n, chunk = 8 * ws + 5, 8 * ws
+        ids = dev.to_device(_ids(index, 2 * n, 20, gen).reshape(2, n))
+        pairs, offs = dev.empty(2 * n, pk.u32), dev.empty(2 * 2 * 4, pk.u32)
+        _launch(dev, sk.INDEXING, kernel_name("s_sort", index), 4, ws, ids, pairs, offs, 2, n, 20, 7, 3,
+                shared=(3 + chunk) * 4)
+        _launch(dev, sk.INDEXING, kernel_name("s_runs", value), 2, 2 * ws, pairs, offs,
+                dev.to_device(values(value, 2 * n, gen).reshape(2, n)),
+                dev.to_device(values(value, 2 * 20, gen).reshape(2, 20)), 2, n, 20, 7, 3, (chunk - 1).bit_length(),
+                shared=7 * 4)
+    # the global table in windows of 12 destinations (x of 30: three), the later ones from the flat
+    # destinations the first stored (s_winners_flat) or from the ids again
+    keep = indexing.S_TABLE_WINDOW, indexing.S_TABLE_FLAT
+    try:
+        for index in indexing.INDICES:
+            indexing.S_TABLE_WINDOW, indexing.S_TABLE_FLAT = 12, index is pk.u8
+            indexing._scatter_table(dev.to_device(values(pk.f32, 6 * 5, gen).reshape(6, 5)),
+                                    dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5)),
+                                    dev.to_device(values(pk.f32, 4 * 5, gen).reshape(4, 5)), 4, 6, 5)
+    finally:
+        indexing.S_TABLE_WINDOW, indexing.S_TABLE_FLAT = keep
 
 
 # ---- sort -------------------------------------------------------------------------------------------

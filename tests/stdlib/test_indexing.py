@@ -32,7 +32,9 @@ OWN = ({kernel_name("is_rows", i, tag) for op, i, v, tag in indexing.TABLE if op
        | {kernel_name("s_rows", i, "f8e4m3") for i in indexing.INDICES}
        | {kernel_name("s_tiles", i, tag) for op, i, v, tag in indexing.TABLE if op == "s"}
        | {kernel_name("s_tiles", i, "f8e4m3") for i in indexing.INDICES}
-       | {kernel_name("s_winners", i) for i in indexing.INDICES}
+       | {kernel_name("s_winners", i) for i in indexing.INDICES} | {"s_winners_flat"}
+       | {kernel_name("s_sort", i) for i in indexing.INDICES}
+       | {kernel_name("s_runs", v) for v in indexing.VALUES + (f8e4m3,)}
        | {kernel_name("s_from_winners", v) for v in indexing.VALUES + (f8e4m3,)})
 LEFT, SRC, DST, RIGHT = 2, 5, 4, 3  # tiny, odd, and src != dst along the indexed dim
 
@@ -470,14 +472,19 @@ def test_scatter_paths(wave_device, monkeypatch, dt, device_bytes):
     monkeypatch.setattr(indexing, "S_COLUMNS_MIN", 6 * 32)
     monkeypatch.setattr(indexing, "S_TILES_RANGES", 6)
     monkeypatch.setattr(indexing, "S_TILES_RANGE_IDS", 4 * 4 * 9)
+    monkeypatch.setattr(indexing, "S_SORT_RANGES", 4)
     big = min(device_bytes, 4 * 100)  # the grown table: 90 winners (the device's cap) or 100 (S_ROWS_MAX_BYTES)
     last = 3 * big // 4  # the longest row in S_ROWS_RANGES grown ranges
     tag = dt.tag
     rows, tiles, table = f"s_rows_u32_{tag}", f"s_tiles_u32_{tag}", "s_winners_u32"
+    # past S_ROWS_RANGES a row takes the counting sort, whose chunk (8 sources a thread, a wave at
+    # least) does not fit the device's 90 u32
+    sorts = f"s_runs_{tag}" if device_bytes > 4 * 90 else table
     # (shape, sources along dim, dim, kernel, bytes of winners a unit may hold; None: not asked)
     for shape, n, dim, kernel, nbytes in (
             ((3, 40), 50, 1, rows, 160), ((3, 80), 50, 1, rows, 160), ((3, 81), 90, 1, rows, big),
-            ((2, last), last + 10, 1, rows, big), ((2, last + 1), 70, 1, table, big),
+            ((2, last), last + 10, 1, rows, big), ((2, last + 1), 70, 1, sorts, big),
+            ((2, 4 * big // 4), 70, 1, sorts, big), ((2, 4 * big // 4 + 1), 70, 1, table, big),
             ((5, 7), 9, 0, tiles, 160), ((10, 9), 5, 0, tiles, 160), ((11, 9), 5, 0, tiles, big),
             ((2 * (big // 32), 9), 4, 0, tiles, big), ((2 * (big // 32) + 1, 9), 4, 0, tiles, big),
             ((6 * (big // 16), 9), 9, 0, tiles, big), ((6 * (big // 16) + 1, 9), 9, 0, table, big),
@@ -493,8 +500,87 @@ def test_scatter_paths(wave_device, monkeypatch, dt, device_bytes):
         tables.clear()
         indexing.scatter(x, dim, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
         assert kernel in calls, (shape, calls)
-        assert tables == ([] if nbytes is None else [nbytes]), (shape, tables)
+        assert tables == [] if nbytes is None else tables and set(tables) == {nbytes}, (shape, tables)
         want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), u32, dt, False)
+        assert_bits(x.to_host(), want.reshape(shape), f"scatter {shape} dim {dim}")
+
+
+@pytest.mark.parametrize("dt,idt", [(pk.f32, i64), (pk.bf16, u32), (f8e4m3, u8), (pk.i64, i64)], ids=str)
+def test_scatter_counting_sort(wave_device, monkeypatch, dt, idt):
+    """Rows past ``S_ROWS_RANGES`` ranges (``s_sort_*`` then ``s_runs_*``) keep candle's last writer:
+    rows of one chunk and of several (the last partial), ranges from two to ``S_SORT_RANGES`` (the
+    last short) and one past it (the table), many duplicates (a row of two destinations), fewer
+    sources than destinations, the sentinel and indices out of range (no entry); by name, blocks of
+    one and three waves over fewer units than the grid and more."""
+    dev = wave_device
+    ws = dev.target.wave_size
+    calls = []
+    real = dev.get_or_load_func
+    monkeypatch.setattr(dev, "get_or_load_func", lambda name, mod: calls.append(name) or real(name, mod))
+    monkeypatch.setattr(indexing, "S_ROWS_BYTES", 4 * 16)
+    monkeypatch.setattr(indexing, "S_ROWS_MAX_BYTES", 4 * 16)
+    monkeypatch.setattr(indexing, "S_ROWS_RANGES", 1)
+    monkeypatch.setattr(indexing, "S_SORT_RANGES", 12)
+    monkeypatch.setattr(indexing, "S_SORT_BLOCK", ws)
+    chunk = ws * indexing.S_SORT_PER
+    hi = idt.int_range[1]
+    for left, n, m, kernel in ((3, chunk, 17, "s_runs"), (2, 2 * chunk + 7, min(hi, 12 * 16), "s_runs"),
+                               (2, 3 * chunk - 1, min(hi, 100), "s_runs"), (2, 70, 12 * 16 + 1, "s_winners"),
+                               (1, chunk + 3, 33, "s_runs")):
+        if m > hi:
+            continue
+        hsrc, acc = values(dt, (left, n)), values(dt, (left, m))
+        ids = index_data(idt, left * n, m).reshape(left, n)
+        ids[-1] = RNG.integers(0, 2, n).astype(idt.np)  # one row of two destinations only
+        want = ref_scatter(acc[:, :, None], ids[:, :, None], hsrc[:, :, None], idt, dt, False)[:, :, 0]
+        x = dev.to_device(acc)
+        calls.clear()
+        indexing.scatter(x, 1, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
+        assert any(c.startswith(kernel) for c in calls), (left, n, m, calls)
+        assert_bits(x.to_host(), want, f"scatter {left}x{n} into {m} ({kernel})")
+        if kernel != "s_runs":
+            continue
+        span, bits = 16, (chunk - 1).bit_length()
+        ranges, chunks = -(-m // span), -(-n // chunk)
+        pairs, offs = dev.empty(left * n, u32), dev.empty(left * chunks * (ranges + 1), u32)
+        dev.get_or_load_func(kernel_name("s_sort", idt), INDEXING)[left * chunks, ws, None, (ranges + chunk) * 4](
+            dev.to_device(ids), pairs, offs, left, n, m, span, ranges)
+        o = offs.to_host().reshape(left, chunks, ranges + 1)
+        assert (np.diff(o, axis=2) >= 0).all() and (o[:, :, 0] == 0).all()
+        for grid, block in ((1, ws), (3, 3 * ws), (left * ranges + 2, ws)):
+            x = dev.to_device(acc)
+            dev.get_or_load_func(kernel_name("s_runs", dt), INDEXING)[grid, block, None, span * 4](
+                pairs, offs, dev.to_device(hsrc), x, left, n, m, span, ranges, bits)
+            assert_bits(x.to_host(), want, f"s_runs {left}x{n} into {m}, grid {grid}, block {block}")
+
+
+@pytest.mark.parametrize("flat,slices", ((True, True), (False, True), (True, False)),
+                         ids=("flat-slices", "ids-slices", "flat-whole"))
+def test_scatter_table_windows(wave_device, monkeypatch, flat, slices):
+    """The global winner table in windows of ``S_TABLE_WINDOW`` destinations where a ``pre``'s
+    destinations are more (the later windows from the flat destinations the first stored, or from
+    the ids again; each window's slice zeroed and copied around its pass, or the whole table once):
+    x of one window, one past it, several with the last short; a ``pre`` of at most a window takes
+    one launch; dim 0, a middle dim and the last; duplicates, the sentinel and indices out of
+    range."""
+    dev = wave_device
+    calls = []
+    real = dev.get_or_load_func
+    monkeypatch.setattr(dev, "get_or_load_func", lambda name, mod: calls.append(name) or real(name, mod))
+    for knob, v in (("S_ROWS_BYTES", 0), ("S_TABLE_WINDOW", 60), ("S_TABLE_FLAT", flat), ("S_TABLE_SLICES", slices)):
+        monkeypatch.setattr(indexing, knob, v)
+    for shape, n, dim, windows in (((20, 3), 25, 0, 1), ((61,), 40, 0, 2), ((30, 7), 33, 0, 4),
+                                   ((4, 15, 4), 9, 1, 1), ((3, 16, 4), 9, 1, 4), ((2, 70), 80, 1, 3)):
+        src_shape = shape[:dim] + (n,) + shape[dim + 1:]
+        hsrc, acc = values(pk.f32, src_shape), values(pk.f32, shape)
+        ids = index_data(i64, math.prod(src_shape), shape[dim]).reshape(src_shape)
+        x = dev.to_device(acc)
+        calls.clear()
+        indexing.scatter(x, dim, dev.to_device(ids), dev.to_device(hsrc), check_ids=False)
+        launched = calls.count("s_winners_i64") + calls.count("s_winners_flat")
+        assert launched == windows and (calls.count("s_winners_flat") == (windows - 1 if flat else 0)), (shape, calls)
+        assert calls.count("s_from_winners_f32") == (windows if slices and windows > 1 else 1), (shape, calls)
+        want = ref_scatter(as3(acc, dim), as3(ids, dim), as3(hsrc, dim), i64, pk.f32, False)
         assert_bits(x.to_host(), want.reshape(shape), f"scatter {shape} dim {dim}")
 
 
