@@ -11,12 +11,14 @@ whether one large module sets the wall time.
 
     python tools/profile_build.py --arch sm_90,gfx90a [--modules quantized,reduce] [--jobs 2]
     python tools/profile_build.py --arch sm_90 --level 2      # the IR pipeline at O2
+    python tools/profile_build.py --arch sm_90 --modules unary --time-passes   # LLVM's pass timers
 """
 from __future__ import annotations
 
 import argparse
 import json
 import multiprocessing
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,8 +27,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def pass_shares(report: str, keep, top: int = 8) -> dict[str, float]:
+    """The passes of an LLVM ``-time-passes`` report that ``keep`` selects (by name) with the largest
+    user time, summed over their runs (a pass runs once per function and pipeline position), as
+    fractions of the selected passes' total."""
+    rows: dict[str, float] = {}
+    for line in report.splitlines():
+        m = re.match(r"\s+([\d.]+) \(\s*[\d.]+%\)(?:\s+[\d.]+ \(\s*[\d.]+%\)){2,3}\s+(.+)$", line)
+        if m and "Total" not in m.group(2):
+            name = re.sub(r" on .*$", "", m.group(2)).strip()
+            if keep(name):
+                rows[name] = rows.get(name, 0.0) + float(m.group(1))
+    total = sum(rows.values()) or 1.0
+    return {k: round(v / total, 3) for k, v in sorted(rows.items(), key=lambda kv: -kv[1])[:top]}
+
+
 def profile(name: str, arch: str, level: int | None, save: str | None = None,
-            options: tuple[str, ...] = ()) -> dict:
+            options: tuple[str, ...] = (), time_passes: bool = False) -> dict:
     import llvmlite.binding as llvm
 
     import stdlib_kernels
@@ -56,14 +73,25 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
     ref.data_layout = str(target.target_machine.target_data)
     pto = llvm.create_pipeline_tuning_options(speed_level=3 if level is None else level)
     pb = llvm.create_pass_builder(target.target_machine, pto)
+    if time_passes:  # LLVM's own timers (they cost a little time themselves)
+        llvm.set_time_passes(True)
     pb.getModulePassManager().run(ref, pb)
     c5 = clock()
+    passes = {}
     with target.codegen_options(mod):  # the module's LSR choice, as Target.finalize makes it
         if target.name == "cuda":
             data = ptx_with_aliases(target.target_machine.emit_assembly(ref), mod.kernel_aliases).encode()
         else:
             data = object_with_aliases(target.target_machine.emit_object(ref), mod.kernel_aliases)
     c6 = clock()
+    if time_passes:
+        # one report for both (llvmlite returns the pipeline's timers only after code generation):
+        # the pipeline's passes are the new pass manager's (``InstCombinePass``), code
+        # generation's the legacy manager's, named in words ("Loop Strength Reduction")
+        report = llvm.report_and_reset_timings()
+        llvm.set_time_passes(False)
+        passes["optimise"] = pass_shares(report, lambda n: re.fullmatch(r"[A-Za-z0-9<>:,]+Pass(<.*>)?", n) is not None)
+        passes["codegen"] = pass_shares(report, lambda n: re.fullmatch(r"[A-Za-z0-9<>:,]+Pass(<.*>)?", n) is None)
     if save:
         out = Path(save) / arch / f"{name}{'.ptx' if target.name == 'cuda' else '.o'}"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -72,6 +100,8 @@ def profile(name: str, arch: str, level: int | None, save: str | None = None,
          "render": c3 - c2, "parse": c4 - c3, "optimise": c5 - c4, "codegen": c6 - c5, "ir_mb": len(text) / 1e6, "aliases": len(mod.kernel_aliases),
          "lsr": mod.loop_strength_reduction}
     t["total"] = c6 - c0
+    if passes:
+        t["passes"] = passes
     return t
 
 
@@ -98,8 +128,10 @@ def main() -> int:
     p.add_argument("--level", type=int, default=None, help="the IR pipeline's O level (default: the target's)")
     p.add_argument("--save", help="write each module's PTX / relocatable object to SAVE/<arch>/")
     p.add_argument("--llvm-option", action="append", default=[], help="an LLVM command-line option (repeatable)")
+    p.add_argument("--time-passes", action="store_true",
+                   help="LLVM's pass timers: each module's largest passes, as shares of its optimisation and code generation")
     a = p.parse_args()
-    work = [(m, arch, a.level, a.save, tuple(a.llvm_option)) for arch in a.arch.split(",") for m in a.modules.split(",")]
+    work = [(m, arch, a.level, a.save, tuple(a.llvm_option), a.time_passes) for arch in a.arch.split(",") for m in a.modules.split(",")]
     work.sort(key=lambda w: -len(stdlib_kernels.module(w[0]).kernels))
     ctx = multiprocessing.get_context("fork")
     rows = []
@@ -113,6 +145,8 @@ def main() -> int:
         print(f"\n{arch}: " + "  ".join(f"{ph} {sum(r[ph] for r in mine):.1f}" for ph in phases))
         for r in sorted(mine, key=lambda r: -r["total"]):
             print(f"  {r['module']:10s} {r['kernels']:4d} " + " ".join(f"{r[ph]:6.1f}" for ph in phases))
+            for stage, shares in r.get("passes", {}).items():
+                print(f"      {stage}: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares.items()))
         order = sorted(mine, key=lambda r: -r["kernels"])  # pykern build's order: most kernels first
         print(f"  pool -j2 (kernel-count order): {replay([(r['total'], 0) for r in order], 2):.1f} s; "
               f"cost order: {replay([(r['total'], 0) for r in sorted(mine, key=lambda r: -r['total'])], 2):.1f} s; "

@@ -1,0 +1,43 @@
+"""tools/profile_build.py's LLVM pass timers (``--time-passes``): LLVM reports the optimisation
+pipeline and code generation in one table, which the tool splits by the pass managers' naming, on a
+real compile of one small stdlib module for sm_90 (no GPU needed)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("profile_build", ROOT / "tools" / "profile_build.py")
+pb = sys.modules["profile_build"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pb)
+
+REPORT = """===-------------------------------------------------------------------------===
+                          Pass execution timing report
+===-------------------------------------------------------------------------===
+  Total Execution Time: 1.0000 seconds (1.0000 wall clock)
+
+   ---User Time---   --System Time--   --User+System--   ---Wall Time---  --- Name ---
+   0.3000 ( 30.0%)   0.0000 (  0.0%)   0.3000 ( 30.0%)   0.3000 ( 30.0%)  InstCombinePass on k1
+   0.1000 ( 10.0%)   0.0000 (  0.0%)   0.1000 ( 10.0%)   0.1000 ( 10.0%)  InstCombinePass on k2
+   0.2000 ( 20.0%)   0.0000 (  0.0%)   0.2000 ( 20.0%)   0.2000 ( 20.0%)  SROAPass on k1
+   0.3000 ( 30.0%)   0.0000 (  0.0%)   0.3000 ( 30.0%)   0.3000 ( 30.0%)  Loop Strength Reduction
+   0.1000 ( 10.0%)   0.0000 (  0.0%)   0.1000 ( 10.0%)   0.1000 ( 10.0%)  NVPTX DAG->DAG Pattern Instruction Selection
+   1.0000 (100.0%)   0.0000 (  0.0%)   1.0000 (100.0%)   1.0000 (100.0%)  Total
+"""
+
+
+def test_pass_shares_sums_runs_and_splits_by_pass_manager():
+    is_new_pm = lambda n: n.endswith("Pass")  # noqa: E731
+    assert pb.pass_shares(REPORT, is_new_pm) == {"InstCombinePass": 0.667, "SROAPass": 0.333}
+    assert pb.pass_shares(REPORT, lambda n: not is_new_pm(n)) == {
+        "Loop Strength Reduction": 0.75, "NVPTX DAG->DAG Pattern Instruction Selection": 0.25}
+
+
+def test_profile_reports_both_stages_of_a_real_compile():
+    row = pb.profile("fill", "sm_90", None, time_passes=True)
+    assert row["kernels"] == 28 and row["ir_mb"] > 0
+    opt, cg = row["passes"]["optimise"], row["passes"]["codegen"]
+    assert "InstCombinePass" in opt and all(name.endswith("Pass") for name in opt)
+    assert any("Instruction Selection" in name for name in cg) and not any(name.endswith("Pass") for name in cg)
+    assert 0.5 < sum(opt.values()) <= 1.001 and 0.5 < sum(cg.values()) <= 1.001
