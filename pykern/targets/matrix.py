@@ -8,12 +8,14 @@ A ``MatrixUnit`` is chosen per target, arch and input dtype (``Target.matrix_uni
   MFMA, RDNA3/RDNA4 WMMA). Every layout used is affine in the lane's two halves of ``lane_id``: lane
   ``l`` holds, as its element ``i``, tile element ``(row, col)`` with ``row = s_lo * (l % 16) + s_hi *
   (l // 16) + offs[i]`` (likewise ``col``), so one ``Layout`` row describes it and the fragment loads
-  and stores are ordinary per-lane loads and stores at those addresses (LLVM merges neighbours).
+  and stores are per-lane loads and stores at those addresses, a run of consecutive elements as one
+  4- to 16-byte access where aligned (``_LayoutUnit._wide``).
 * ``PortableMatrixUnit`` — no matrix instruction (the CPU, RDNA2, the generic AMD targets, RDNA in
   wave64): fragments in a pykern layout as f32 vectors and the product through wave shuffles, the
   sixteen products of each element added to the accumulator in order of ``k``, in f32.
 * ``MmaSyncMatrixUnit`` — NVIDIA's ``mma.sync`` m16n8k16 (two a tile), in PTX's documented layout
-  (not ``wmma``, whose loads need 32-byte aligned tiles and whose layout is unspecified).
+  (not ``wmma``, whose loads need 32-byte aligned tiles and whose layout is unspecified); from
+  shared memory, ``ldmatrix.x4`` where the rows are 16-byte aligned.
 
 All three compute ``D = A @ B + C`` for ``A`` 16 x K (row-major in memory), ``B`` K x 16 (row- or
 column-major) and ``C``/``D`` 16x16: K = 16 for f16/bf16 into f32 (each product exact in f32), K = 32
@@ -146,20 +148,144 @@ class _LayoutUnit(MatrixUnit):
         """A loaded element as the fragment holds it."""
         return v
 
+    def _elem(self, role: str) -> ir.Type:
+        return elem_type(self.dtype) if role != "acc" else self.vector_type("acc").element
+
+    def _wide(self, frame, role: str, col_major: bool, ptr: ir.Value, ld: ir.Value, narrow, wide):
+        """``wide(runs)`` where every run of ``runs`` (``_runs``) is aligned to its size in bytes, else
+        ``narrow()`` (an element at a time): a run starts at a multiple of its length along the
+        contiguous axis for every lane (``_runs`` checks the layout), so it is aligned when the tile's
+        first element and the stride in bytes are multiples of the widest run's size. The test is one
+        branch a fragment; LLVM folds it where the alignment is known (a shared array, constant
+        offsets and ``ld``), leaving only one path."""
+        b = frame.builder
+        elem = self._elem(role)
+        size = _bytes(elem)
+        runs = _runs(self.layouts[role], col_major, size)
+        width = max(n for _, n in runs) * size
+        if width == size:
+            return narrow()
+        bits = b.or_(b.ptrtoint(ptr, I64), b.mul(b.sext(ld, I64), I64(size)))
+        ok = b.icmp_unsigned("==", b.and_(bits, I64(width - 1)), I64(0))
+        fast, slow, join = (b.append_basic_block(f"mma.{n}") for n in ("wide", "narrow", "end"))
+        b.cbranch(ok, fast, slow)
+        out = []
+        for bb, fn in ((fast, lambda: wide(runs)), (slow, narrow)):
+            b.position_at_end(bb)
+            out.append((fn(), b.block))
+            b.branch(join)
+        b.position_at_end(join)
+        if out[0][0] is None:
+            return None
+        phi = b.phi(out[0][0].type)
+        for v, bb in out:
+            phi.add_incoming(v, bb)
+        return phi
+
     def load(self, frame, role, layout, ptr, ld):
         b = frame.builder
-        elem = elem_type(self.dtype) if role != "acc" else self.vector_type("acc").element
-        vec = ir.Constant(self.vector_type(role), None)
-        for i, (row, col) in enumerate(self._coords(frame, role)):
-            v = b.load(_address(b, ptr, elem, row, col, ld, role == "b" and layout == "col"), typ=elem)
-            vec = put(b, vec, self.convert_in(b, v, role), i)
-        return vec
+        elem = self._elem(role)
+        col_major = role == "b" and layout == "col"
+        coords = self._coords(frame, role)
+
+        def narrow():
+            vec = ir.Constant(self.vector_type(role), None)
+            for i, (row, col) in enumerate(coords):
+                v = b.load(_address(b, ptr, elem, row, col, ld, col_major), typ=elem)
+                vec = put(b, vec, self.convert_in(b, v, role), i)
+            return vec
+
+        def wide(runs):
+            vec = ir.Constant(self.vector_type(role), None)
+            for first, n in runs:
+                row, col = coords[first]
+                at = _address(b, ptr, elem, row, col, ld, col_major)
+                if n == 1:
+                    vec = put(b, vec, self.convert_in(b, b.load(at, typ=elem), role), first)
+                    continue
+                v = b.load(at, typ=ir.VectorType(elem, n), align=n * _bytes(elem))
+                for j in range(n):
+                    vec = put(b, vec, self.convert_in(b, b.extract_element(v, I32(j)), role), first + j)
+            return vec
+        return self._wide(frame, role, col_major, ptr, ld, narrow, wide)
 
     def store(self, frame, ptr, ld, c):
         b = frame.builder
-        elem = self.vector_type("acc").element
-        for i, (row, col) in enumerate(self._coords(frame, "acc")):
-            b.store(get(b, c, i), _address(b, ptr, elem, row, col, ld, False))
+        elem = self._elem("acc")
+        coords = self._coords(frame, "acc")
+
+        def narrow():
+            for i, (row, col) in enumerate(coords):
+                b.store(get(b, c, i), _address(b, ptr, elem, row, col, ld, False))
+
+        def wide(runs):
+            for first, n in runs:
+                row, col = coords[first]
+                at = _address(b, ptr, elem, row, col, ld, False)
+                if n == 1:
+                    b.store(get(b, c, first), at)
+                    continue
+                v = ir.Constant(ir.VectorType(elem, n), None)
+                for j in range(n):
+                    v = b.insert_element(v, get(b, c, first + j), I32(j))
+                b.store(v, at, align=n * _bytes(elem))
+        self._wide(frame, "acc", False, ptr, ld, narrow, wide)
+
+    def scale_add(self, frame, acc: ir.Value, prod: ir.Value, rows: tuple[ir.Value, ir.Type],
+                  cols: tuple[ir.Value, ir.Type]) -> ir.Value:
+        """``acc[r][c] = fma(rs[r] * cs[c], f32(prod[r][c]), acc[r][c])``: ``pk.mma.scale_add``
+        (``rows``/``cols``: a pointer and its element type, f32 or f16; ``prod`` an i32 accumulator
+        in the same layout as ``acc``, which every unit's two accumulators share)."""
+        b = frame.builder
+        out = acc
+        for i, (r, c) in enumerate(self._coords(frame, "acc")):
+            s = b.fmul(_scale(b, rows, r), _scale(b, cols, c))
+            out = put(b, out, _fma(b, s, b.sitofp(get(b, prod, i), F32), get(b, acc, i)), i)
+        return out
+
+    def outer_add(self, frame, acc: ir.Value, rows: tuple[ir.Value, ir.Type],
+                  cols: tuple[ir.Value, ir.Type]) -> ir.Value:
+        """``acc[r][c] = fma(rv[r], cv[c], acc[r][c])``: ``pk.mma.outer_add``."""
+        b = frame.builder
+        out = acc
+        for i, (r, c) in enumerate(self._coords(frame, "acc")):
+            out = put(b, out, _fma(b, _scale(b, rows, r), _scale(b, cols, c), get(b, acc, i)), i)
+        return out
+
+
+def _bytes(t: ir.Type) -> int:
+    return {F16: 2, I16: 2, F32: 4, I32: 4, I8: 1}[t]
+
+
+def _scale(b: ir.IRBuilder, vec: tuple[ir.Value, ir.Type], index: ir.Value) -> ir.Value:
+    """``vec[index]`` of a (pointer, element type) pair as f32 (f16 widened: exact)."""
+    ptr, elem = vec
+    v = b.load(b.gep(ptr, [b.sext(index, I64)], source_etype=elem), typ=elem)
+    return b.fpext(v, F32) if elem == F16 else v
+
+
+def _fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    """``x * y + z`` rounded once, on every target (llvm.fma, never a contractible fmul + fadd)."""
+    fn = intrinsic(b.module, "llvm.fma.f32", F32, [F32, F32, F32])
+    return b.call(fn, [x, y, z])
+
+
+def _runs(lay: Layout, col_major: bool, size: int) -> list[tuple[int, int]]:
+    """A lane's elements as (first, count) runs at consecutive addresses, count a power of two (at
+    most 16 bytes) that divides the run's start along the contiguous axis for every lane (its lane
+    coefficients and offset), so one alignment test covers every lane; greedy from element 0."""
+    minor, major = (lay.row, lay.col) if col_major else (lay.col, lay.row)
+    out, i = [], 0
+    while i < lay.count:
+        n = max(1, 16 // size)
+        while n > 1 and not (
+                i + n <= lay.count and minor.lo % n == 0 and minor.hi % n == 0 and minor.offs[i] % n == 0
+                and all(minor.offs[i + j] == minor.offs[i] + j and major.offs[i + j] == major.offs[i]
+                        for j in range(n))):
+            n //= 2
+        out.append((i, n))
+        i += n
+    return out
 
 
 class LaneMatrixUnit(_LayoutUnit):
@@ -389,6 +515,50 @@ class MmaSyncMatrixUnit(_LayoutUnit):
             b = Layout(Axis(2, 0, tuple((i & 1) + 8 * ((i & 3) >> 1) for i in range(8))),
                        Axis(0, 1, tuple(8 * (i >> 2) for i in range(8))), split=4)
         self.layouts = {"a": a, "b": b, "acc": c}
+
+    def load(self, frame, role, layout, ptr, ld):
+        """From shared memory, one ``ldmatrix.x4`` a fragment (``.trans`` for a row-major f16/bf16 B)
+        where every 8-element row starts 16-byte aligned (a run-time test, folded where known);
+        otherwise, and from global memory, per-lane loads (``_LayoutUnit.load``)."""
+        trans = role == "b" and layout == "row"
+        if role == "acc" or ptr.type.addrspace != 3 or (trans and self.kind == "i8"):
+            return super().load(frame, role, layout, ptr, ld)
+        b = frame.builder
+        elem = elem_type(self.dtype)
+        size = _bytes(elem)
+        bits = b.or_(b.ptrtoint(ptr, I64), b.mul(b.sext(ld, I64), I64(size)))
+        ok = b.icmp_unsigned("==", b.and_(bits, I64(15)), I64(0))
+        fast, slow, join = (b.append_basic_block(f"ldmatrix.{n}") for n in ("x4", "lanes", "end"))
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        # lane l gives the address of row l % 8 of matrix q = l // 8; the four matrices are the
+        # operand's four registers in order: A and a row-major B (transposed) hold (rows + 8 (q & 1),
+        # 16 bytes (q >> 1)), a column-major B (columns + 8 (q >> 1), 16 bytes (q & 1))
+        lane = frame.lane_id()
+        q, r = b.udiv(lane, I32(8)), b.urem(lane, I32(8))
+        low, high = b.and_(q, I32(1)), b.lshr(q, I32(1))
+        major_step, minor_step = (high, low) if role == "b" and layout == "col" else (low, high)
+        major = b.add(r, b.mul(major_step, I32(8)))
+        minor = b.mul(minor_step, I32(16 // size))
+        at = _address(b, ptr, elem, major, minor, ld, False)
+        name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.b16"
+        fn = intrinsic(b.module, name, ir.LiteralStructType([I32] * 4), [at.type])
+        regs = b.call(fn, [at])
+        words = ir.Constant(ir.VectorType(I32, 4), None)
+        for j in range(4):
+            words = b.insert_element(words, b.extract_value(regs, j), I32(j))
+        wide = b.bitcast(words, self.vector_type(role))
+        fast_end = b.block
+        b.branch(join)
+        b.position_at_end(slow)
+        narrow = super().load(frame, role, layout, ptr, ld)
+        slow_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        phi = b.phi(wide.type)
+        phi.add_incoming(wide, fast_end)
+        phi.add_incoming(narrow, slow_end)
+        return phi
 
     def vector_type(self, role):
         if role == "acc":

@@ -466,6 +466,43 @@ def _mma(dev):
                 dev.zeros((m, n + 4), accumulator(dtype)), n + 4, device=dev)
 
 
+@case("lang/mma_places")
+def _mma_places(dev):
+    """pk.mma's fragments at any address: one tile from global memory and from shared arrays at an
+    aligned base and stride (the wide loads), a base one element off and an odd stride (the element
+    loads), f16 and i8; small integer values, so any order of the additions is exact."""
+    from tests.lang.test_mma import PLACES, accumulator, depth, k_tile_at
+    gen = rng("lang/mma_places")
+    for dtype in (f16, i8):
+        kd = depth(dtype)
+        for shared in (False, True):
+            kern = k_tile_at.instance(f"mma_at_{'shared' if shared else 'global'}_{dtype.name}", T=dtype,
+                                      C=accumulator(dtype), layout="col", shared=shared)
+            for off, extra in PLACES[:3]:
+                a = gen.integers(-8, 9, 2048).astype(dtype.np)
+                b = gen.integers(-8, 9, 2048).astype(dtype.np)
+                c = gen.integers(-64, 65, 16 * (16 + extra) + off).astype(accumulator(dtype).np)
+                kern.launch(1, 64, dev.to_device(a), off, kd + extra, dev.to_device(b), off, kd + extra,
+                            dev.to_device(c), off, 16 + extra, device=dev)
+
+
+@case("lang/mma_scaled")
+def _mma_scaled(dev):
+    """pk.mma.scale_add and outer_add: two i8 blocks scaled into an f32 tile and a rank-1 update, f32
+    and f16 scales (fma's single rounding: the CPU's llvm.fma and the GPU's v_fma_f32 agree bit for bit)."""
+    from tests.lang.test_mma import k_scaled
+    gen = rng("lang/mma_scaled")
+    for scale in (f32, f16):
+        a = gen.integers(-128, 128, (16, 64)).astype(np.int8)
+        b = gen.integers(-128, 128, (16, 64)).astype(np.int8)
+        rs, cs, cv = (gen.standard_normal(32).astype(scale.np) for _ in range(3))
+        rv = gen.standard_normal(16).astype(np.float32)
+        c = gen.standard_normal((16, 17)).astype(np.float32)
+        k_scaled.instance(f"mma_scaled_{scale.name}_i8", S=scale).launch(
+            1, 64, dev.to_device(a), dev.to_device(b), dev.to_device(rs), dev.to_device(cs), dev.to_device(rv),
+            dev.to_device(cv), dev.to_device(c), 17, device=dev)
+
+
 @pk.kernel
 def lds_d16(x: ConstPtr[f16], out: Ptr[f16]):
     """16-bit values read back from shared memory eight apart, which LLVM packs in pairs with

@@ -162,6 +162,123 @@ def test_gemm_through_shared_memory(wave_device, dtype, layout):
     assert not got[:, n:].any()
 
 
+# ---- fragments at any address: wide loads where aligned, element loads elsewhere ---------------------
+@pk.kernel
+def k_tile_at(a: ConstPtr[T], oa: i32, lda: i32, b: ConstPtr[T], ob: i32, ldb: i32, c: Ptr[C], oc: i32, ldc: i32,
+              *, T, C, layout, shared):
+    """k_tile with each operand ``o*`` elements past its buffer's start; ``shared``: A and B first
+    copied, as they are in memory, into shared arrays (ldmatrix's path on CUDA where aligned)."""
+    if shared:
+        sa = pk.shared.array(2048, T)
+        sb = pk.shared.array(2048, T)
+        for e in range(i32(pk.thread_idx.x), 2048, i32(pk.block_dim.x)):
+            sa[e] = a[e]
+            sb[e] = b[e]
+        pk.syncthreads()
+        fa = pk.mma.load_a(sa + oa, lda)
+        fb = pk.mma.load_b(sb + ob, ldb, layout=layout)
+    else:
+        fa = pk.mma.load_a(a + oa, lda)
+        fb = pk.mma.load_b(b + ob, ldb, layout=layout)
+    acc = pk.mma.load_c(c + oc, ldc)
+    acc = pk.mma.mma(fa, fb, acc)
+    if pk.thread_idx.x < pk.wave_size:
+        pk.mma.store(c + oc, ldc, acc)
+
+
+#: (offset, extra stride): 16-byte aligned rows (ldmatrix, 16-byte loads), a base one element off, an
+#: odd stride, 4-byte but not 16-byte aligned rows (pairs of f16 but no ldmatrix)
+PLACES = [(0, 16), (1, 16), (0, 9), (2, 10)]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["global", "shared"])
+@pytest.mark.parametrize("layout", ["row", "col"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_any_alignment(wave_device, dtype, layout, shared):
+    """Every fragment load and store is right at every offset and stride: the wide path (one branch
+    a fragment, folded where the alignment is known) and the element path give the same values."""
+    dev = wave_device
+    gen = np.random.default_rng(2626)
+    kd = depth(dtype)
+    kern = k_tile_at.instance(T=dtype, C=accumulator(dtype), layout=layout, shared=shared)
+    for off, extra in PLACES:
+        lda, ldb, ldc = kd + extra, (16 if layout == "row" else kd) + extra, 16 + extra
+        a = inputs(dtype, 2048, gen)
+        bmem = inputs(dtype, 2048, gen)
+        c = (gen.integers(-1000, 1000, 16 * ldc + off) if dtype is i8 else gen.standard_normal(16 * ldc + off)).astype(
+            accumulator(dtype).np)
+        out = dev.to_device(c)
+        kern.launch(1, 64, dev.to_device(a), off, lda, dev.to_device(bmem), off, ldb, out, off, ldc, device=dev)
+        got = out.to_host()
+        wide = np.float64 if dtype is not i8 else np.int64
+        a64 = a[off:off + 16 * lda].reshape(16, lda)[:, :kd].astype(wide)
+        bm = bmem[off:off + (kd if layout == "row" else 16) * ldb].reshape(-1, ldb)
+        b64 = (bm[:, :16] if layout == "row" else bm[:, :kd].T).astype(wide)
+        c2 = c[off:].reshape(16, ldc)
+        agree(got[off:].reshape(16, ldc)[:, :16], a64, b64, c2[:, :16].astype(wide), dtype)
+        np.testing.assert_array_equal(got[off:].reshape(16, ldc)[:, 16:], c2[:, 16:])
+        np.testing.assert_array_equal(got[:off], c[:off])
+
+
+# ---- scale_add and outer_add: block-scaled integer products into an f32 accumulator -----------------
+S = pk.TypeVar("S")
+
+
+@pk.kernel
+def k_scaled(a: ConstPtr[i8], b: ConstPtr[i8], rs: ConstPtr[S], cs: ConstPtr[S], rv: ConstPtr[f32],
+             cv: ConstPtr[S], c: Ptr[f32], ldc: i32, *, S):
+    """Two 32-deep i8 blocks (A 16 x 64 row-major, B 16 x 64 column-major), each product scaled by its
+    block's 16 row and 16 column scales into c, then one rank-1 update rv cv^T."""
+    acc = pk.mma.load_c(c, ldc)
+    for blk in pk.static_range(2):
+        p = pk.mma.mma(pk.mma.load_a(a + 32 * blk, 64), pk.mma.load_b(b + 32 * blk, 64, layout="col"),
+                       pk.mma.zeros(i32))
+        acc = pk.mma.scale_add(acc, p, rs + 16 * blk, cs + 16 * blk)
+    acc = pk.mma.outer_add(acc, rv, cv)
+    if pk.thread_idx.x < pk.wave_size:
+        pk.mma.store(c, ldc, acc)
+
+
+def fma32(x, y, z) -> np.float32:
+    """``x * y + z`` rounded once to f32 (to nearest, ties to even), from the exact rational value."""
+    from fractions import Fraction
+    e = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    f = np.float32(float(e))
+    near = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    return min(near, key=lambda v: (abs(Fraction(float(v)) - e), int(np.array(v).view(np.int32)) & 1))
+
+
+@pytest.mark.parametrize("scale", [f32, f16], ids=lambda d: d.name)
+def test_scale_add_outer_add(wave_device, scale):
+    """Bit-exact against the documented order: per block ``fma(f32(rs[r] * cs[c]), f32(p), acc)``, then
+    ``fma(rv[r], cv[c], acc)`` (f16 scales widened exactly)."""
+    dev = wave_device
+    gen = np.random.default_rng(2628)
+    a = gen.integers(-128, 128, (16, 64)).astype(np.int8)
+    bm = gen.integers(-128, 128, (16, 64)).astype(np.int8)
+    rs, cs, cv = (gen.standard_normal(32).astype(scale.np) for _ in range(3))
+    rv = gen.standard_normal(16).astype(np.float32)
+    ldc = 17
+    c = gen.standard_normal((16, ldc)).astype(np.float32)
+    out = dev.to_device(c)
+    k_scaled.instance(S=scale).launch(1, 64, dev.to_device(a), dev.to_device(bm), dev.to_device(rs),
+                                      dev.to_device(cs), dev.to_device(rv), dev.to_device(cv), out, ldc, device=dev)
+    got = out.to_host()
+    ref = c[:, :16].copy()
+    for blk in range(2):
+        ks = slice(32 * blk, 32 * blk + 32)
+        p = a[:, ks].astype(np.int64) @ bm[:, ks].astype(np.int64).T
+        for r in range(16):
+            for col in range(16):
+                s = np.float32(rs[16 * blk + r]) * np.float32(cs[16 * blk + col])
+                ref[r, col] = fma32(s, np.float32(p[r, col]), ref[r, col])
+    for r in range(16):
+        for col in range(16):
+            ref[r, col] = fma32(rv[r], np.float32(cv[col]), ref[r, col])
+    np.testing.assert_array_equal(got[:, :16], ref)
+    np.testing.assert_array_equal(got[:, 16:], c[:, 16:])
+
+
 # ---- the instructions each target uses -------------------------------------------------------------
 TILE = {d.name: k_tile.instance(f"tile_{d.name}", T=d, C=accumulator(d), layout="row") for d in DTYPES}
 
@@ -222,6 +339,24 @@ def test_ptx_mma_sync(arch):
         assert ".extern" not in ptx  # an intrinsic LLVM did not know would be a call
         if ptxas_path():
             ptxas_check(ptx, arch)
+
+
+def test_ptx_wide_fragments():
+    """sm_90: fragments from shared memory are one ldmatrix.x4 each (.trans for a row-major f16 B; an
+    i8 row-major B stays element loads), from global memory pairs / quads of elements (one branch a
+    fragment on the run-time alignment, and the element loads behind it)."""
+    def ptx(kern):
+        return compile_kernels([kern], make_target("cuda", "sm_90"), "mma")[0].decode()
+    for dtype, col, trans in ((f16, True, 0), (f16, False, 1), (bf16, False, 1), (i8, True, 0), (i8, False, 0)):
+        text = ptx(gemm(dtype, col, f"g_{dtype.name}_{col}"))
+        assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", text)) == (2 if col else 1)
+        assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", text)) == trans
+    text = ptx(k_tile_at.instance("t_f16", T=f16, C=f32, layout="col", shared=False))
+    assert re.search(r"ld\.global\.(nc\.)?b32", text) and re.search(r"st\.global\.v2\.(b32|f32)", text)
+    text = ptx(k_tile_at.instance("t_i8", T=i8, C=i32, layout="col", shared=False))
+    assert re.search(r"ld\.global\.(nc\.)?b32", text)
+    if ptxas_path():
+        ptxas_check(text, "sm_90")
 
 
 def test_cpu_is_shuffles():
@@ -292,7 +427,26 @@ def test_errors_with_source_and_caret():
     def unsigned(a: ConstPtr[pk.u8], c: Ptr[f32]):
         fa = pk.mma.load_a(a, 16)
 
+    @pk.kernel
+    def scale_int(a: ConstPtr[i8], s: ConstPtr[f32], c: Ptr[f32]):
+        p = pk.mma.zeros(i32)
+        acc = pk.mma.scale_add(p, p, s, s)
+
+    @pk.kernel
+    def scale_float_product(a: ConstPtr[i8], s: ConstPtr[f32], c: Ptr[f32]):
+        acc = pk.mma.zeros(f32)
+        acc = pk.mma.scale_add(acc, acc, s, s)
+
+    @pk.kernel
+    def scale_vector_type(a: ConstPtr[i8], s: ConstPtr[i32], c: Ptr[f32]):
+        acc = pk.mma.outer_add(pk.mma.zeros(f32), s, s)
+
     cases = [
+        (scale_int, "pk.mma.scale_add()'s first argument is an f32 accumulator, got an accumulator", "p, p"),
+        (scale_float_product, "second argument is an i32 accumulator (pk.mma.mma on i8), got an accumulator "
+                              "(pk.mma.zeros, load_c or mma) of f32", "acc, s"),
+        (scale_vector_type, "pk.mma.outer_add() takes a pointer (or shared array) of f32, f16, got ConstPtr[i32]",
+         "s, s"),
         (wrong_dtype, "pk.mma.load_a() takes a pointer (or shared array) of f16, bf16, i8, got ConstPtr[f32]", "a, 16"),
         (swapped, "pk.mma.mma()'s first argument is an A fragment (pk.mma.load_a), got a B fragment", "fb"),
         (mixed, "multiplies fragments of one type, got A of f16 and B of bf16", "pk.mma.mma("),

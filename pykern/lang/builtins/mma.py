@@ -10,6 +10,15 @@ multiplies them and stores the result::
     c = pk.mma.mma(a, b, c)                     # c += a @ b
     pk.mma.store(pc, ldc, c)
 
+and combines accumulators element by element, for block-scaled integer products (a quantized
+matrix multiply: each 32-deep i8 step is one block with its own scales)::
+
+    f = pk.mma.scale_add(f, p, rs, cs)          # f[r][c] = fma(rs[r] * cs[c], f32(p[r][c]), f[r][c])
+    f = pk.mma.outer_add(f, rv, cv)             # f[r][c] = fma(rv[r], cv[c], f[r][c]) (mins, sums)
+
+with ``f`` an f32 accumulator, ``p`` an i32 one and ``rs``/``cs``/``rv``/``cv`` pointers (or shared
+arrays) to 16 f32 or f16 values, one per row / column of the tile.
+
 Fragments are opaque values (``ir.types.FragmentType``): how a lane holds its share differs per
 instruction and wave width (``targets/matrix.py``), so a kernel only hands them to these
 operations and one source runs on every target. Every lane of a full wave must take part in each
@@ -19,12 +28,14 @@ from __future__ import annotations
 
 import ast
 
+from llvmlite import ir
+
 from ...ir import nodes as N
 from ...ir import types as T
 from ..values import CT
 from .core import Namespace, lowering, typing_rule
 
-mma = Namespace("mma", ["load_a", "load_b", "load_c", "zeros", "mma", "store"])
+mma = Namespace("mma", ["load_a", "load_b", "load_c", "zeros", "mma", "store", "scale_add", "outer_add"])
 
 #: the inputs' element types -> the accumulator's
 _INPUTS = {"f16": T.f32, "bf16": T.f32, "i8": T.i32}
@@ -136,6 +147,38 @@ def _type_store(tp, node, fn):
     return tp.intrinsic(fn, T.void, [p, _stride(tp, node.args[1]), c], node)
 
 
+def _scale_vector(tp, arg, fn: str) -> N.Expr:
+    return _pointer(tp, None, arg, fn, [T.f32, T.f16])
+
+
+def _f32_acc(tp, arg, fn: str) -> N.Expr:
+    v = tp.visit(arg)
+    if isinstance(v, CT) or not isinstance(v.ty, T.FragmentType) or v.ty.role != "acc" or v.ty.elem is not T.f32:
+        raise tp.error(arg, f"pk.mma.{fn}()'s first argument is an f32 accumulator, got {_describe(v)}")
+    return v
+
+
+@typing_rule(mma.scale_add)
+def _type_scale_add(tp, node, fn):
+    _arity(tp, node, 4, "scale_add", "f32 accumulator, i32 accumulator, 16 row scales, 16 column scales")
+    acc = _f32_acc(tp, node.args[0], "scale_add")
+    prod = tp.visit(node.args[1])
+    if isinstance(prod, CT) or not isinstance(prod.ty, T.FragmentType) or prod.ty.role != "acc" \
+            or prod.ty.elem is not T.i32:
+        raise tp.error(node.args[1], f"pk.mma.scale_add()'s second argument is an i32 accumulator "
+                                     f"(pk.mma.mma on i8), got {_describe(prod)}")
+    rows, cols = (_scale_vector(tp, a, "scale_add") for a in node.args[2:])
+    return tp.intrinsic(fn, acc.ty, [acc, prod, rows, cols], node)
+
+
+@typing_rule(mma.outer_add)
+def _type_outer_add(tp, node, fn):
+    _arity(tp, node, 3, "outer_add", "f32 accumulator, 16 row values, 16 column values")
+    acc = _f32_acc(tp, node.args[0], "outer_add")
+    rows, cols = (_scale_vector(tp, a, "outer_add") for a in node.args[1:])
+    return tp.intrinsic(fn, acc.ty, [acc, rows, cols], node)
+
+
 # ---- lowering: the target's MatrixUnit (targets/matrix.py) ------------------------------------------
 def _unit(lo, frag: T.FragmentType):
     return lo.target.fragment_unit(frag)
@@ -162,3 +205,22 @@ def _lower_mma(lo, e: N.Intrinsic):
 def _lower_store(lo, e: N.Intrinsic):
     ptr, ld, c = (lo.expr(x) for x in e.args)
     _unit(lo, e.args[2].ty).store(lo.frame, ptr, ld, c)
+
+
+def _vector(lo, e: N.Expr):
+    """A scale vector's pointer and LLVM element type."""
+    return lo.expr(e), ir.HalfType() if e.ty.elem is T.f16 else ir.FloatType()
+
+
+@lowering(mma.scale_add)
+def _lower_scale_add(lo, e: N.Intrinsic):
+    acc, prod = lo.expr(e.args[0]), lo.expr(e.args[1])
+    unit = _unit(lo, e.args[0].ty)
+    if unit.layouts["acc"] != _unit(lo, e.args[1].ty).layouts["acc"]:  # every unit today (matrix.py)
+        raise AssertionError(f"{lo.target!r}: the f32 and i32 accumulators' layouts differ")
+    return unit.scale_add(lo.frame, acc, prod, _vector(lo, e.args[2]), _vector(lo, e.args[3]))
+
+
+@lowering(mma.outer_add)
+def _lower_outer_add(lo, e: N.Intrinsic):
+    return _unit(lo, e.ty).outer_add(lo.frame, lo.expr(e.args[0]), _vector(lo, e.args[1]), _vector(lo, e.args[2]))
