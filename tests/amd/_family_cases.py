@@ -212,19 +212,13 @@ def _indexing_adds(dev):
                 dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), 1, 4, 6, 5, 6, 1, shared=6 * 2 * 4)
         ids = dev.to_device(_ids(index, 4 * 5, 6, gen).reshape(4, 5))  # and the global winner table
         indexing._scatter_table(dev.to_device(values(value, 6 * 5, gen).reshape(6, 5)), ids, src, 4, 6, 5)
-        # long rows' counting sort by name: s_sort_* over 2 rows of two chunks of a wave's block (8
-        # sources a thread; the last chunk short) into ranges of 7 of 20 destinations, then s_runs_*
-        # in two blocks of two waves (the table cleared between units)
-        ws = dev.target.wave_size
-        n, chunk = 8 * ws + 5, 8 * ws
-        ids = dev.to_device(_ids(index, 2 * n, 20, gen).reshape(2, n))
-        pairs, offs = dev.empty(2 * n, pk.u32), dev.empty(2 * 2 * 4, pk.u32)
-        _launch(dev, sk.INDEXING, kernel_name("s_sort", index), 4, ws, ids, pairs, offs, 2, n, 20, 7, 3,
-                shared=(3 + chunk) * 4)
-        _launch(dev, sk.INDEXING, kernel_name("s_runs", value), 2, 2 * ws, pairs, offs,
-                dev.to_device(values(value, 2 * n, gen).reshape(2, n)),
-                dev.to_device(values(value, 2 * 20, gen).reshape(2, 20)), 2, n, 20, 7, 3, (chunk - 1).bit_length(),
-                shared=7 * 4)
+        # long rows' counting sort by name, 2 rows of two chunks of a wave's block (8 sources a thread;
+        # the last chunk short) into ranges of 7 of 20 destinations. s_sort_* on ids whose chunks hold
+        # at most one valid id a range (the order inside a range is the shared atomics' and free, so
+        # denser ids store other, equally valid, chunks on other targets), the rest skipped;
+        # s_runs_* in two blocks of two waves (the table cleared between units) on pairs sorted on the
+        # host from dense ids with duplicates
+        _counting_sort(dev, index, value, gen)
     # the global table in windows of 12 destinations (x of 30: three), the later ones from the flat
     # destinations the first stored (s_winners_flat) or from the ids again
     keep = indexing.S_TABLE_WINDOW, indexing.S_TABLE_FLAT
@@ -236,6 +230,35 @@ def _indexing_adds(dev):
                                     dev.to_device(values(pk.f32, 4 * 5, gen).reshape(4, 5)), 4, 6, 5)
     finally:
         indexing.S_TABLE_WINDOW, indexing.S_TABLE_FLAT = keep
+
+
+def _counting_sort(dev, index, value, gen) -> None:
+    """``s_sort_*`` and ``s_runs_*`` by name (see ``_indexing_adds``)."""
+    ws = dev.target.wave_size
+    n, chunk = 8 * ws + 5, 8 * ws
+    bits = (chunk - 1).bit_length()
+    sparse = np.full((2, n), 20, np.int64)  # one past the dim
+    sparse[:, 1::3] = index.int_range[1]  # the sentinel
+    if index.is_signed:
+        sparse[:, 2::5] = -1
+    for r, j, k in ((0, 3, 2), (0, 40, 9), (0, 100, 19), (0, chunk + 1, 15), (1, 7, 13), (1, chunk + 4, 0)):
+        sparse[r, j] = k
+    _launch(dev, sk.INDEXING, kernel_name("s_sort", index), 4, ws, dev.to_device(sparse.astype(index.np)),
+            dev.empty(2 * n, pk.u32), dev.empty(2 * 2 * 4, pk.u32), 2, n, 20, 7, 3, shared=(3 + chunk) * 4)
+    dense = _ids(index, 2 * n, 20, gen).reshape(2, n)
+    pairs, offs = np.zeros((2, n), np.uint32), []
+    for r in range(2):
+        for c in range(2):
+            j = np.arange(c * chunk, min(n, (c + 1) * chunk))
+            k = dense[r, j].astype(np.int64)
+            ok = (k >= 0) & (k < 20) & (dense[r, j] != index.int_range[1])
+            at = k[ok] // 7
+            entries = (((k[ok] - at * 7) << bits) | (j[ok] - c * chunk))[np.argsort(at, kind="stable")]
+            pairs[r, c * chunk:c * chunk + len(entries)] = entries
+            offs += [0] + np.cumsum(np.bincount(at, minlength=3)).tolist()
+    _launch(dev, sk.INDEXING, kernel_name("s_runs", value), 2, 2 * ws, dev.to_device(pairs),
+            dev.to_device(np.array(offs, np.uint32)), dev.to_device(values(value, 2 * n, gen).reshape(2, n)),
+            dev.to_device(values(value, 2 * 20, gen).reshape(2, 20)), 2, n, 20, 7, 3, bits, shared=7 * 4)
 
 
 # ---- sort -------------------------------------------------------------------------------------------
