@@ -770,8 +770,8 @@ def scatter_sort(ids: ConstPtr[I], pairs: Ptr[pk.u32], offs: Ptr[pk.u32], left: 
                 buf[ranges + buf[rs[q]] + es[q]] = vs[q]
         pk.syncthreads()
         out = pairs + pre * src_dim + base
-        for e in pk.parallel_range(pk.u32(0), have, t, nt):
-            out[e] = buf[ranges + e]
+        for e in pk.parallel_range(pk.u32(0), offs[u * usize(ranges + pk.u32(1)) + usize(ranges)], t, nt):
+            out[e] = buf[ranges + e]  # the entries alone (the barrier orders the scan's store of the total)
 
 
 @pk.kernel
