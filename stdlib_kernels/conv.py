@@ -537,6 +537,19 @@ def rows_domain(info: ConstPtr[usize], reach: usize, padding: usize, dilation: u
 
 
 @pk.func
+def column_table(tab: Ptr[u16], chunk: usize, h_k: usize, w_k: usize, pitch: usize, dil_w: usize):
+    """Both rows paths' table, built once a block (the caller's barrier follows): column e of an
+    item's run (channel, kh, kw) -> its stage offset for the item's first pixel, so a written value
+    is one shared read."""
+    kk = h_k * w_k
+    for e in range(usize(pk.thread_idx.x), chunk * kk, usize(pk.block_dim.x)):
+        ce = e // kk
+        je = e - ce * kk
+        ke = je // w_k
+        tab[e] = u16((ce * h_k + ke) * pitch + (je - ke * w_k) * dil_w)
+
+
+@pk.func
 def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
                 pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
                 dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], tab: Ptr[u16], *, L):
@@ -557,11 +570,7 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
         return
     t = usize(pk.thread_idx.x)
     nt = usize(pk.block_dim.x)
-    for e in range(t, chunk * kk, nt):  # column e of a run -> its stage offset for the item's first pixel
-        ce = e // kk
-        je = e - ce * kk
-        ke = je // w_k
-        tab[e] = u16((ce * h_k + ke) * pitch + (je - ke * w_k) * dil_w)
+    column_table(tab, chunk, h_k, w_k, pitch, dil_w)
     pk.syncthreads()
     nv = (chunk * kk * usize(T.nbytes) + 15) // 16
     g = min(nv, nt)
@@ -692,11 +701,7 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
         return
     t = usize(pk.thread_idx.x)
     nt = usize(pk.block_dim.x)
-    for e in range(t, chunk * kk, nt):  # column e of a run -> its stage offset for the item's first pixel
-        ce = e // kk
-        je = e - ce * kk
-        ke = je // w_k
-        tab[e] = u16((ce * h_k + ke) * pitch + (je - ke * w_k) * dil_w)
+    column_table(tab, chunk, h_k, w_k, pitch, dil_w)
     nv = (chunk * kk * usize(T.nbytes) + 15) // 16
     g = u32(min(nv, nt))
     groups = u32(nt) // g

@@ -567,6 +567,18 @@ def scatter_add_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usiz
         r += usize(pk.grid_dim.x)
 
 
+@pk.func
+def copy_winners(win: Ptr[pk.u32], rv: ConstPtr[T], dst: Ptr[T], count: pk.u32):
+    """A range's sources copied to their destinations along the last dim: ``win[e]`` holds the
+    winning source index + 1 (0: no source, the destination keeps its value), adjacent threads take
+    adjacent destinations, and each entry is cleared behind it for the block's next range."""
+    for e in pk.parallel_range(pk.u32(0), count, pk.thread_idx.x, pk.block_dim.x):
+        w = win[e]
+        if w != pk.u32(0):
+            dst[e] = rv[w - pk.u32(1)]
+            win[e] = pk.u32(0)
+
+
 @pk.kernel
 def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
                  right: usize, span: pk.u32, cols_log2: pk.u32, *, I, T, tiled):
@@ -616,13 +628,7 @@ def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, s
                 if d < count:
                     pk.atomic.max(win, d, j + pk.u32(1))
             pk.syncthreads()
-            rv = inp + pre * src_dim
-            dst = out + pre * usize(dst_dim) + usize(lo)
-            for e in pk.parallel_range(pk.u32(0), count, t, nt):
-                w = win[e]
-                if w != pk.u32(0):
-                    dst[e] = rv[w - pk.u32(1)]
-                    win[e] = pk.u32(0)
+            copy_winners(win, inp + pre * src_dim, out + pre * usize(dst_dim) + usize(lo), count)
         else:  # offsets inside a unit in u32: ``src_dim * right`` and ``dst_dim * right`` below 2**32
             stride = pk.u32(right)
             width = pk.u32(min(usize(cols), right - c0))
@@ -813,13 +819,7 @@ def scatter_runs(pairs: ConstPtr[pk.u32], offs: ConstPtr[pk.u32], inp: ConstPtr[
                 pk.atomic.max(win, v >> chunk_log2, base + (v & (chunk - pk.u32(1))) + pk.u32(1))
             c += waves
         pk.syncthreads()
-        rv = inp + pre * src_dim
-        dst = out + pre * usize(dst_dim) + usize(lo)
-        for e in pk.parallel_range(pk.u32(0), count, t, nt):
-            w = win[e]
-            if w != pk.u32(0):
-                dst[e] = rv[w - pk.u32(1)]
-                win[e] = pk.u32(0)
+        copy_winners(win, inp + pre * src_dim, out + pre * usize(dst_dim) + usize(lo), count)
         pk.syncthreads()  # the table is clear before the next unit's atomics
         u += usize(pk.grid_dim.x)
 
