@@ -35,9 +35,9 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * tile: the tiled MMQ probe (``mmq_tile_probe_{q}``, both operands staged in shared memory: ggml's
   mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
   activation columns.
-* mma: the MMQ-on-``pk.mma`` probe (``mmq_mma_{q}_*``: i8 tensor-core products block-scaled by
-  ``pk.mma.scale_add``) for q4_0 and q8_0 against dequantize + torch.matmul f16 and the wrappers'
-  ``mul_mat_planar`` at 16, 32, 128 columns, checked within spec §6.5's bound.
+* mma: the wrappers' MMQ on ``pk.mma`` (``mul_mat_mma_{q}_*``: i8 tensor-core products block-scaled by
+  ``pk.mma.scale_add``) for q4_0 and q8_0 against dequantize + torch.matmul f16 and the planar MMQ
+  (``mul_mat_planar``) at 16, 24, 32, 64, 128 columns, checked within spec §6.5's bound.
 
 Times: GPU time. ``--iters`` back-to-back calls are captured in one CUDA graph, and CUDA events time
 its replays (median of 5, after warm-up): launched from Python one by one, every kernel here under
@@ -1196,136 +1196,35 @@ def pdl(b: Bench) -> None:
 
 
 # ---- MMQ on pk.mma (issue 26: the tensor cores' i8 products, block-scaled) ---------------------------
-#: q8_1 blocks a stage; shared rows of a stage in bytes: MMA_STEP * 32 quants + 16 (eight rows of an
-#: ldmatrix then start in distinct 16-byte bank groups: 272-byte rows)
-MMA_STEP = 8
-MMA_LD = MMA_STEP * 32 + 16
-MMA_THREADS = 128
-
-
-@pk.kernel(max_block_size=MMA_THREADS)
-def mmq_mma_probe(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
-                  nrows_x: pk.i32, ncols_y: pk.i32, nrows_y: pk.i32, nrows_dst: pk.i32, *, q, NIB, PER, WR, WC, KW):
-    """``dst[col * nrows_dst + row]`` (mul_mat's contract; plain q8_1 activations of padded length
-    ``nrows_y``) for 16 WR weight rows (block x) and 16 WC activation columns (block y) on ``pk.mma``'s
-    i8 products (``PER``: u16 of quants a block, q4_0 8, q8_0 16); the four warps of the block are WR x WC 16 x 16 tiles times KW slices of k. Each
-    stage decodes MMA_STEP blocks of the tile's weights to signed i8 (``NIB``: q4_0's nibble - 8,
-    else q8_0's bytes) and copies the activations' quants into shared rows, every thread's global
-    loads issued before its stores, with each block's scales as f32; a warp then takes every KW-th
-    block of the stage: one 32-deep ``pk.mma.mma`` (A: 16 activation columns, B: 16 weight rows as
-    a column-major B) whose i32 product ``pk.mma.scale_add`` adds into its f32 tile times d8 (row)
-    and the weight's d (column). The KW partial tiles are added in shared memory at the end, in
-    order of the slice. No pipelining: several blocks an SM hide the loads. nrows_x a multiple of
-    16 WR, ncols_y of 16 WC, ncols_x of 32 MMA_STEP (the probe's shapes)."""
-    sw = pk.shared.array(16 * WR * MMA_LD // 4, pk.u32)     # weights: a row of i8 quants a weight row
-    sy = pk.shared.array(16 * WC * MMA_LD // 4, pk.u32)     # activations: a row an activation column
-    dw = pk.shared.array(MMA_STEP * 16 * WR, pk.f32)         # [block][weight row]
-    dy = pk.shared.array(MMA_STEP * 16 * WC, pk.f32)         # [block][activation column]
-    red = pk.shared.array(4 * 256, pk.f32)                   # the warps' tiles, [warp][16][16]
-    rw = pk.local.array(16 * WR * MMA_STEP * PER // MMA_THREADS, pk.u32)
-    ry = pk.local.array(16 * WC * MMA_STEP * 8 // MMA_THREADS, pk.u32)
-    t = pk.i32(pk.thread_idx.x)
-    wave = t // 32
-    tile = wave % (WR * WC)
-    kw = wave // (WR * WC)
-    wr = (tile % WR) * 16
-    wc = (tile // WR) * 16
-    r0 = pk.i32(pk.block_idx.x) * (16 * WR)
-    c0 = pk.i32(pk.block_idx.y) * (16 * WC)
-    blocks_x = ncols_x // 32
-    wbytes = blocks_x * q.nbytes
-    ybytes = nrows_y // 32 * 36
-    sw16 = pk.bitcast(sw, pk.Ptr[pk.u16])
-    acc = pk.mma.zeros(pk.f32)
-    for b0 in range(0, blocks_x, MMA_STEP):
-        for j in pk.static_range(16 * WR * MMA_STEP * PER // MMA_THREADS):
-            e = t + MMA_THREADS * j
-            rw[j] = pk.u32(pk.bitcast(vx + (r0 + e // (MMA_STEP * PER)) * wbytes + (b0 + e // PER % MMA_STEP) * q.nbytes
-                                      + 2 + 2 * (e % PER), pk.ConstPtr[pk.u16])[0])
-        for j in pk.static_range(16 * WC * MMA_STEP * 8 // MMA_THREADS):
-            e = t + MMA_THREADS * j
-            ry[j] = pk.bitcast(vy + (c0 + e // (MMA_STEP * 8)) * ybytes + (b0 + e // 8 % MMA_STEP) * 36 + 4,
-                               pk.ConstPtr[pk.u32])[e % 8]
-        for j in pk.static_range(-(-16 * WR * MMA_STEP // MMA_THREADS)):
-            e = t + MMA_THREADS * j
-            if e < 16 * WR * MMA_STEP:
-                dw[e % MMA_STEP * (16 * WR) + e // MMA_STEP] = pk.f32(pk.bitcast(
-                    vx + (r0 + e // MMA_STEP) * wbytes + (b0 + e % MMA_STEP) * q.nbytes, pk.ConstPtr[pk.f16])[0])
-        for j in pk.static_range(-(-16 * WC * MMA_STEP // MMA_THREADS)):
-            e = t + MMA_THREADS * j
-            if e < 16 * WC * MMA_STEP:
-                dy[e % MMA_STEP * (16 * WC) + e // MMA_STEP] = pk.f32(pk.bitcast(
-                    vy + (c0 + e // MMA_STEP) * ybytes + (b0 + e % MMA_STEP) * 36, pk.ConstPtr[pk.f16])[0])
-        for j in pk.static_range(16 * WR * MMA_STEP * PER // MMA_THREADS):
-            e = t + MMA_THREADS * j
-            at = e // (MMA_STEP * PER) * (MMA_LD // 2) + e // PER % MMA_STEP * 16 + e % PER
-            v = rw[j]
-            if NIB:   # q4_0: bytes 2h, 2h+1: low nibbles are k 2h, 2h+1, high ones k + 16
-                # nibble - 8 in each byte, no borrow between them: (n | 0x80) - 8 = 0x78 + n, then the
-                # top bit flipped (adding 128 mod 256) is n - 8 mod 256
-                sw16[at] = pk.u16((((v & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
-                sw16[at + 8] = pk.u16(((((v >> 4) & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
-            else:
-                sw16[at] = pk.u16(v)
-        for j in pk.static_range(16 * WC * MMA_STEP * 8 // MMA_THREADS):
-            e = t + MMA_THREADS * j
-            sy[e // (MMA_STEP * 8) * (MMA_LD // 4) + e % (MMA_STEP * 8)] = ry[j]
-        pk.syncthreads()
-        for j in pk.static_range(MMA_STEP // KW):
-            blk = kw + KW * j
-            fa = pk.mma.load_a(pk.bitcast(sy, pk.Ptr[pk.i8]) + wc * MMA_LD + 32 * blk, MMA_LD)
-            fb = pk.mma.load_b(pk.bitcast(sw, pk.Ptr[pk.i8]) + wr * MMA_LD + 32 * blk, MMA_LD, layout="col")
-            prod = pk.mma.mma(fa, fb, pk.mma.zeros(pk.i32))
-            acc = pk.mma.scale_add(acc, prod, dy + blk * (16 * WC) + wc, dw + blk * (16 * WR) + wr)
-        pk.syncthreads()
-    if KW == 1:
-        pk.mma.store(dst + ((c0 + wc) * nrows_dst + r0 + wr), nrows_dst, acc)
-    else:
-        pk.mma.store(red + wave * 256, 16, acc)
-        pk.syncthreads()
-        for j in pk.static_range(WR * WC * 256 // MMA_THREADS):
-            e = t + MMA_THREADS * j
-            tl = e // 256                                    # the tile; its (column, row) within it
-            total = red[e]
-            for s in pk.static_range(1, KW):
-                total += red[s * (WR * WC * 256) + e]
-            dst[(c0 + tl // WR * 16 + e % 256 // 16) * nrows_dst + r0 + tl % WR * 16 + e % 16] = total
-
-
-#: (WR, WC, KW) a batch: enough warps (4 a block) for the loads' latency at every width
-MMA_TILES = {16: (1, 1, 4), 32: (1, 2, 2), 128: (2, 2, 1)}
-MMA_PROBES = pk.Module("quantized_mma").add(
-    *(mmq_mma_probe.instance(f"mmq_mma_{q}_{wr}x{wc}x{kw}", q=Q.QTYPES[q], NIB=q == "q4_0",
-                            PER=Q.QTYPES[q].nbytes // 2 - 1, WR=wr, WC=wc, KW=kw)
-      for q in ("q4_0", "q8_0") for wr, wc, kw in sorted(set(MMA_TILES.values()))))
-
-
-def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int) -> None:
-    wr, wc, _ = MMA_TILES[batch]
-    fn[(nrows // (16 * wr), batch // (16 * wc)), MMA_THREADS, s](w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
-                                                                  nrows, batch, k_padded, nrows)
+def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int, tile=None) -> None:
+    """``mul_mat_mma_{q}`` under the wrappers' launch (quantized_api.matmul's), its tile by batch or ``tile``."""
+    wr, wc, _ = tile or Q.mmq_mma_tile(batch)
+    fn[(-(-nrows // (16 * wr)), -(-batch // (16 * wc))), Q.MMQ_MMA_WAVES * 32, s](
+        w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
 
 
 def mma(b: Bench) -> None:
-    """The MMQ-on-mma probe (q8_1 + ``mmq_mma_{q}``) against dequantize + torch.matmul f16 and the
-    wrappers' MMQ (planar q8_1 + ``mul_mat_planar_{q}``), 4096 x 4096, weights rotated; "alone" is
-    the probe's kernel by itself. The probe's result is checked against the float64 product within
-    spec/quantized.md §6.5's bound (tests/stdlib/test_quantized.py's check_q8_1_product) and
-    against mul_mat_planar's."""
+    """The wrappers' MMQ on pk.mma (q8_1 + ``mul_mat_mma_{q}``, stdlib_kernels/quantized.py, its tile
+    by batch as quantized_api.matmul picks it; at 16 columns, which the wrappers give the planar MMQ,
+    the 1x1x4 tile) against dequantize + torch.matmul f16 and the planar MMQ (planar q8_1 +
+    ``mul_mat_planar_{q}``), 4096 x 4096, weights rotated; "alone" is the mma kernel by itself. Its
+    result is checked against the float64 product within spec/quantized.md §6.5's bound
+    (tests/stdlib/test_quantized.py's check_q8_1_product) and against mul_mat_planar's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path[:0] = [root, os.path.join(root, "tests", "stdlib")]    # the test module imports its neighbours
     from tests.stdlib.test_quantized import check_q8_1_product
     torch, rng = b.torch, np.random.default_rng(7)
     n = 4096
-    print(f"\nMMQ on pk.mma {n}x{n} (quantize_q8_1 + mmq_mma) against dequantize + torch.matmul f16 and "
-          f"the wrappers' mul_mat_planar")
+    print(f"\nMMQ on pk.mma {n}x{n} (quantize_q8_1 + mul_mat_mma) against dequantize + torch.matmul f16 and "
+          f"the planar MMQ")
     quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
     w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
     for qtype in ("q4_0", "q8_0"):
         ws = b.rotated(random_blocks(rng, qtype, n, n))
         deq, planar_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_planar_{qtype}")
-        for batch in (16, 32, 128):
-            probe = b.dev.get_or_load_func("mmq_mma_{}_{}x{}x{}".format(qtype, *MMA_TILES[batch]), MMA_PROBES)
+        for batch in (16, 24, 32, 64, 128):
+            tile = (1, 1, 4) if batch == 16 else Q.mmq_mma_tile(batch)
+            probe = b.fn("mul_mat_mma_{}_{}x{}x{}".format(qtype, *tile))
             x = torch.randn(batch, n, device="cuda")
             x16 = x.half()
             vy = torch.empty(batch * n // 32 * Q.PLANAR_BYTES, dtype=torch.uint8, device="cuda")
@@ -1334,18 +1233,19 @@ def mma(b: Bench) -> None:
 
             def ours(i, s, x=x, vy=vy, dst=dst, batch=batch, probe=probe, ws=ws):
                 quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
-                mma_launch(probe, s, ws[i % len(ws)], vy, dst, batch, n, n, n)
+                mma_launch(probe, s, ws[i % len(ws)], vy, dst, batch, n, n, n, tile)
 
             def planar(i, s, x=x, vy=vy, dst=dst, batch=batch, ws=ws):
                 pquant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
                 planar_k[(n // Q.MMQ_PLANAR_ROWS, -(-batch // Q.MMQ_PLANAR_COLUMNS)), (32, Q.MMQ_PLANAR_BLOCK_Y), s](
                     ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, batch, n, n)
             t_ours, t_planar = b.time(ours), b.time(planar)
-            t_alone = b.time(lambda i, s, probe=probe, vy=vy, dst=dst, batch=batch, ws=ws: mma_launch(
-                probe, s, ws[i % len(ws)], vy, dst, batch, n, n, n))
-            b.report(f"{qtype} batch {batch} mma probe", t_ours, ws[0].numel(), t_ref, "dequant+matmul f16")
-            print(f"{'':48} alone {t_alone * 1e6:8.2f} us; wrappers' mul_mat_planar {t_planar * 1e6:8.2f} us "
-                  f"(probe x{t_planar / t_ours:5.2f})", flush=True)
+            t_alone = b.time(lambda i, s, probe=probe, vy=vy, dst=dst, batch=batch, ws=ws, tile=tile: mma_launch(
+                probe, s, ws[i % len(ws)], vy, dst, batch, n, n, n, tile))
+            b.report(f"{qtype} batch {batch} mul_mat_mma {'x'.join(map(str, tile))}", t_ours, ws[0].numel(), t_ref,
+                     "dequant+matmul f16")
+            print(f"{'':48} alone {t_alone * 1e6:8.2f} us; planar q8_1 + mul_mat_planar {t_planar * 1e6:8.2f} us "
+                  f"(mma x{t_planar / t_ours:5.2f})", flush=True)
             outs = []
             for f in (ours, planar):
                 dst.fill_(float("nan"))
@@ -1356,7 +1256,8 @@ def mma(b: Bench) -> None:
             torch.cuda.synchronize()
             qy = vy[:batch * n // 32 * 36].cpu().numpy().reshape(batch, -1)
             check_q8_1_product(outs[0], ws[0].cpu().numpy().reshape(n, -1), qtype, x.cpu().numpy(), qy)
-            assert np.abs(outs[0] - outs[1]).max() <= 1e-4 * np.abs(outs[1]).max(), "probe and mul_mat_planar disagree"
+            assert np.abs(outs[0] - outs[1]).max() <= 1e-4 * np.abs(outs[1]).max(), \
+                "mul_mat_mma and mul_mat_planar disagree"
         del ws
 
 

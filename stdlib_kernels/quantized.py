@@ -22,8 +22,9 @@ are bit-exact. Every kernel family is written once over that table:
   wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
   q4_K, q5_K and q6_K ``mul_mat_vec_pairs``, a thread two chunks from one load of their shared words) and
   ``mul_mat_planar_{q}`` (their MMQ: MMVQ on 8 columns a block along grid y, the activations from
-  ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced); ``mul_mat_cols_{q}`` is the
-  same on q8_1 blocks (their MMQ before).
+  ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced) and, for q4_0 and q8_0
+  above 16 columns, ``mul_mat_mma_{q}_*`` (the products on the matrix units through ``pk.mma``);
+  ``mul_mat_cols_{q}`` is the same as ``mul_mat_planar`` on q8_1 blocks (their MMQ before).
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
 formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
@@ -1019,6 +1020,150 @@ for _q in MATMUL_TYPES:
                                           rows=MMQ_PLANAR_ROWS))
 
 
+
+# ---- the wrappers' MMQ on pk.mma: mul_mat_mma_{q} (q4_0, q8_0) -------------------------------------
+#: q8_1 blocks a stage; a stage's shared rows in bytes: MMQ_MMA_STEP * 32 quants + 16, so the eight
+#: rows of an ldmatrix start in distinct 16-byte bank groups (272-byte rows)
+MMQ_MMA_STEP = 8
+MMQ_MMA_LD = MMQ_MMA_STEP * 32 + 16
+#: waves a block: WR x WC tiles of 16 x 16 times KW slices of a stage's blocks
+MMQ_MMA_WAVES = 4
+
+
+@pk.kernel(max_block_size=MMQ_MMA_WAVES * 64)
+def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
+                nrows_y: i32, nrows_dst: i32, *, Q, NIB, PER, WR, WC, KW):
+    """``dst[col * nrows_dst + row]`` (mul_mat's contract, plain q8_1 activations of padded length
+    ``nrows_y``) for 16 WR weight rows (block x) and 16 WC activation columns (block y) on the matrix
+    units' i8 products, block-scaled: why it beats the dot4 MMQ above 16 columns is that one
+    ``pk.mma.mma`` does a q8 block of 16 x 16 dots. ``PER``: u16 words of quants a weight block (q4_0
+    8, q8_0 16); ``NIB``: q4_0's nibbles, stored as nibble - 8 in i8. A block is MMQ_MMA_WAVES whole
+    waves (any width): WR x WC tiles times KW slices of each stage's blocks, whose partial tiles
+    are added in shared memory at the end, in slice order. A stage loads MMQ_MMA_STEP blocks of the
+    tile's weights and activations into registers (every load before any store, for the latency),
+    then stores the quants as i8 rows and the scales as f32 in shared memory; a wave takes every
+    KW-th block: one 32-deep product whose i32 tile ``pk.mma.scale_add`` adds times d8 and d.
+    Rows past ``nrows_x`` and columns past ``ncols_y`` read the last valid row / column (in bounds;
+    never stored), blocks past ``ncols_x / 32`` (a partial last stage) the last valid block with
+    both scales 0, so they add exactly nothing; a partial tile is stored through shared memory under
+    a guard. Offsets are i32: the API takes this kernel for weights under 2 GiB."""
+    sw = pk.shared.array(16 * WR * MMQ_MMA_LD // 4, u32)     # weights: a row of i8 quants a weight row
+    sy = pk.shared.array(16 * WC * MMQ_MMA_LD // 4, u32)     # activations: a row an activation column
+    dw = pk.shared.array(MMQ_MMA_STEP * 16 * WR, f32)        # [block][weight row]
+    dy = pk.shared.array(MMQ_MMA_STEP * 16 * WC, f32)        # [block][activation column]
+    red = pk.shared.array(MMQ_MMA_WAVES * 256, f32)          # the waves' tiles, [wave][16][16]
+    rw = pk.local.array(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size), u32)
+    ry = pk.local.array(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size), u32)
+    t = i32(pk.thread_idx.x)
+    wave = t // pk.wave_size
+    tile = wave % (WR * WC)
+    kw = wave // (WR * WC)
+    wr = (tile % WR) * 16
+    wc = (tile // WR) * 16
+    r0 = i32(pk.block_idx.x) * (16 * WR)
+    c0 = i32(pk.block_idx.y) * (16 * WC)
+    blocks_x = ncols_x // 32
+    blocks_y = nrows_y // 32
+    wbytes = blocks_x * Q.nbytes
+    ybytes = blocks_y * 36
+    sw16 = pk.bitcast(sw, Ptr[pk.u16])
+    acc = pk.mma.zeros(f32)
+    for b0 in range(0, blocks_x, MMQ_MMA_STEP):
+        for j in pk.static_range(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            row = min(r0 + e // (MMQ_MMA_STEP * PER), nrows_x - 1)
+            blk = min(b0 + e // PER % MMQ_MMA_STEP, blocks_x - 1)
+            rw[j] = u32(pk.bitcast(vx + row * wbytes + blk * Q.nbytes + 2 + 2 * (e % PER), ConstPtr[pk.u16])[0])
+        for j in pk.static_range(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            col = min(c0 + e // (MMQ_MMA_STEP * 8), ncols_y - 1)
+            blk = min(b0 + e // 8 % MMQ_MMA_STEP, blocks_y - 1)
+            ry[j] = pk.bitcast(vy + col * ybytes + blk * 36 + 4, ConstPtr[u32])[e % 8]
+        for j in pk.static_range((16 * WR * MMQ_MMA_STEP + MMQ_MMA_WAVES * pk.wave_size - 1)
+                                 // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            if e < 16 * WR * MMQ_MMA_STEP:
+                blk = b0 + e % MMQ_MMA_STEP
+                d = f32(0)
+                if blk < blocks_x:
+                    d = f32(pk.bitcast(vx + min(r0 + e // MMQ_MMA_STEP, nrows_x - 1) * wbytes + blk * Q.nbytes,
+                                       ConstPtr[f16])[0])
+                dw[e % MMQ_MMA_STEP * (16 * WR) + e // MMQ_MMA_STEP] = d
+        for j in pk.static_range((16 * WC * MMQ_MMA_STEP + MMQ_MMA_WAVES * pk.wave_size - 1)
+                                 // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            if e < 16 * WC * MMQ_MMA_STEP:
+                blk = b0 + e % MMQ_MMA_STEP
+                d = f32(0)
+                if blk < blocks_x and blk < blocks_y:
+                    d = f32(pk.bitcast(vy + min(c0 + e // MMQ_MMA_STEP, ncols_y - 1) * ybytes + blk * 36,
+                                       ConstPtr[f16])[0])
+                dy[e % MMQ_MMA_STEP * (16 * WC) + e // MMQ_MMA_STEP] = d
+        for j in pk.static_range(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            at = e // (MMQ_MMA_STEP * PER) * (MMQ_MMA_LD // 2) + e // PER % MMQ_MMA_STEP * 16 + e % PER
+            v = rw[j]
+            if NIB:   # q4_0: bytes 2h, 2h+1: low nibbles are k 2h, 2h+1, high ones k + 16
+                # nibble - 8 in each byte, no borrow between them: (n | 0x80) - 8 = 0x78 + n, then the
+                # top bit flipped (adding 128 mod 256) is n - 8 mod 256
+                sw16[at] = pk.u16((((v & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
+                sw16[at + 8] = pk.u16(((((v >> 4) & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
+            else:
+                sw16[at] = pk.u16(v)
+        for j in pk.static_range(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            sy[e // (MMQ_MMA_STEP * 8) * (MMQ_MMA_LD // 4) + e % (MMQ_MMA_STEP * 8)] = ry[j]
+        pk.syncthreads()
+        for j in pk.static_range(MMQ_MMA_STEP // KW):
+            blk = kw + KW * j
+            fa = pk.mma.load_a(pk.bitcast(sy, Ptr[pk.i8]) + wc * MMQ_MMA_LD + 32 * blk, MMQ_MMA_LD)
+            fb = pk.mma.load_b(pk.bitcast(sw, Ptr[pk.i8]) + wr * MMQ_MMA_LD + 32 * blk, MMQ_MMA_LD, layout="col")
+            prod = pk.mma.mma(fa, fb, pk.mma.zeros(pk.i32))
+            acc = pk.mma.scale_add(acc, prod, dy + blk * (16 * WC) + wc, dw + blk * (16 * WR) + wr)
+        pk.syncthreads()
+    whole = r0 + 16 * WR <= nrows_x and c0 + 16 * WC <= ncols_y   # the same in the whole block
+    if KW == 1 and whole:
+        pk.mma.store(dst + ((c0 + wc) * nrows_dst + r0 + wr), nrows_dst, acc)
+    else:
+        pk.mma.store(red + wave * 256, 16, acc)
+        pk.syncthreads()
+        for j in pk.static_range((WR * WC * 256 + MMQ_MMA_WAVES * pk.wave_size - 1) // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            if e < WR * WC * 256:
+                tl = e // 256                                    # the tile; its (column, row) within it
+                total = red[e]
+                for s in pk.static_range(1, KW):
+                    total += red[s * (WR * WC * 256) + e]
+                row = r0 + tl % WR * 16 + e % 16
+                col = c0 + tl // WR * 16 + e % 256 // 16
+                if row < nrows_x and col < ncols_y:
+                    dst[col * nrows_dst + row] = total
+
+
+#: (largest batch, (WR, WC, KW)): enough waves (4 a block) for the loads' latency at every width
+#: (benchmarks/quantized.py --only mma at 16, 32 and 128 columns; docs/targets/cuda.md)
+MMQ_MMA_TILES = ((16, (1, 1, 4)), (64, (1, 2, 2)), (None, (2, 2, 1)))
+#: the formats with a mul_mat_mma kernel, and the batches the wrappers give it (more than 16 columns,
+#: where it measured faster than mul_mat_planar)
+MMQ_MMA_TYPES = ("q4_0", "q8_0")
+MMQ_MMA_MIN_BATCH = 17
+
+
+def mmq_mma_tile(batch: int) -> tuple[int, int, int]:
+    """(WR, WC, KW) of the mul_mat_mma kernel for ``batch`` activation columns."""
+    return next(tile for most, tile in MMQ_MMA_TILES if most is None or batch <= most)
+
+
+def mmq_mma_name(qtype: str, batch: int) -> str:
+    return "mul_mat_mma_{}_{}x{}x{}".format(qtype, *mmq_mma_tile(batch))
+
+
+for _qname in MMQ_MMA_TYPES:
+    for _wr, _wc, _kw in sorted({tile for _, tile in MMQ_MMA_TILES}):
+        QUANTIZED.add(mul_mat_mma.instance(f"mul_mat_mma_{_qname}_{_wr}x{_wc}x{_kw}", Q=QTYPES[_qname],
+                                           NIB=_qname == "q4_0", PER=QTYPES[_qname].nbytes // 2 - 1,
+                                           WR=_wr, WC=_wc, KW=_kw))
+
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
 #: activation columns a thread of the per-thread MMQ carries at once (a loaded weight chunk serves all)
 MMQ_COLUMNS = 8
@@ -1183,7 +1328,9 @@ for _qname, _tag in MOE_NAMES.items():
 
 __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "DEQUANTIZE_WRAPPER_BLOCK",
            "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
-           "MMQ_BLOCK_Y", "MMQ_PLANAR_COLUMNS", "MMQ_PLANAR_ROWS", "MMQ_PLANAR_BLOCK_Y", "PLANAR_BYTES", "PLANAR_GROUP",
+           "MMQ_BLOCK_Y", "MMQ_MMA_STEP", "MMQ_MMA_LD", "MMQ_MMA_WAVES", "MMQ_MMA_TILES", "MMQ_MMA_TYPES",
+           "MMQ_MMA_MIN_BATCH", "mmq_mma_tile", "mmq_mma_name",
+           "MMQ_PLANAR_COLUMNS", "MMQ_PLANAR_ROWS", "MMQ_PLANAR_BLOCK_Y", "PLANAR_BYTES", "PLANAR_GROUP",
            "MOE_NAMES",
            "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMVQ_WRAPPER_BLOCK", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",
            "group_sums", "dot_words", "dot_loaded", "chunk_dot"]

@@ -29,7 +29,8 @@ from . import QUANTIZED
 from ._common import as_device_array
 from .cast import to as cast_to
 from .quantized import (DEQUANTIZE_WRAPPER_BLOCK, DEQUANTIZE_WRAPPER_ELEMENTS, FLOAT_ROWS, MATMUL_TYPES,
-                        MMQ_PLANAR_BLOCK_Y, MMQ_PLANAR_COLUMNS, MMQ_PLANAR_ROWS, MMVQ_WIDTHS,
+                        MMQ_MMA_MIN_BATCH, MMQ_MMA_TYPES, MMQ_MMA_WAVES, MMQ_PLANAR_BLOCK_Y, MMQ_PLANAR_COLUMNS,
+                        MMQ_PLANAR_ROWS, MMVQ_WIDTHS, mmq_mma_name, mmq_mma_tile,
                         MMVQ_WRAPPER_ROWS, PLANAR_BYTES,
                         MOE_NAMES, Q8_1_BYTES, Q8_1_QK, QTYPES, ROW_PADDING, QType, mmvq_rows, mmvq_wrapper_block)
 
@@ -150,7 +151,9 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
     """``x @ W.T`` (shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
     ``x.shape[-1]`` elements (n from the buffer's size; ``shape=(n, k)`` checks W's shape against
     the buffer and ``x`` instead of inferring it). Up to 8 activation rows take q8_1 + MMVQ,
-    more take q8_1 + MMQ (candle's dispatch); ``dmmv=True`` with one row takes DMMV. f16 and bf16
+    more take q8_1 + MMQ (candle's dispatch): q4_0 and q8_0 above 16 rows the matrix units'
+    ``mul_mat_mma_{q}`` (faster there than the planar MMQ, docs/targets/cuda.md), the rest the
+    planar MMQ; ``dmmv=True`` with one row takes DMMV. f16 and bf16
     activations are converted to f32 and the result back to their dtype (candle's fast paths: the
     output in the input's dtype); f32 gives f32."""
     q = qtype(qtype_spec)
@@ -199,6 +202,14 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
         fn.launch(-(-n // rows), (32, 4 if batch <= 4 else 2), w, vy, out, k, n, k_padded, n, programmatic=pdl)
+    elif (q.name in MMQ_MMA_TYPES and batch >= MMQ_MMA_MIN_BATCH
+          and max(w.size, batch * n, batch * (k + ROW_PADDING) // Q8_1_QK * Q8_1_BYTES) < 2**31):
+        # the matrix units' MMQ (i32 offsets: under 2 GiB of weights, activations and outputs)
+        vy, k_padded = quantize_q8_1(x)
+        wr, wc, _ = mmq_mma_tile(batch)
+        fn = dev.get_or_load_func(mmq_mma_name(q.name, batch), QUANTIZED)
+        fn[(-(-n // (16 * wr)), -(-batch // (16 * wc))), MMQ_MMA_WAVES * dev.target.wave_size](
+            w, vy, out, k, n, batch, k_padded, n)
     else:  # the wrappers' MMQ: planar q8_1, MMQ_PLANAR_COLUMNS columns a block along grid y
         vp, k_padded = quantize_q8_1_planar(x, pad_rows=MMQ_PLANAR_COLUMNS)
         fn = dev.get_or_load_func(f"mul_mat_planar_{q.name}", QUANTIZED)

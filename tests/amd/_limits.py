@@ -59,10 +59,10 @@ LIMITS: tuple[Limit, ...] = (
     Limit(("gfx942",), r"Failed to compile v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32_i8",
           "the emulator cannot build its runner for v_mfma_i32_16x16x32_i8 (pk.mma on i8; its C source for "
           "the instruction fails to compile: 'Failed to compile v_mfma_i32_16x16x32_i8(...)'), so the launch "
-          "is refused", kernels=r"mma_\w+_i8"),
+          "is refused", kernels=r"mma_\w+_i8|mul_mat_mma_\w+"),
     Limit(("gfx90a",), r"emulator process died", "v_mfma_i32_16x16x16i8",
           "the emulator process dies (SIGSEGV) in every launch of gfx90a's v_mfma_i32_16x16x16i8 (pk.mma on "
-          "i8, two a 32-deep step), on its CDNA4 tables", kernels=r"mma_\w+_i8"),
+          "i8, two a 32-deep step), on its CDNA4 tables", kernels=r"mma_\w+_i8|mul_mat_mma_\w+"),
     Limit(("gfx1201",), r"exceeded 1M instructions", "global_atomic_cmpswap_b64",
           "f64 atomic add on RDNA4 is LLVM's compare-and-swap loop around global_atomic_cmpswap_b64, which "
           "never succeeds on the emulator: the loop runs until the emulator stops it",

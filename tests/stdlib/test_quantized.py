@@ -121,6 +121,9 @@ def test_abi_names_and_param_sizes():
     # the wrappers' planar MMQ: candle's mul_mat_{q} signature; its quantize: quantize_q8_1's
     sizes.update({f"mul_mat_planar_{q}": spec[f"mul_mat_{q}"] for q in MATMUL})
     sizes["quantize_q8_1_planar"] = spec["quantize_q8_1"]
+    # the wrappers' MMQ on pk.mma (q4_0, q8_0 above 16 columns): candle's mul_mat_{q} signature
+    sizes.update({f"mul_mat_mma_{q}_{wr}x{wc}x{kw}": spec[f"mul_mat_{q}"] for q in Q.MMQ_MMA_TYPES
+                  for _, (wr, wc, kw) in Q.MMQ_MMA_TILES})
     assert sorted(QUANTIZED.names()) == sorted(set(spec) | set(sizes)) and len(spec) == 142
     target = pk.device("cpu").target
     for name, want in sizes.items():
@@ -473,6 +476,56 @@ def test_mmq_planar(wave_device, qtype):
             check_q8_1_product(got, blocks, qtype, x, qy)
 
 
+def run_mmq_mma(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray, tile=None):
+    """``mul_mat_mma_{q}`` (the tile the wrappers pick for the batch, or ``tile`` = (WR, WC, KW)) under
+    the wrappers' launch on exact-size weights and unpadded q8_1 rows, dst with a guard: (got, q8_1)."""
+    ncols_y, ncols = x.shape
+    wr, wc, kw = tile or Q.mmq_mma_tile(ncols_y)
+    vy, qy = quantize_on(device, x)
+    dst = device.zeros(ncols_y * nrows + 8, pk.f32)
+    device.get_or_load_func(f"mul_mat_mma_{qtype}_{wr}x{wc}x{kw}", QUANTIZED)[
+        (-(-nrows // (16 * wr)), -(-ncols_y // (16 * wc))), Q.MMQ_MMA_WAVES * device.target.wave_size](
+        device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, ncols_y, qy.shape[1] // 36 * 32, nrows)
+    got = dst.to_host()
+    assert not got[ncols_y * nrows:].any()  # outputs outside the matrix are not written
+    return got[:ncols_y * nrows].reshape(ncols_y, nrows), qy
+
+
+#: (activation columns, weight rows, ncols_x): columns past a whole tile (17, 31, 33, 100, 300: under
+#: every tile), rows 16k + 5 (a partial last tile, one of 2 x 16 rows too), ncols_x 32 x odd (a
+#: partial last stage of MMQ_MMA_STEP blocks: 288 = 9 blocks; 4128 = 129)
+MMA_SHAPES = [(17, 21, 288), (31, 37, 4128), (33, 5, 288), (100, 37, 288), (300, 21, 288)]
+
+
+@pytest.mark.parametrize("qtype", Q.MMQ_MMA_TYPES)
+@pytest.mark.parametrize("ncols_y,nrows,ncols", MMA_SHAPES)
+def test_mmq_mma(wave_device, qtype, ncols_y, nrows, ncols):
+    """The wrappers' MMQ on pk.mma within spec §6.5's bound, every tile at every shape."""
+    rng = np.random.default_rng(ncols_y + nrows)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, ncols_y, ncols)
+    for tile in sorted({t for _, t in Q.MMQ_MMA_TILES}):
+        got, qy = run_mmq_mma(wave_device, qtype, blocks, nrows, x, tile)
+        check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", Q.MMQ_MMA_TYPES)
+def test_mmq_mma_stays_in_bounds(checked, qtype):
+    """Exact-size weights, q8_1 rows and dst: rows and columns past the matrix re-read the last valid
+    one, blocks past the row the last block, never past the buffers; nothing outside dst is written."""
+    rng = np.random.default_rng(20)
+    nrows, ncols, ncols_y = 21, 288, 19
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, ncols_y, ncols)
+    vy, qy = quantize_on(checked, x)
+    for wr, wc, kw in sorted({t for _, t in Q.MMQ_MMA_TILES}):
+        dst = checked.zeros((ncols_y, nrows), pk.f32)
+        checked.get_or_load_func(f"mul_mat_mma_{qtype}_{wr}x{wc}x{kw}", QUANTIZED)[
+            (-(-nrows // (16 * wr)), -(-ncols_y // (16 * wc))), Q.MMQ_MMA_WAVES * checked.target.wave_size](
+            checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, ncols_y, qy.shape[1] // 36 * 32, nrows)
+        check_q8_1_product(dst.to_host(), blocks, qtype, x, qy)
+
+
 @pytest.mark.parametrize("qtype", MATMUL)
 @pytest.mark.parametrize("ncols_y", [9, 130, 300])
 def test_mmq(wave_device, qtype, ncols_y):
@@ -666,6 +719,25 @@ def test_api_matmul_dispatch(wave_device, batch):
     _, qy = quantize_on(wave_device, x)
     assert got.shape == (batch, 5)
     check_q8_1_product(got.to_host(), blocks, "q6_K", x, qy)
+
+
+@pytest.mark.parametrize("qtype,batch,kernel", [
+    ("q4_0", 16, "mul_mat_planar_q4_0"), ("q4_0", 17, "mul_mat_mma_q4_0_1x2x2"), ("q8_0", 64, "mul_mat_mma_q8_0_1x2x2"),
+    ("q8_0", 65, "mul_mat_mma_q8_0_2x2x1"), ("q5_0", 40, "mul_mat_planar_q5_0")])
+def test_api_matmul_mmq_dispatch(wave_device, monkeypatch, qtype, batch, kernel):
+    """Above 8 rows: q4_0 and q8_0 from 17 rows on take mul_mat_mma (its tile by batch), the other
+    formats and 9-16 rows the planar MMQ; within the bounds above (21 rows, 288 columns)."""
+    names = []
+    real = wave_device.get_or_load_func
+    monkeypatch.setattr(wave_device, "get_or_load_func",
+                        lambda name, *a, **kw: names.append(name) or real(name, *a, **kw))
+    rng = np.random.default_rng(batch)
+    blocks = weights(rng, qtype, 21, 288)
+    x = activations(rng, batch, 288)
+    got = qapi.matmul(wave_device.to_device(blocks.reshape(-1)), qtype, wave_device.to_device(x))
+    assert names[-1] == kernel
+    _, qy = quantize_on(wave_device, x)
+    check_q8_1_product(got.to_host(), blocks, qtype, x, qy)
 
 
 @pytest.mark.parametrize("qtype", ["q4_0", "q4_K"])
