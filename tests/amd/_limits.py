@@ -180,3 +180,18 @@ MISMATCHES += (
              "from shared memory pack 16-bit halves with ds_load_u16_d16_hi; the tiles read from global memory "
              "agree with the CPU on the same v_wmma_f32_16x16x16_*"),
 )
+
+
+MISMATCHES += (
+    Mismatch(("gfx1201",), r"mul_mat_mma_(q4_0_1x2x2|q4_0_2x2x1|q8_0_\w+)", "v_cvt_f32_f16",
+             "the v_cvt_f32_f16 row's register misread on RDNA4's VOP3 form: the wrappers' MMQ on pk.mma "
+             "converts its f16 block scales with v_cvt_f32_f16_e64 from v141-v228 in these tiles (131-230 "
+             "VGPRs), and every output is off by 10^4-10^6 (the scales read from other registers); "
+             "mul_mat_mma_q4_0_1x1x4, the same code with its conversions from v92/v94, agrees with the CPU "
+             "bit for bit on the same v_wmma_i32_16x16x16_iu8, as do lang/mma's and lang/mma_scaled's i8 "
+             "products and scales"),
+    Mismatch(("gfx90a",), r"mul_mat_mma_\w+", "v_mfma_i32_16x16x16i8",
+             "the v_mfma_i32_16x16x16i8 row: the launches of the wrappers' MMQ on pk.mma that the emulator "
+             "survives (no high-register conversions on gfx90a: v55-v99) return values near 1e17; the "
+             "instruction's lane layout is checked against AMD's documentation only, as for lang/mma's i8"),
+)
