@@ -631,6 +631,21 @@ def probes(b: Bench) -> None:
 
 
 
+def time_variant(b: Bench, label: str, pair, alone, wbytes: int, dst, want):
+    """One MMVQ variant: the pair and the kernel alone timed and reported, then its output checked
+    against the first variant's (``want``, None for the first); returns the reference."""
+    t_pair, t_alone = b.time(pair), b.time(alone)
+    b.report(label, t_pair, wbytes)
+    print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
+    dst.fill_(float("nan"))
+    pair(0, None)
+    b.torch.cuda.synchronize()
+    got = dst.cpu().numpy()
+    want = got if want is None else want
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with the wrappers'"
+    return want
+
+
 def pairs(b: Bench) -> None:
     """The batch-1 pair (quantize_q8_1 + MMVQ) of the pair formats (q4_K, q5_K, q6_K): the wrappers'
     kernel against ``mul_mat_vec_pairs`` (a thread two chunks from one load of their shared words)
@@ -654,15 +669,7 @@ def pairs(b: Bench) -> None:
             want = None
             for label, (fn, rows, block) in variants.items():
                 alone, pair = mmvq_launches(quant, fn, rows, ws, x, vy, dst, k_padded, block)
-                t_pair, t_alone = b.time(pair), b.time(alone)
-                b.report(f"{qtype} {nrows}x{ncols} {label}", t_pair, wbytes)
-                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
-                dst.fill_(float("nan"))
-                pair(0, None)
-                torch.cuda.synchronize()
-                got = dst.cpu().numpy()
-                want = got if want is None else want
-                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with the wrappers'"
+                want = time_variant(b, f"{qtype} {nrows}x{ncols} {label}", pair, alone, wbytes, dst, want)
             del ws
 
 
@@ -989,15 +996,7 @@ def warps(b: Bench, formats=WARPS_FORMATS) -> None:
                     else:
                         quant[(k_padded // 256, 1), 256, s](x.data_ptr(), vy.data_ptr(), ncols, k_padded)
                     alone(i, s)
-                t_pair, t_alone = b.time(pair), b.time(alone)
-                b.report(f"{qtype} {nrows}x{ncols} {label}", t_pair, wbytes)
-                print(f"{'':48} MMVQ alone {t_alone * 1e6:6.2f} us = {100 * wbytes / t_alone / b.copy_bw:3.0f}% copy")
-                dst.fill_(float("nan"))
-                pair(0, None)
-                torch.cuda.synchronize()
-                got = dst.cpu().numpy()
-                want = got if want is None else want
-                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{label} disagrees with the wrappers'"
+                want = time_variant(b, f"{qtype} {nrows}x{ncols} {label}", pair, alone, wbytes, dst, want)
             del ws
 
 
