@@ -23,6 +23,7 @@ from ..ir import types as T
 from ..ir.nodes import Loc
 from .llvm_ext import TOKEN, TOKEN_NONE, alloca, fn_attr, intrinsic
 from .base import I1, I8, I32, I64, KernelFrame, KernelSignature, Target, init_llvm
+from .matrix import MatrixUnit, PortableMatrixUnit, get, put
 
 PTR = ir.PointerType()
 # struct layouts shared by the frame, the driver and the scheduler (field numbers below)
@@ -252,6 +253,9 @@ class CpuTarget(Target):
                                             features=llvm.get_host_cpu_features().flatten(),
                                             opt=3, codemodel="jitdefault", jit=True)
 
+    def matrix_unit(self, dtype) -> MatrixUnit:
+        return CpuMatrixUnit(dtype, self.wave_size)
+
     def check(self, feature, dtype, loc):
         # bf16 and fp8 live in integer registers: an integer atomic add on their bits would be wrong;
         # bf16 add/sub go through LLVM's bfloat (a CAS loop here), fp8 has no LLVM type
@@ -314,6 +318,8 @@ class CpuFrame(KernelFrame):
         self.builder = ir.IRBuilder(body)
         self.static_shared = 0
         self.shared_offsets: dict[str, int] = {}
+        #: 32-bit words of the block's wave buffer each thread owns (``reserve_wave_words``)
+        self.wave_words = 1
         if uses_sync:
             self._begin_coroutine()
         self.entry_term = self.entry_builder.branch(body)
@@ -395,6 +401,11 @@ class CpuFrame(KernelFrame):
     def _wave_slot(self, index):
         buf = self.builder.load(self._field(self._block(), BLOCK, B_WAVEBUF), typ=PTR)
         return self.builder.gep(buf, [index], source_etype=I32)
+
+    def reserve_wave_words(self, words: int) -> None:
+        """Give each thread ``words`` words of the wave buffer (thread ``t``'s from ``words * t``); the
+        driver sizes the buffer by the kernel's largest request. One word is every shuffle and ballot's."""
+        self.wave_words = max(self.wave_words, words)
 
     def shuffle(self, kind, value, arg, loc):
         b, ws = self.builder, self.target.wave_size
@@ -542,7 +553,7 @@ class DriverBuilder:
             b.store(ir.Constant(I32, self.static_shared), self.field(launch, LAUNCH, L_ERR_SITE))
             b.ret(ir.Constant(I32, -1))
         shared = b.call(self.malloc, [b.add(dyn, ir.Constant(I64, self.static_shared + 16))])
-        wavebuf = b.call(self.malloc, [b.mul(b.zext(nthreads, I64), ir.Constant(I64, 4))])
+        wavebuf = b.call(self.malloc, [b.mul(b.zext(nthreads, I64), ir.Constant(I64, 4 * f.wave_words))])
         block = alloca(b, BLOCK, 0)
         for i in range(3):
             b.store(bdim[i], self.field(block, BLOCK, B_BDIM, i))
@@ -637,3 +648,64 @@ class DriverBuilder:
         self.loop(ir.Constant(I32, 0), nthreads, kill, "destroy")
         with b.if_then(b.icmp_signed("<", r, ir.Constant(I32, 0))):
             b.store(ir.Constant(I32, -1), status)  # the caller reads launch->err
+
+
+class CpuMatrixUnit(PortableMatrixUnit):
+    """``PortableMatrixUnit`` (its layouts, loads, stores and sums in order of k) with the product's
+    exchange done in one step: each lane writes its whole A and B fragments to its words of the wave
+    buffer, the wave waits once, and each lane reads the elements its rows and column need. A shuffle
+    per element suspends every lane twice, 2 (1 + E) K times a product (576 for an i8 product at
+    wave32), and LLVM's coroutine split of the resulting thread function was most of the compile of a
+    kernel with several products (``mul_mat_mma_*``: ~35 s a kernel, docs/testing.md). The values are
+    the shuffles': a source lane past the block or already returned gives the lane its own element,
+    as a shuffle does. GPU targets keep ``PortableMatrixUnit`` (no wave buffer there)."""
+
+    def mma(self, frame, a, bv, c, b_layout):
+        b, e, f, ws = frame.builder, self.per_lane, self.per_lane_in, frame.target.wave_size
+        words = 2 * f  # A's f words, then B's
+        frame.reserve_wave_words(words)
+        word_of = (lambda v: v) if self.int else (lambda v: b.bitcast(v, I32))
+        own = {0: [word_of(get(b, a, i)) for i in range(f)], f: [word_of(get(b, bv, i)) for i in range(f)]}
+        mine = b.mul(frame._linear(), I32(words))
+        for off, vals in own.items():
+            for i, v in enumerate(vals):
+                b.store(v, frame._wave_slot(b.add(mine, I32(off + i))))
+        frame.suspend(WAIT_WAVE, None)
+        lin = frame._linear()
+        lane = b.urem(lin, I32(ws))
+        base = b.sub(lin, lane)
+        n = b.load(frame._field(frame._block(), BLOCK, B_NTHREADS), typ=I32)
+        lo, hi = b.urem(lane, I32(16)), b.udiv(lane, I32(16))
+        sources: dict = {}
+
+        def source(key, src):
+            """(valid, the first wave-buffer word read) for source lane ``src`` of this wave."""
+            if key not in sources:
+                src_lin = b.add(base, src)
+                inside = b.icmp_unsigned("<", src_lin, n)
+                valid = b.and_(inside, frame._running(b.select(inside, src_lin, lin)))
+                sources[key] = (valid, b.mul(b.select(valid, src_lin, lin), I32(words)))
+            return sources[key]
+
+        def pull(off, i, key, src):
+            valid, first = source(key, src)
+            got = b.load(frame._wave_slot(b.add(first, I32(off + i))), typ=I32)
+            word = b.select(valid, got, own[off][i])
+            return word if self.int else b.bitcast(word, ir.FloatType())
+
+        # the order of PortableMatrixUnit.mma: k outermost, B[k][lane % 16], then A[m][k] for the
+        # lane's rows m = E (lane // 16) + i
+        mul, add = (b.mul, b.add) if self.int else (b.fmul, b.fadd)
+        acc = [get(b, c, i) for i in range(e)]
+        rows = [b.add(b.mul(hi, I32(e)), I32(i)) for i in range(e)]
+        for k in range(self.k):
+            j = k // f
+            bk = pull(f, k % f, ("b", j), b.add(lo, I32(16 * j)))
+            for i in range(e):
+                acc[i] = add(acc[i], mul(pull(0, k % f, ("a", i, j), b.add(rows[i], I32(16 * j))), bk))
+        frame.suspend(WAIT_WAVE, None)  # no lane writes its next exchange before the wave has read this one
+        out = c
+        for i in range(e):
+            out = put(b, out, acc[i], i)
+        return out
+
