@@ -27,7 +27,11 @@ for index_select; "host us": the host's time to issue
 one call, ours/torch's); bandwidth counts the bytes a kernel must move (read + written once, ids
 included) against the copy bandwidth measured in this run the same way. ``--sweep`` also times
 index_select's ``is_tiles_*`` under other launches (``TILE_SWEEP``), ``--select-probes`` the f32
-cases by ``is_tiles_*`` with plain stores and by ``select_probe``, ``--sa-variants`` scatter_add's
+cases by ``is_tiles_*`` with plain stores and by ``select_probe`` and runs ``overlap_probe`` (also
+``--overlap-probe`` alone: whether a
+programmatic launch overlaps the producer before it; every index_select case is also timed by the
+wrapper with ``is_tiles_*`` launched plainly, ``[wrapper, plain launch]``), ``--call-probes`` what a
+wrapper call costs besides its kernel (``call_cost_probe``), ``--sa-variants`` scatter_add's
 ``sa_rows`` under ``SA_VARIANTS`` and scatter's ``s_rows`` under ``S_VARIANTS``; ``--quick-select`` keeps the f32 1 KiB, 256 B and 4 KiB
 index_select cases (wrapper only for the last two). ``--rounds`` sets ``ROUNDS``; ``--no-variants`` times
 scatter's wrapper alone (an A/B's old tree, whose ``benchmarks/`` this file may replace).
@@ -142,6 +146,17 @@ def select_probe(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
                     dst[j] = w
 
 
+@pk.kernel
+def stamp_rows(n: usize, vocab: usize, m: usize, stamp: pk.u32, table: Ptr[pk.u64], ids: Ptr[pk.i64]):
+    """``--select-probes``' producer: lets its dependents start first thing, then writes every table word
+    (``stamp + i``) and the ids, so that a programmatic launch after it overlaps these stores."""
+    pk.launch_dependents()
+    for i in pk.grid_stride(n):
+        table[i] = pk.u64(stamp) + pk.u64(i)
+        if i < m:
+            ids[i] = pk.i64((i * 7 + usize(stamp)) % vocab)
+
+
 _PROBES = []
 
 
@@ -153,8 +168,93 @@ def select_probes():
         for name, sh, lh in (("plain", False, False), ("evict", True, False)):
             probe.add(select_probe.instance(name, I=pk.i64, store_hint=sh, load_hint=lh))
         probe.add(ix.select_tiles.instance("tiles_plain", I=pk.i64, evict=False))
+        probe.add(stamp_rows.instance("stamp_rows"))
         _PROBES.append(probe)
     return _PROBES[0]
+
+
+def overlap_probe(b: Bench, rounds: int = 20) -> None:
+    """``--select-probes``: is the programmatic launch's overlap real, and does ``is_tiles_*``'s
+    ``grid_dependency_wait`` cover it? A producer on 8 blocks (``stamp_rows``: ``launch_dependents``
+    first, then 16 MiB of table words and the ids) is followed at once by a select of 16384 rows of 1 KiB,
+    launched programmatically: by ``select_probe`` (no wait: it may read the table before the producer
+    has written it) and by the wrapper (``is_tiles_*``, which waits). Stale elements over ``rounds``
+    rounds, each checked against the stamp."""
+    torch, dev = b.torch, b.dev
+    vocab, words, m = 16384, 128, 16384
+    table = torch.empty(vocab, words, device="cuda", dtype=torch.int64)
+    ids = torch.empty(m, device="cuda", dtype=torch.int64)
+    out = torch.empty(m, words, device="cuda", dtype=torch.int64)
+    tw, iw = wrap(dev, table), wrap(dev, ids)
+    mod = select_probes()
+    produce, probe = dev.get_or_load_func("stamp_rows", mod), dev.get_or_load_func("plain", mod)
+    stale = {"select_probe (no wait)": 0, "wrapper (is_tiles_*)": 0}
+    for r in range(rounds):
+        for name in stale:
+            stamp = 1000003 * (r + 1) + (7 if name.startswith("wrapper") else 0)
+            produce.launch(8, 256, vocab * words, vocab, m, stamp, table.data_ptr(), ids.data_ptr())
+            if name.startswith("wrapper"):
+                got = torch.from_dlpack(ix.index_select(tw, iw, 0, check_ids=False))
+            else:
+                probe.launch((m // 4, 1, 1), (32, 4, 1), m, ids.data_ptr(), table.data_ptr(), out.data_ptr(), vocab, words,
+                             programmatic=True)
+                got = out
+            rows = (torch.arange(m, device="cuda") * 7 + stamp) % vocab
+            want = stamp + rows[:, None] * words + torch.arange(words, device="cuda")[None]
+            stale[name] += int((got != want).sum())
+    for name, n in stale.items():
+        print(f"programmatic overlap: {name}: {n:,} of {rounds * m * words:,} elements stale over {rounds} rounds")
+
+
+def call_cost_probe(b: Bench, row_bytes: int = 1024, table_log2: int = 29) -> None:
+    """``--call-probes``: what a wrapper call costs the GPU besides its kernel, on 1 KiB rows of a 512 MiB
+    table (f32, i64 ids): torch's index_select followed by a pykern ``empty()`` of the output (the
+    stream-ordered pool's allocation and free a call, no kernel of ours), and ``is_tiles_*`` under the
+    wrappers' launch into one fixed output, into a ``torch.empty`` a call and into a pykern ``empty()``
+    a call (what the wrapper does), each launched plainly and programmatically."""
+    torch, dev = b.torch, b.dev
+    hidden, vocab = row_bytes // 4, (1 << table_log2) // row_bytes
+    rows = 4 * b.n // row_bytes
+    table = torch.randn(vocab, hidden, device="cuda")
+    ids = torch.randint(0, vocab, (rows,), device="cuda", dtype=torch.int64)
+    out = torch.empty(rows, hidden, device="cuda")
+    want = torch.index_select(table, 0, ids)
+    nbytes = 2 * out.nbytes + ids.nbytes
+    theirs = lambda: torch.index_select(table, 0, ids)  # noqa: E731
+    label = f"index_select float32 {row_bytes} B rows, {1 << table_log2 - 20} MiB table"
+    words = row_bytes // 8
+    grid, block = ix._tiles_launch(dev, rows, row_bytes // 16)
+    f = dev.get_or_load_func(kernel_name("is_tiles", pk.i64), ix.INDEXING)
+    tab, iw = ix._words(wrap(dev, table)), wrap(dev, ids)
+
+    def torch_and_empty():
+        torch.index_select(table, 0, ids)
+        return dev.empty((rows, words), pk.u64)
+    b.case(f"{label} [torch + pykern empty()]", nbytes, torch_and_empty, theirs)
+    for prog in (False, True):
+        how = "programmatic" if prog else "plain"
+
+        def fixed(prog=prog):
+            f.launch(grid, block, rows, iw, tab, out.data_ptr(), vocab, rows, words, programmatic=prog)
+
+        def torch_empty(prog=prog):
+            o = torch.empty_like(out)
+            f.launch(grid, block, rows, iw, tab, o.data_ptr(), vocab, rows, words, programmatic=prog)
+            return o
+
+        def pool_empty(prog=prog):
+            o = dev.empty((rows, words), pk.u64)
+            f.launch(grid, block, rows, iw, tab, o, vocab, rows, words, programmatic=prog)
+            return o
+        out.zero_()
+        fixed()
+        assert torch.equal(out, want), "is_tiles into a fixed output != torch"
+        assert torch.equal(torch_empty(), want), "is_tiles into torch.empty != torch"
+        assert torch.equal(torch.from_dlpack(pool_empty()).view(torch.float32).view(want.shape), want), \
+            "is_tiles into a pykern empty() != torch"
+        b.case(f"{label} [is_tiles, {how}, one fixed output]", nbytes, fixed, theirs)
+        b.case(f"{label} [is_tiles, {how}, torch.empty a call]", nbytes, torch_empty, theirs)
+        b.case(f"{label} [is_tiles, {how}, pykern empty() a call]", nbytes, pool_empty, theirs)
 
 
 def candle_grid(n: int) -> tuple[int, int]:
@@ -195,6 +295,13 @@ def index_select_case(b: Bench, row_bytes: int = 1024, sweep: bool = False, tabl
     b.case(f"{label} [wrapper]", nbytes, lambda: ix.index_select(tw, iw, 0, check_ids=False), theirs)
     want = torch.index_select(table, 0, ids)
     assert torch.equal(torch.from_dlpack(ix.index_select(tw, iw, 0, check_ids=False)), want), "wrapper != torch"
+    if getattr(ix, "SELECT_PROGRAMMATIC", False):  # the wrapper with is_tiles_* launched plainly (absent: an old tree)
+        ix.SELECT_PROGRAMMATIC = False
+        try:
+            b.case(f"{label} [wrapper, plain launch]", nbytes, lambda: ix.index_select(tw, iw, 0, check_ids=False),
+                   theirs)
+        finally:
+            ix.SELECT_PROGRAMMATIC = True
     if probes and dtype == "float32":
         mod = select_probes()
         words = row_bytes // 8
@@ -584,6 +691,10 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="index_select under other grid caps too")
     ap.add_argument("--only-select", action="store_true", help="only the index_select cases")
     ap.add_argument("--select-probes", action="store_true", help="index_select f32: the eviction-hint probes")
+    ap.add_argument("--overlap-probe", action="store_true", help="index_select: the programmatic launch's overlap "
+                    "probe alone (--select-probes runs it too)")
+    ap.add_argument("--call-probes", action="store_true", help="index_select: what a wrapper call costs "
+                    "besides its kernel (the pool's output, the launch)")
     ap.add_argument("--sa-variants", action="store_true", help="scatter_add's sa_rows under SA_VARIANTS too")
     ap.add_argument("--quick-select", action="store_true", help="index_select: f32 1 KiB, 256 B, 4 KiB only")
     ap.add_argument("--cases", default="select,gather,scatter,scatter_add,index_add",
@@ -623,6 +734,10 @@ def main() -> None:
     TABLE_EXTRAS = tuple(v for v in args.table_extras.split(",") if v)
     cases = set(args.cases.split(","))
     if "select" in cases:
+        if args.select_probes or args.overlap_probe:
+            overlap_probe(b)
+        if args.call_probes:
+            call_cost_probe(b)
         index_select_case(b, sweep=args.sweep, probes=args.select_probes)
         index_select_case(b, row_bytes=256, others=not args.quick_select)
         index_select_case(b, row_bytes=4096, others=not args.quick_select, probes=args.select_probes)

@@ -316,7 +316,14 @@ def select_tiles(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
     dense ids and rows of a multiple of 16 bytes at 16-byte aligned addresses): ``block_dim.x`` threads
     a row, ``block_dim.y`` rows a block (row ``block_idx.x * block_dim.y + thread_idx.y``, then a
     grid-stride step in rows where the grid is smaller), each thread a 16-byte load and store per
-    tile. 32-bit row arithmetic where the rows fit."""
+    tile. 32-bit row arithmetic where the rows fit.
+
+    The wrappers launch it programmatically (``SELECT_PROGRAMMATIC``; CUDA sm_90+): its blocks may be
+    scheduled before the kernel ahead of it on the stream has finished, which hides most of the kernel
+    boundary of each call (the figures: docs/targets/cuda.md). So nothing is read or written before
+    ``pk.grid_dependency_wait()``: the ids and the table may be that kernel's output, and the output
+    buffer may be memory it still uses. Plain launches and other targets: the wait is nothing."""
+    pk.grid_dependency_wait()
     t = pk.thread_idx.x
     nt = pk.block_dim.x
     r = usize(pk.block_idx.x) * usize(pk.block_dim.y) + usize(pk.thread_idx.y)
@@ -921,6 +928,10 @@ SELECT_BLOCKS_PER_SM = 8
 SELECT_THREAD_TILES = 2
 SELECT_BLOCK = 256
 SELECT_TILE_BLOCKS_PER_SM = None
+#: ``is_tiles_*`` launched on CUDA as a programmatic dependent launch (``Function.launch(programmatic=True)``:
+#: sm_90+; a plain launch on older archs), its start overlapping the end of the kernel before it; other
+#: runtimes launch it plainly, as quantized_api's MMVQ
+SELECT_PROGRAMMATIC = True
 #: gather along the last dim stages source rows of up to this many bytes in shared memory
 #: (``gather_shared_*``, no opt-in needed on any target), one block a row
 GATHER_SHARED_BYTES = 48 * 1024
@@ -1111,8 +1122,9 @@ def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what:
                 and out.ptr % 16 == 0):
             rows = left * ids.size
             grid, block = _tiles_launch(x.device, rows, row_bytes // 16)
-            x.device.get_or_load_func(kernel_name("is_tiles", ids.dtype), INDEXING)[grid, block](
-                rows, ids, _words(x), _words(out), x.shape[dim], ids.size, row_bytes // 8)
+            x.device.get_or_load_func(kernel_name("is_tiles", ids.dtype), INDEXING).launch(
+                grid, block, rows, ids, _words(x), _words(out), x.shape[dim], ids.size, row_bytes // 8,
+                programmatic=SELECT_PROGRAMMATIC and x.device.kind == "cuda")
         elif info is None and row_bytes >= ROW_BYTES and row_bytes % 8 == 0 and x.ptr % 8 == 0 and out.ptr % 8 == 0:
             chunks = left * ids.size * -(-row_bytes // (8 * ROW_WORDS))
             grid = -(-chunks // STREAM_BLOCK)

@@ -317,6 +317,42 @@ def test_index_select_tiles(wave_device, dt, idt):
             assert_bits(out.to_host(), ref_select(host, ids, idt), f"{row_bytes} B rows, launch {grid}x{block}")
 
 
+@pk.kernel
+def _stamp_rows(n: pk.usize, vocab: pk.usize, m: pk.usize, stamp: u32, table: pk.Ptr[u32], ids: pk.Ptr[i64]):
+    """A producer that lets its dependents start first thing (``pk.launch_dependents``), then writes
+    ``table[i] = stamp + i`` and ``ids[j] = (7 j + stamp) % vocab``: a programmatic launch after it
+    overlaps these stores."""
+    pk.launch_dependents()
+    for i in pk.grid_stride(n):
+        table[i] = stamp + u32(i)
+        if i < m:
+            ids[i] = i64((i * 7 + pk.usize(stamp)) % vocab)
+
+
+_PRODUCER = pk.Module("test_indexing_producer")
+_PRODUCER.add(_stamp_rows.instance("stamp_rows"))
+
+
+def test_index_select_tiles_waits_for_the_kernel_before(wave_device):
+    """The wrappers launch ``is_tiles_*`` programmatically (``SELECT_PROGRAMMATIC``: on CUDA sm_90+ it
+    may start before the kernel ahead of it ends), so it must read nothing before
+    ``pk.grid_dependency_wait()``: after a producer that releases its dependents before it writes the
+    table and the ids (a small grid, so the select's blocks have free multiprocessors to start on),
+    every select sees the new rows, round after round. Elsewhere the launch is plain: an ordinary
+    producer-consumer order."""
+    dev = wave_device
+    vocab, width, m = 2048, 256, 4096  # 1 KiB rows of u32
+    table, ids = dev.empty((vocab, width), u32), dev.empty((m,), i64)
+    produce = dev.get_or_load_func("stamp_rows", _PRODUCER)
+    col = np.arange(width, dtype=np.uint64)
+    for stamp in range(1, 9):
+        produce[2, 256](vocab * width, vocab, m, stamp * 100003, table, ids)
+        got = indexing.index_select(table, ids, 0, check_ids=False).to_host()
+        rows = (np.arange(m, dtype=np.uint64) * 7 + stamp * 100003) % vocab
+        want = ((stamp * 100003 + rows[:, None] * width + col[None]) % 2 ** 32).astype(np.uint32)
+        assert np.array_equal(got, want), f"round {stamp}: {int((got != want).sum())} of {got.size} stale"
+
+
 def test_deterministic_adds_are_candles_sums(wave_device):
     """Float scatter_add and index_add without atomics are candle's column walks bit for bit: the sorted
     adds (``sa_sorted_*``, ``ia_sorted_*``: positions argsorted on the device, many duplicates, the
