@@ -655,10 +655,10 @@ class CpuMatrixUnit(PortableMatrixUnit):
     exchange done in one step: each lane writes its whole A and B fragments to its words of the wave
     buffer, the wave waits once, and each lane reads the elements its rows and column need. A shuffle
     per element suspends every lane twice, 2 (1 + E) K times a product (576 for an i8 product at
-    wave32), and LLVM's coroutine split of the resulting thread function was most of the compile of a
-    kernel with several products (``mul_mat_mma_*``: ~35 s a kernel, docs/testing.md). The values are
-    the shuffles': a source lane past the block or already returned gives the lane its own element,
-    as a shuffle does. GPU targets keep ``PortableMatrixUnit`` (no wave buffer there)."""
+    wave32), and LLVM's coroutine split of the resulting thread function was most of the compile of
+    a kernel with several products (docs/targets/cpu.md: ``mul_mat_mma_*`` 27-61 s at wave32, now a
+    tenth). The values are the shuffles': a source lane past the block gives the lane its own
+    element, as a shuffle does. GPU targets keep ``PortableMatrixUnit`` (no wave buffer there)."""
 
     def mma(self, frame, a, bv, c, b_layout):
         b, e, f, ws = frame.builder, self.per_lane, self.per_lane_in, frame.target.wave_size
