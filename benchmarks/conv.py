@@ -136,18 +136,22 @@ def data_movement(b: Bench, quick: bool) -> None:
 
     from stdlib_kernels import CONV
     from stdlib_kernels.conv import (col2im1d_launch, col2im1d_rows_launch, col2im1d_rows_ok, im2col_rows_launch,
-                                     im2col_rows_ok)
+                                     im2col_rows_ok, im2col_rows_pairs_ok)
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         # im2col 3x3, padding 1, on [32,256,56,56]: output (b, 56, 56, 256, 3, 3)
         x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
-        fns = {"wrapper": Lazy(dev, f"im2col_rows_{tag}", CONV), "candle": Lazy(dev, f"im2col_{tag}", CONV)}
+        # the wrappers' kernel: im2col_rows_pairs_* for bf16 (contiguous rows of an even width), else im2col_rows_*
+        pairs = im2col_rows_pairs_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1)
+        fns = {"wrapper": Lazy(dev, f"im2col_rows{'_pairs' if pairs else ''}_{tag}", CONV),
+               "candle": Lazy(dev, f"im2col_{tag}", CONV)}
         inf = info(torch, x)
         nbytes = x.nbytes + cols.nbytes
         assert im2col_rows_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1)
-        launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype, dev),
+        launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype, dev,
+                                                  pairs=pairs),
                     "candle": shapes(b, cols.numel(), x, cols)["candle"]}
         for shape, (grid, block) in launches.items():
             cols.fill_(float("nan"))
@@ -160,12 +164,14 @@ def data_movement(b: Bench, quick: bool) -> None:
         l = 8192
         x1 = torch.randn(batch, 256, l, device="cuda").to(tdt)
         cols1 = torch.empty(batch, l, 256, 3, device="cuda", dtype=tdt)
-        fns = {"wrapper": Lazy(dev, f"im2col1d_rows_{tag}", CONV), "candle": Lazy(dev, f"im2col1d_{tag}", CONV)}
+        pairs = im2col_rows_pairs_ok(as_array(dev, x1), 1, l, 1, 3, 1, 1, 1)  # bf16: im2col1d_rows_pairs_*
+        fns = {"wrapper": Lazy(dev, f"im2col1d_rows{'_pairs' if pairs else ''}_{tag}", CONV),
+               "candle": Lazy(dev, f"im2col1d_{tag}", CONV)}
         inf1 = info(torch, x1)
         threads = batch * l * 256
         assert im2col_rows_ok(as_array(dev, x1), 1, l, 1, 3, 1, 1, 1)
         launches1 = {"wrapper": im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, as_array(dev, x1).dtype, dev,
-                                                         one_d=True),
+                                                   one_d=True, pairs=pairs),
                      "candle": shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3)["candle"]}
         for shape, (grid, block) in launches1.items():
             cols1.fill_(float("nan"))

@@ -21,7 +21,8 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
 * im2col 3x3 and im2col1d k3 by rows (``--only im2col``): the rows path with one stage and a block an
   item (``im2col_rows``, the wrappers' ``im2col1d_rows_*``) against the pipelined one (``im2col_rows_pipe``,
   the wrappers' ``im2col_rows_*``: two stages, a block looping over items) and its variants (loads in
-  flight, registers sized for 2 or 3 blocks an SM), and torch's ``fill_`` of the 3x3 output.
+  flight, registers sized for 2 or 3 blocks an SM), bf16's pair fill (``im2col_rows_pairs_*`` and its
+  variants, ``PAIR_VARIANTS``), and torch's ``fill_`` of the 3x3 output.
 * col2im1d k4 s2 (``--only col2im``): the staged kernel against the rows path (``col2im1d_rows_*``) and
   its variants (without the whole-tap words, 4 taps an output, a 48 KiB stage, staged rows of 128 or
   512 bytes), and the ideal pattern of its bytes
@@ -156,15 +157,24 @@ for _n, (_l, _mb) in enumerate(PIPE_VARIANTS.values()):
     _k1 = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(conv.im2col1d_rows_op.__wrapped__)
     for _t in (pk.f32, pk.bf16):
         PROBE.add(_k2.instance(f"pipe2d_{_n}_{_t.tag}", T=_t, SB=conv.ROWS_PIPE_STAGE_BYTES, L=_l, NS=2,
-                               TB=conv.ROWS_PIPE_TAB))
+                               TB=conv.ROWS_PIPE_TAB, PR=0))
         PROBE.add(_k1.instance(f"pipe1d_{_n}_{_t.tag}", T=_t, SB=conv.ROWS_PIPE_STAGE_BYTES, L=_l, NS=2,
-                               TB=conv.ROWS_PIPE_TAB))
+                               TB=conv.ROWS_PIPE_TAB, PR=0))
+#: the pipeline's 16-bit pair fill (``im2col_rows_pipe_pairs``, the wrappers' ``im2col_rows_pairs_*``) with its
+#: registers sized for other occupancies, and with more loads in flight: label -> (loads in flight, blocks of
+#: ROWS_BLOCK an SM)
+PAIR_VARIANTS = {"pairs, L=8, 2 blocks/SM": (8, 2), "pairs, L=12, 3 blocks/SM": (12, 3),
+                 "pairs, L=4, 3 blocks/SM": (4, 3)}
+for _n, (_l, _mb) in enumerate(PAIR_VARIANTS.values()):
+    _k2 = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": _mb})(conv.im2col_rows_op.__wrapped__)
+    PROBE.add(_k2.instance(f"pair2d_{_n}_bf16", T=pk.bf16, SB=conv.ROWS_PIPE_STAGE_BYTES_16, L=_l, NS=2,
+                           TB=conv.ROWS_PIPE_TAB_16, PR=1))
 #: the rows path without the pipeline (one stage, one block an item; ``im2col1d_rows_*`` is this one)
 for _t in (pk.f32, pk.bf16):
     PROBE.add(conv.im2col_rows_op.instance(f"old2d_{_t.tag}", T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS, NS=1,
-                                           TB=conv.ROWS_TAB))
+                                           TB=conv.ROWS_TAB, PR=0))
     PROBE.add(conv.im2col1d_rows_op.instance(f"old1d_{_t.tag}", T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS, NS=1,
-                                             TB=conv.ROWS_TAB))
+                                             TB=conv.ROWS_TAB, PR=0))
 
 def run_im2col(b: Bench, quick: bool) -> None:
     """im2col 3x3 on [32,256,56,56] and im2col1d k3 on [32,256,8192]: the rows path without the pipeline
@@ -193,6 +203,14 @@ def run_im2col(b: Bench, quick: bool) -> None:
                         im2col_rows_launch(batch, c, h_out, w_out, kh, kw, 1, 1, pdt, dev)))
         for n, (label, (_, mb)) in enumerate(PIPE_VARIANTS.items()):
             out.append((label, Lazy(dev, f"pipe{kind}_{n}_{tag}", PROBE), (min(items, sms * mb), ROWS_BLOCK)))
+        if kind == "2d" and tag == "bf16":
+            out.append(("im2col_rows_pairs, im2col_rows_launch", Lazy(dev, f"im2col_rows_pairs_{tag}", CONV),
+                        im2col_rows_launch(batch, c, h_out, w_out, kh, kw, 1, 1, pdt, dev, pairs=True)))
+            chunk, pix = im2col_rows_plan(c, kh, kw, w_out, 1, 1, pdt, conv.ROWS_PIPE_STAGE_BYTES_16,
+                                          conv.ROWS_PIPE_TAB_16, 2)
+            items = batch * h_out * -(-w_out // pix) * -(-c // chunk)
+            for n, (label, (_, mb)) in enumerate(PAIR_VARIANTS.items()):
+                out.append((label, Lazy(dev, f"pair2d_{n}_bf16", PROBE), (min(items, sms * mb), ROWS_BLOCK)))
         return out
 
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):

@@ -40,9 +40,11 @@ staged once, each channel's outputs stored as 8-byte words; ``col2im1d_rows_laun
 ``col2im1d_launch``), ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (im2col by
 output rows: an item's input rows staged once, each pixel's run stored in 16-byte vectors; 2-d on CUDA
 and the CPU pipelined across a block's items, ``im2col_rows_pipe``;
-``im2col_rows_launch``) are the additions to candle's names. The host wrappers live in ``stdlib_kernels/conv_launch.py`` and launch these the
-way candle-core's CUDA backend does (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM
-(``stdlib_kernels/matmul.py``). ``im2col_launch`` below is the wrappers' grid for im2col.
+``im2col_rows_launch``) with ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (16-bit types, the input
+staged as 4-byte pairs; ``im2col_rows_pairs_ok``) are the additions to candle's names. The host wrappers
+live in ``stdlib_kernels/conv_launch.py`` and launch these the way candle-core's CUDA backend does
+(§5.11); conv2d and conv1d go through im2col and pykern's own GEMM (``stdlib_kernels/matmul.py``).
+``im2col_launch`` below is the wrappers' grid for im2col.
 """
 from __future__ import annotations
 
@@ -484,12 +486,14 @@ ROWS_BLOCKS_PER_SM = 4
 
 @pk.func
 def im2col_rows_tile(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize,
-                     tbytes: usize, stage_bytes: usize, tab_n: usize) -> u64:
+                     tbytes: usize, stage_bytes: usize, tab_n: usize, extra: usize) -> u64:
     """The rows path's tile, ``chunk | pixels << 32`` (0 where the path does not apply): ``chunk``
     channels, a multiple of the channels whose (c, kh, kw) run fills whole 16-byte vectors, about
     ROWS_VECS vectors (all of c_in where fewer) and at most ``tab_n`` columns; ``pixels`` consecutive ow
-    (at most ROWS_PIXELS) whose staged columns fit the stage. ``im2col_rows_plan`` computes the same on
-    the host."""
+    (at most ROWS_PIXELS) whose staged columns fit the stage. ``extra``: staged columns beyond the
+    windows' (the pair fill's 2: its rows start on an even source column), then the pitch is sized
+    exactly (``rows_pitch(sw + extra)`` at most the row's room). ``im2col_rows_plan`` computes the same
+    on the host."""
     kk = h_k * w_k
     vw = usize(16) // tbytes
     if kk == 0 or c_in == 0 or w_out == 0:
@@ -505,7 +509,17 @@ def im2col_rows_tile(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: 
     reach = (w_k - 1) * dilation + 1
     if per_row < reach + 3:
         return u64(0)
-    pixels = min(min(w_out, usize(ROWS_PIXELS)), (per_row - 3 - reach) // stride + 1)
+    room = per_row - 3 - reach
+    if extra > 0:  # the largest pitch rows_pitch gives within per_row, less the extra columns
+        top = per_row
+        if tbytes == 4 and top % 2 == 0:
+            top -= 1
+        elif tbytes == 2:
+            top -= (top + 2) % 4
+        if top < reach + extra:
+            return u64(0)
+        room = top - extra - reach
+    pixels = min(min(w_out, usize(ROWS_PIXELS)), room // stride + 1)
     return u64(chunk) | (u64(pixels) << 32)
 
 
@@ -552,17 +566,22 @@ def column_table(tab: Ptr[u16], chunk: usize, h_k: usize, w_k: usize, pitch: usi
 @pk.func
 def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
                 pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
-                dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], tab: Ptr[u16], *, L):
+                dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], tab: Ptr[u16], *, L, CW):
     """Items go to blocks in turn (block-uniform loop and barriers). Fill: thread t takes staged column
     ``t % sw`` (lanes along the input's width) of every ``nt // sw``-th of the item's ``cn * h_k`` rows,
     L loads in flight before any store; staged rows at ``rows_pitch``. Write: groups of ``g`` lanes (one
     16-byte tile a lane where the block has ``g`` = the run's vectors) take the item's pixels in turn;
     pixel q's value of column e is ``stage[tab[e] + q * stride_w]``. ``info`` is the 2-d source layout
-    (im2col1d passes its 1-d one as height 1, unpadded)."""
+    (im2col1d passes its 1-d one as height 1, unpadded). CW = 2 (16-bit types; the caller checks
+    ``pipe_pairs_ok``): the fill as 4-byte words of aligned source pairs (``im2col_rows_pipe_pairs``'s),
+    staged rows two columns wider, starting ``sh`` (0 or 1) before the item's first window column."""
     c_in = info[1]
     kk = h_k * w_k
     sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
-    pitch = rows_pitch(sw, usize(T.nbytes))
+    if CW == 2:
+        pitch = rows_pitch(sw + 2, usize(T.nbytes))
+    else:
+        pitch = rows_pitch(sw, usize(T.nbytes))
     c_tiles = (c_in + chunk - 1) // chunk
     w_tiles = (w_out + pw - 1) // pw
     items = info[0] * h_out * w_tiles * c_tiles
@@ -579,7 +598,10 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
     grp = t // g
     rowlen = c_in * kk
     # the fill's index arithmetic in u32 (the kernels check that a batch's offsets fit)
-    xs = min(sw, nt)
+    if CW == 2:
+        xs = min((sw + 2) // 2, nt)  # words a staged row
+    else:
+        xs = min(sw, nt)
     passes = u32(nt // xs)  # rows a pass of the fill covers
     tx = u32(t % xs)
     ty = u32(t // xs)
@@ -615,7 +637,28 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
         rows = u32(cn * h_k)
         base = src + b * info[4] + c0 * info[5]
         oh32 = u32(oh) * sh32
-        if ty < passes:
+        sh = u32(0)
+        if CW == 2:
+            iw0 = u32(ow0 * stride_w) - pw32
+            sh = iw0 & 1
+            base32 = pk.bitcast(base, ConstPtr[u32])
+            st32 = pk.bitcast(stage, Ptr[u32])
+            vals32 = pk.local.array(L, u32)
+            if ty < passes:
+                for x in range(tx, (sw32 + 2) // 2, u32(xs)):
+                    iw = iw0 - sh + x * 2  # even; wraps past 2**31 left of the input
+                    for r0 in range(ty, rows, passes * u32(L)):
+                        for u in pk.static_range(L):
+                            row = min(r0 + u32(u) * passes, rows - 1)
+                            c, kh = div_mod(row, hk32, m_hk)
+                            ih = padded_source(oh32 + kh * dh32, ph32, hi)
+                            inside = ih < hi and iw < wi
+                            v32 = base32[usize(pk.select(inside, (c * s5 + ih * s6 + iw) >> 1, u32(0)))]
+                            vals32[u] = pk.select(inside, v32, u32(0))
+                        for u in pk.static_range(L):
+                            if r0 + u32(u) * passes < rows:
+                                st32[(r0 + u32(u) * passes) * (p32 // 2) + x] = vals32[u]
+        elif ty < passes:
             for x in range(tx, sw32, u32(xs)):
                 iw = padded_source(u32(ow0 * stride_w) + x, pw32, wi)
                 iwo = iw * s7
@@ -637,6 +680,8 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
             for q in range(grp, pn, groups):
                 o = out + q * rowlen
                 sp = stage + q * stride_w
+                if CW == 2:
+                    sp = sp + usize(sh)
                 for e in pk.parallel_range(usize(0), run, lane, g):
                     o[e] = sp[tab[e]]
         pk.syncthreads()
@@ -649,6 +694,10 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
 #: without an opt-in)
 ROWS_PIPE_STAGE_BYTES = 23424
 ROWS_PIPE_TAB = 1024
+#: ... for the 16-bit pair fill (``im2col_rows_pairs_*``): stages two columns wider (a 3x3 item's 192 rows
+#: at a pitch of 62) and a table of 768 entries (a run of up to 96 columns of 8 channels), 49152 bytes
+ROWS_PIPE_STAGE_BYTES_16 = 23808
+ROWS_PIPE_TAB_16 = 768
 #: blocks of ROWS_BLOCK an SM the pipelined kernel's registers are sized for on CUDA (72 registers and
 #: 16-24 bytes of spills; sized for four, 56 registers, it spilled 150-220 bytes and ran at about half
 #: the speed), and the wrappers' grid: that many blocks an SM, each looping over items
@@ -810,39 +859,218 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
             nxt += u32(pk.grid_dim.x)
         sel = u32(1) - sel
 
+
+@pk.func
+def pipe_item(fill: Ptr[T], base: ConstPtr[T], rows: u32, iw0: u32, oh32: u32, ncol: u32, tx: u32, xs: u32,
+              ty: u32, step: u32, passes: u32, hk32: u32, m_hk: u64, dc: u32, dkh: u32, dh32: u32, ph32: u32,
+              s5: u32, s6: u32, s7: u32, hi: u32, wi: u32, p32: u32, out: Ptr[T], wsrc: Ptr[T], tab: Ptr[u16],
+              npx: u32, grp: u32, groups: u32, rowlen: usize, sw32: u32, run: u32, lane: u32, g: u32, *, L, CW):
+    """One pass of im2col_rows_pipe: the next item's fill into ``fill``, rounds of L loads, each round's
+    share of the current item's pixels written (rows_write) between its loads and its stores. CW = 1: a
+    staged column an element, source column ``iw0 + x``; CW = 2 (16-bit types, rows contiguous and
+    4-byte aligned, an even width): a column a 4-byte word of an aligned source pair, ``iw0 + 2 x``
+    (``iw0`` even), so a load fetches two elements and a staged row is ``p32 / 2`` words."""
+    vals = pk.local.array(L, T)
+    vals32 = pk.local.array(L, u32)
+    base32 = pk.bitcast(base, ConstPtr[u32])
+    fill32 = pk.bitcast(fill, Ptr[u32])
+    pw32 = p32 // 2
+    nrr = u32(0)
+    if ty < rows:
+        nrr = (rows - ty + step - 1) // step
+    pieces = max(ncol * nrr, u32(1))
+    k = u32(0)
+    for xi in range(u32(0), ncol):
+        x = tx + xi * xs
+        iw = iw0 + x * u32(CW)  # wraps past 2**31 left of the input: one compare tests both sides
+        iw_in = iw < wi
+        iwo = iw * s7
+        for r0 in range(ty, rows, step):
+            # row r0 + u * passes's (c, kh) one step from the last (dc, dkh: passes // h_k, passes % h_k)
+            c, kh = div_mod(r0, hk32, m_hk)
+            for u in pk.static_range(L):
+                if u > 0:
+                    kh += dkh
+                    c += dc
+                    wrap = kh >= hk32
+                    kh = pk.select(wrap, kh - hk32, kh)
+                    c = pk.select(wrap, c + 1, c)
+                ih = oh32 + kh * dh32 - ph32
+                inside = ih < hi and iw_in and r0 + u32(u) * passes < rows
+                if CW == 2:
+                    v32 = base32[usize(pk.select(inside, (c * s5 + ih * s6 + iw) >> 1, u32(0)))]
+                    vals32[u] = pk.select(inside, v32, u32(0))
+                else:
+                    v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
+                    vals[u] = pk.select(inside, v, T(0))
+            rows_write(out, wsrc, tab, k * npx // pieces, (k + 1) * npx // pieces, grp, groups, rowlen, sw32,
+                       run, lane, g)
+            k += 1
+            for u in pk.static_range(L):
+                if r0 + u32(u) * passes < rows:
+                    if CW == 2:
+                        fill32[(r0 + u32(u) * passes) * pw32 + x] = vals32[u]
+                    else:
+                        fill[(r0 + u32(u) * passes) * p32 + x] = vals[u]
+    rows_write(out, wsrc, tab, k * npx // pieces, npx, grp, groups, rowlen, sw32, run, lane, g)
+
+
+@pk.func
+def pipe_pairs_ok(info: ConstPtr[usize], src: ConstPtr[T]) -> bool:
+    """The 2-d layout ``info`` and ``src`` allow im2col_rows_pipe's pair fill (CW = 2): rows contiguous
+    along w, every row and the source 4-byte aligned, and an even width (no pair straddles a row's end)."""
+    return (info[7] == 1 and info[4] % 2 == 0 and info[5] % 2 == 0 and info[6] % 2 == 0 and info[3] % 2 == 0
+            and pk.is_aligned(src, 4))
+
+
+@pk.func
+def im2col_rows_pipe_pairs(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
+                           pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize],
+                           src: ConstPtr[T], dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], sbe: usize,
+                           tab: Ptr[u16], *, L):
+    """im2col_rows_pipe for 16-bit types with the fill as 4-byte pairs (``pipe_item``, CW = 2; the caller
+    checks ``pipe_pairs_ok``): a load fetches two adjacent source columns, half the fill's instructions
+    an element, which bound the 16-bit pipeline. A staged row starts on an even source column, ``sh``
+    (0 or 1) before the item's first window column, and is two columns wider than the windows'
+    (``im2col_rows_tile``'s ``extra``). The same passes, write and barrier as im2col_rows_pipe (a copy of
+    its body, so that kernel's code stays as it was: every change to it moved its spills)."""
+    c_in = info[1]
+    kk = h_k * w_k
+    sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
+    pitch = rows_pitch(sw + 2, usize(T.nbytes))
+    c_tiles = (c_in + chunk - 1) // chunk
+    w_tiles = (w_out + pw - 1) // pw
+    items = info[0] * h_out * w_tiles * c_tiles
+    if items > INDEX_31:  # the item loop's arithmetic is u32 (im2col_rows_ok checks this on the host)
+        return
+    t = usize(pk.thread_idx.x)
+    nt = usize(pk.block_dim.x)
+    column_table(tab, chunk, h_k, w_k, pitch, dil_w)
+    nv = (chunk * kk * usize(T.nbytes) + 15) // 16
+    g = u32(min(nv, nt))
+    groups = u32(nt) // g
+    lane = u32(t) % g
+    grp = u32(t) // g
+    rowlen = c_in * kk
+    cols = (sw + 2) // 2  # the staged words a row: the windows' columns and sh
+    xs = u32(min(cols, nt))
+    passes = u32(nt) // xs
+    tx = u32(t) % xs
+    ty = u32(t) // xs
+    step = passes * u32(L)
+    p32 = u32(pitch)
+    hk32 = u32(h_k)
+    m_hk = divisor_magic(h_k)
+    dc = passes // hk32
+    dkh = passes - dc * hk32
+    dh32 = u32(dil_h)
+    ph32 = u32(pad_h)
+    s4 = u32(info[4])
+    s5 = u32(info[5])
+    s6 = u32(info[6])
+    s7 = u32(info[7])
+    hi = u32(info[2])
+    wi = u32(info[3])
+    ct32 = u32(c_tiles)
+    wt32 = u32(w_tiles)
+    ho32 = u32(h_out)
+    n32 = u32(items)
+    ch32 = u32(chunk)
+    ci32 = u32(c_in)
+    kk32 = u32(kk)
+    pw32 = u32(pw)
+    wo32 = u32(w_out)
+    sw32 = u32(stride_w)
+    sbe32 = u32(sbe)
+    ncol = u32(0)  # the words this thread fills: x = tx, tx + xs, ... below cols
+    if ty < passes:
+        ncol = (u32(cols) - tx + xs - 1) // xs
+    cur = n32
+    nxt = u32(pk.block_idx.x)
+    sel = u32(0)
+    pk.syncthreads()
+    while cur < n32 or nxt < n32:
+        fill = stage + usize(sel * sbe32)
+        # the next item, filled into `fill`
+        rows = u32(0)
+        base = src
+        iw0 = u32(0)
+        oh32 = u32(0)
+        if nxt < n32:
+            ct, wt, oh, b = rows_item(nxt, ct32, wt32, ho32)
+            c0 = ct * ch32
+            rows = min(ch32, ci32 - c0) * hk32
+            base = src + usize(b) * usize(s4) + usize(c0) * usize(s5)
+            iw0 = (wt * pw32 * sw32 - u32(pad_w)) & ~u32(1)
+            oh32 = oh * u32(stride_h)
+        # the current item, written from the other stage: the thread's pixels grp + j * groups, j < npx
+        npx = u32(0)
+        out = dst
+        run = u32(0)
+        sh = u32(0)
+        if cur < n32 and grp < groups:
+            ct, wt, oh, b = rows_item(cur, ct32, wt32, ho32)
+            c0 = ct * ch32
+            ow0 = wt * pw32
+            sh = (ow0 * sw32 - u32(pad_w)) & 1
+            pn = min(pw32, wo32 - ow0)
+            run = min(ch32, ci32 - c0) * kk32
+            out = dst + ((usize(b) * h_out + usize(oh)) * w_out + usize(ow0)) * rowlen + usize(c0) * usize(kk32)
+            if grp < pn:
+                npx = (pn - grp + groups - 1) // groups
+        wsrc = stage + usize(sbe32 - sel * sbe32 + sh)
+        pipe_item(fill, base, rows, iw0, oh32, ncol, tx, xs, ty, step, passes, hk32, m_hk, dc, dkh, dh32, ph32,
+                  s5, s6, s7, hi, wi, p32, out, wsrc, tab, npx, grp, groups, rowlen, sw32, run, lane, g,
+                  L=L, CW=2)
+        pk.syncthreads()
+        cur = nxt
+        if nxt < n32:
+            nxt += u32(pk.grid_dim.x)
+        sel = u32(1) - sel
+
 @pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
 def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
                    padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T,
-                   SB, L, NS, TB):
+                   SB, L, NS, TB, PR):
     """The wrappers' own im2col (``im2col_rows_{T}``, candle's signature and semantics): the rows path
     alone, for sizes where its tile applies and 32-bit staging indices suffice (``im2col_rows_plan``,
     which the wrappers check before launching it); arguments outside that write nothing. A kernel of its
     own: candle's im2col_op holds the loop and the staged gather, whose registers it would take. NS = 2:
     the pipelined path (``im2col_rows_pipe``, two stages of SB bytes), NS = 1 ``im2col_rows``; TB
-    column-table entries."""
+    column-table entries. PR = 1 (16-bit types, NS = 2): the pair fill (``im2col_rows_pipe_pairs``,
+    ``im2col_rows_pairs_*``), layouts outside ``pipe_pairs_ok`` writing nothing."""
     stage = pk.shared.array(NS * SB // T.nbytes, T)
     tab = pk.shared.array(TB, u16)
-    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB))
+    tile = im2col_rows_tile(info[1], h_k, w_k, w_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB),
+                            usize(2 if NS == 2 and T.nbytes == 2 and PR > 0 else 0))
     reach = max(max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation), padding + max(info[2], info[3]))
     if (tile != 0 and dst_numel > 0 and stride > 0 and rows_domain(info, reach, padding, dilation)
             and max(max(h_out, w_out), max(h_k, w_k)) <= INDEX_31):
-        if NS == 2:
+        if NS == 2 and T.nbytes == 2 and PR > 0:
+            if pipe_pairs_ok(info, src):
+                im2col_rows_pipe_pairs(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation,
+                                       info, src, dst, usize(u32(tile)), usize(tile >> 32), stage,
+                                       usize(SB // T.nbytes), tab, L=L)
+        elif NS == 2:
             im2col_rows_pipe(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
                              dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab, L=L)
         else:
             im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
-                        usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
+                        usize(u32(tile)), usize(tile >> 32), stage, tab, L=L, CW=1)
 
 
 @pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
 def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-                     info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, NS, TB):
+                     info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, NS, TB, PR):
     """The wrappers' own im2col1d (``im2col1d_rows_{T}``, candle's signature: ``dst_numel`` counts
     (b, l, c) rows): im2col_rows (NS = 1) or im2col_rows_pipe (NS = 2) on the input seen as height 1;
-    arguments outside its domain write nothing (``im2col_rows_plan``)."""
+    arguments outside its domain write nothing (``im2col_rows_plan``). PR = 1 (16-bit types, NS = 1):
+    the pair fill (``im2col_rows``' CW = 2, ``im2col1d_rows_pairs_*``), layouts outside
+    ``pipe_pairs_ok`` writing nothing."""
     stage = pk.shared.array(NS * SB // T.nbytes, T)
     tab = pk.shared.array(TB, u16)
-    tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB))
+    tile = im2col_rows_tile(info[1], usize(1), l_k, l_out, stride, dilation, usize(T.nbytes), usize(SB), usize(TB),
+                            usize(2 if NS == 1 and T.nbytes == 2 and PR > 0 else 0))
     if tile != 0 and dst_numel > 0 and stride > 0 and max(l_out, l_k) <= INDEX_31:
         as_2d = pk.local.array(8, usize)
         layout_1d_as_2d(info, as_2d)
@@ -852,9 +1080,13 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
             im2col_rows_pipe(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
                              as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab,
                              L=L)
+        elif T.nbytes == 2 and PR > 0:
+            if pipe_pairs_ok(as_2d, src):
+                im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
+                            as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L, CW=2)
         else:
             im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
-                        as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L)
+                        as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, tab, L=L, CW=1)
 
 
 
@@ -1830,9 +2062,21 @@ for _t in ROWS_IM2COL_DTYPES:
     CONV.add(im2col_rows_pipe_op.instance(
         kernel_name("im2col_rows", _t), T=_t, L=ROWS_LOADS,
         NS=pk.per_target(amdgpu=1, default=2), SB=pk.per_target(amdgpu=ROWS_STAGE_BYTES, default=ROWS_PIPE_STAGE_BYTES),
-        TB=pk.per_target(amdgpu=ROWS_TAB, default=ROWS_PIPE_TAB)))
+        TB=pk.per_target(amdgpu=ROWS_TAB, default=ROWS_PIPE_TAB), PR=0))
     CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows", _t), T=_t, SB=ROWS_STAGE_BYTES, L=ROWS_LOADS,
-                                       NS=1, TB=ROWS_TAB))
+                                       NS=1, TB=ROWS_TAB, PR=0))
+#: and for 16-bit types the pipeline's pair fill (``im2col_rows_pairs_*``, PR = 1: the fill's loads 4-byte pairs,
+#: half the instructions of an element fill), which the wrappers take where ``im2col_rows_pairs_ok`` holds;
+#: a kernel of its own, since one holding both fills spilled (docs/targets/cuda.md). AMDGPU: the one-stage
+#: ``im2col_rows``, as ``im2col_rows_*`` there
+ROWS_PAIRS_DTYPES = (f16, bf16)
+for _t in ROWS_PAIRS_DTYPES:
+    CONV.add(im2col_rows_pipe_op.instance(
+        kernel_name("im2col_rows_pairs", _t), T=_t, L=ROWS_LOADS, NS=pk.per_target(amdgpu=1, default=2),
+        SB=pk.per_target(amdgpu=ROWS_STAGE_BYTES, default=ROWS_PIPE_STAGE_BYTES_16),
+        TB=pk.per_target(amdgpu=ROWS_TAB, default=ROWS_PIPE_TAB_16), PR=pk.per_target(amdgpu=0, default=1)))
+    CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows_pairs", _t), T=_t, SB=ROWS_STAGE_BYTES,
+                                       L=ROWS_LOADS, NS=1, TB=ROWS_TAB, PR=pk.per_target(amdgpu=0, default=1)))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
@@ -1861,7 +2105,7 @@ def im2col_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int,
 
 
 def im2col_rows_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dilation: int, dtype,
-                     stage_bytes: int = ROWS_STAGE_BYTES, tab: int = ROWS_TAB) -> tuple[int, int]:
+                     stage_bytes: int = ROWS_STAGE_BYTES, tab: int = ROWS_TAB, extra: int = 0) -> tuple[int, int]:
     """``im2col_rows_tile`` on the host: (chunk, pixels), (0, 0) where the rows path does not apply."""
     kk, vw = h_k * w_k, 16 // dtype.nbytes
     if kk == 0 or c_in == 0 or w_out == 0:
@@ -1872,30 +2116,41 @@ def im2col_rows_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dil
     reach = (w_k - 1) * dilation + 1
     if chunk * kk > tab or per_row < reach + 3:
         return 0, 0
-    return chunk, min(w_out, ROWS_PIXELS, (per_row - 3 - reach) // stride + 1)
+    room = per_row - 3 - reach
+    if extra:
+        top = per_row - (1 - per_row % 2 if dtype.nbytes == 4 else (per_row + 2) % 4 if dtype.nbytes == 2 else 0)
+        if top < reach + extra:
+            return 0, 0
+        room = top - extra - reach
+    return chunk, min(w_out, ROWS_PIXELS, room // stride + 1)
 
 
-def im2col_rows_params(dtype, target, one_d: bool = False) -> tuple[dict, int]:
-    """``im2col_rows_{dtype}``'s (``one_d``: ``im2col1d_rows_{dtype}``'s) stage bytes and column-table
-    entries as ``target`` (a target or its name) compiles them, in ``im2col_rows_plan``'s keywords, and its
-    stages (2: the pipelined path, whose grid is capped)."""
-    p = CONV.get(kernel_name("im2col1d_rows" if one_d else "im2col_rows", dtype)).params_for(target)
-    return dict(stage_bytes=p["SB"], tab=p["TB"]), p["NS"]
+def im2col_rows_params(dtype, target, one_d: bool = False, pairs: bool = False) -> tuple[dict, int]:
+    """``im2col_rows_{dtype}``'s (``one_d``: ``im2col1d_rows_{dtype}``'s, ``pairs``:
+    ``im2col_rows_pairs_{dtype}``'s) stage bytes, column-table entries and extra staged columns as
+    ``target`` (a target or its name) compiles them, in ``im2col_rows_plan``'s keywords, and its stages
+    (2: the pipelined path, whose grid is capped)."""
+    name = ("im2col1d_rows" if one_d else "im2col_rows") + ("_pairs" if pairs else "")
+    p = CONV.get(kernel_name(name, dtype)).params_for(target)
+    extra = 2 if dtype.nbytes == 2 and p.get("PR", 0) > 0 else 0
+    return dict(stage_bytes=p["SB"], tab=p["TB"], extra=extra), p["NS"]
 
 
-def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int, dilation: int) -> bool:
+def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int, dilation: int,
+                   pairs: bool = False) -> bool:
     """Whether the wrappers take ``im2col_rows_*`` (x (b, c, h, w)) or ``im2col1d_rows_*`` (x (b, c, l):
     ``h_out = h_k = 1``) for the device array ``x``: a dtype they are built for, a tile that applies,
     every size below 2**31 and a batch's source offsets below 2**32 (the kernels' u32 staging
-    arithmetic; ``rows_domain``, their own test)."""
-    if x.dtype not in ROWS_IM2COL_DTYPES:
+    arithmetic; ``rows_domain``, their own test). ``pairs``: the same for ``im2col_rows_pairs_*``
+    (``im2col_rows_pairs_ok``)."""
+    if x.dtype not in (ROWS_PAIRS_DTYPES if pairs else ROWS_IM2COL_DTYPES):
         return False
     dims, strides = (x.shape[0], x.shape[1], 1, x.shape[2]), (x.strides[0], x.strides[1], 0, x.strides[2])
     if x.ndim == 4:
         dims, strides = x.shape, x.strides
     reach = max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation, padding + max(dims[2], dims[3]))
     span = sum((d - 1) * s for d, s in zip(dims[1:], strides[1:]))
-    params, _ = im2col_rows_params(x.dtype, x.device.target, x.ndim == 3)
+    params, _ = im2col_rows_params(x.dtype, x.device.target, x.ndim == 3, pairs)
     chunk, pixels = im2col_rows_plan(dims[1], h_k, w_k, w_out, stride, dilation, x.dtype, **params)
     items = dims[0] * h_out * -(-w_out // max(pixels, 1)) * -(-dims[1] // max(chunk, 1))
     return (dims[0] * h_out * w_out > 0 and stride > 0 and chunk > 0 and items <= INDEX_31
@@ -1903,13 +2158,24 @@ def im2col_rows_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, p
             and span <= 0xFFFFFFFF)
 
 
+def im2col_rows_pairs_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int,
+                         dilation: int) -> bool:
+    """Whether the wrappers take ``im2col_rows_pairs_*`` (``im2col1d_rows_pairs_*`` for a 3-d ``x``) for the
+    device array ``x``: a 16-bit type, rows contiguous along w (l), every row and the array 4-byte aligned,
+    an even width (the kernels' ``pipe_pairs_ok``), and ``im2col_rows_ok`` for its stage and table."""
+    return (x.ndim in (3, 4) and x.dtype in ROWS_PAIRS_DTYPES and x.strides[-1] == 1 and x.shape[-1] % 2 == 0
+            and all(v % 2 == 0 for v in x.strides[:-1]) and x.ptr % 4 == 0
+            and im2col_rows_ok(x, h_out, w_out, h_k, w_k, stride, padding, dilation, pairs=True))
+
+
 def im2col_rows_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, dilation: int,
-                       dtype, device, one_d: bool = False) -> tuple[int, int]:
+                       dtype, device, one_d: bool = False, pairs: bool = False) -> tuple[int, int]:
     """The wrappers' grid for ``im2col_rows_{dtype}`` (``one_d``: ``im2col1d_rows``, h_out = h_k = 1) on
     ``device``: blocks of ROWS_BLOCK, one per work item; for the pipelined path at most
     ROWS_PIPE_BLOCKS_PER_SM a multiprocessor (132 where the device does not say), each block looping over
-    items, the pipeline filling the next while it writes the current one."""
-    params, stages = im2col_rows_params(dtype, device.target, one_d)
+    items, the pipeline filling the next while it writes the current one. ``pairs``: the grid of
+    ``im2col_rows_pairs_{dtype}``."""
+    params, stages = im2col_rows_params(dtype, device.target, one_d, pairs)
     chunk, pixels = im2col_rows_plan(c_in, h_k, w_k, w_out, stride, dilation, dtype, **params)
     items = b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // max(chunk, 1))
     if stages == 2:

@@ -307,10 +307,15 @@ def test_im2col_rows(wave_device, dtype):
     dev = wave_device
     cases2 = [((2, 40, 9, 70), (3, 3), 1, 1, 1), ((1, 70, 12, 11), (3, 3), 2, 1, 1), ((2, 9, 8, 9), (1, 1), 1, 0, 1),
               ((1, 6, 13, 140), (7, 5), 1, 3, 2), ((2, 3, 6, 7), (3, 3), 1, 4, 1), ((1, 33, 5, 5), (2, 3), 3, 2, 1)]
-    for n, (shape, (kh, kw), stride, pad, dil) in enumerate(cases2):
+    # contiguous, an even width: the 16-bit pair fill (odd and even padding, strides 2 and 3, a source
+    # pair's column before the window's first, an odd run: the element write beside it)
+    pairs2 = [((1, 70, 12, 12), (3, 3), 2, 1, 1), ((2, 13, 6, 10), (3, 3), 1, 2, 2), ((1, 5, 6, 8), (3, 3), 1, 1, 1),
+              ((2, 9, 4, 130), (3, 3), 1, 1, 1), ((1, 8, 7, 16), (2, 5), 3, 3, 1)]
+    for n, (shape, (kh, kw), stride, pad, dil) in enumerate(cases2 + pairs2):
         x = values(dtype, shape)
         want = im2col_ref(x, (kh, kw), stride, pad, dil)
-        xd = view(dev, x, LAYOUTS[n % 3] if n % 2 else "contiguous")  # contiguous and aligned: the word fill
+        # contiguous and aligned: the word fill
+        xd = view(dev, x, LAYOUTS[n % 3] if n % 2 and n < len(cases2) else "contiguous")
         h_out, w_out = want.shape[1:3]
         assert conv.im2col_rows_ok(xd, h_out, w_out, kh, kw, stride, pad, dil), (shape, kh, kw)
         own = conv.im2col_rows_launch(shape[0], shape[1], h_out, w_out, kh, kw, stride, dil, dtype, dev)
@@ -319,11 +324,27 @@ def test_im2col_rows(wave_device, dtype):
             launch(dev, f"im2col_rows_{dtype.tag}", out.size, out.size, h_out, w_out, kh, kw, stride, pad, dil,
                    info_of(dev, xd), xd, out, shape=launch_shape)
             assert_bits(out.to_host(), want, f"im2col_rows {shape} {kh}x{kw} s{stride} p{pad} d{dil} {launch_shape}")
+        # the 16-bit pair fill (im2col_rows_pairs_*): where its host test holds, and nothing written elsewhere
+        pairs = conv.im2col_rows_pairs_ok(xd, h_out, w_out, kh, kw, stride, pad, dil)
+        assert pairs or n < len(cases2) or dtype not in conv.ROWS_PAIRS_DTYPES, (shape, n)
+        if dtype in conv.ROWS_PAIRS_DTYPES:
+            own = conv.im2col_rows_launch(shape[0], shape[1], h_out, w_out, kh, kw, stride, dil, dtype, dev, pairs=True)
+            for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
+                out = dev.to_device(np.full(want.shape, 7, dtype.np))
+                launch(dev, f"im2col_rows_pairs_{dtype.tag}", out.size, out.size, h_out, w_out, kh, kw, stride, pad,
+                       dil, info_of(dev, xd), xd, out, shape=launch_shape)
+                # (AMDGPU's im2col_rows_pairs_* is the one-stage im2col_rows: every layout)
+                one_stage = conv.im2col_rows_params(dtype, dev.target, pairs=True)[1] == 1
+                expect = want if pairs or one_stage else np.full(want.shape, 7, dtype.np)
+                assert_bits(out.to_host(), expect, f"im2col_rows_pairs {shape} {kh}x{kw} s{stride} p{pad} d{dil} "
+                                                   f"{launch_shape}")
     cases1 = [((2, 150, 300), 3, 1, 1, 1), ((1, 5, 90), 4, 2, 4, 3), ((2, 7, 33), 1, 1, 0, 1), ((1, 2, 700), 300, 1, 2, 1)]
-    for n, (shape, k, stride, pad, dil) in enumerate(cases1):
+    # contiguous, an even length: the 16-bit pair fill (odd and even padding, strides 2 and 3, dilation 2)
+    pairs1 = [((2, 70, 130), 3, 1, 1, 1), ((1, 9, 64), 4, 2, 2, 2), ((2, 5, 40), 3, 3, 1, 1)]
+    for n, (shape, k, stride, pad, dil) in enumerate(cases1 + pairs1):
         x = values(dtype, shape)
         want = im2col_ref(x, (k,), stride, pad, dil)
-        xd = view(dev, x, LAYOUTS[(n + 1) % 3] if n % 2 else "contiguous")
+        xd = view(dev, x, LAYOUTS[(n + 1) % 3] if n % 2 and n < len(cases1) else "contiguous")
         l_out = want.shape[1]
         assert conv.im2col_rows_ok(xd, 1, l_out, 1, k, stride, pad, dil), (shape, k)
         threads = shape[0] * l_out * shape[1]
@@ -333,6 +354,20 @@ def test_im2col_rows(wave_device, dtype):
             launch(dev, f"im2col1d_rows_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil, info_of(dev, xd),
                    xd, out, shape=launch_shape)
             assert_bits(out.to_host(), want, f"im2col1d_rows {shape} k{k} s{stride} p{pad} d{dil} {launch_shape}")
+        # the 16-bit pair fill (im2col1d_rows_pairs_*): where its host test holds, and nothing written elsewhere
+        pairs = conv.im2col_rows_pairs_ok(xd, 1, l_out, 1, k, stride, pad, dil)
+        assert pairs or n < len(cases1) or dtype not in conv.ROWS_PAIRS_DTYPES, (shape, n)
+        if dtype in conv.ROWS_PAIRS_DTYPES:
+            own = conv.im2col_rows_launch(shape[0], shape[1], 1, l_out, 1, k, stride, dil, dtype, dev, one_d=True,
+                                          pairs=True)
+            one_stage_all = conv.im2col_rows_params(dtype, dev.target, True, True)[0]["extra"] == 0
+            for launch_shape in (own, (3, 288), (2, 96), (5, 32)):
+                out = dev.to_device(np.full(want.shape, 7, dtype.np))
+                launch(dev, f"im2col1d_rows_pairs_{dtype.tag}", threads, threads, l_out, k, stride, pad, dil,
+                       info_of(dev, xd), xd, out, shape=launch_shape)
+                expect = want if pairs or one_stage_all else np.full(want.shape, 7, dtype.np)
+                assert_bits(out.to_host(), expect, f"im2col1d_rows_pairs {shape} k{k} s{stride} p{pad} d{dil} "
+                                                   f"{launch_shape}")
 
 
 @pytest.mark.parametrize("dtype", conv.ROWS_IM2COL_DTYPES, ids=ROWS_IDS)
@@ -698,13 +733,14 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
-    ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*`` and ``im2col_rows_*`` / ``im2col1d_rows_*`` (each with
-    its candle kernel's signature)."""
+    ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*`` and
+    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (each with its candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
     own += [(f"{op}_rows", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_IM2COL_DTYPES]
     own += [("col2im1d_rows", "col2im1d", t) for t in conv.ROWS_COL2IM_DTYPES]
+    own += [(f"{op}_rows_pairs", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_PAIRS_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
