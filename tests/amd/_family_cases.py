@@ -397,6 +397,13 @@ def _im2col(dev):
             for shape in ((3, 32), conv.im2col_rows_launch(b, c, 1, l_out, 1, k, stride, dil, dtype, dev, one_d=True)):
                 _launch(dev, sk.CONV, f"im2col1d_rows_{t}", *shape, threads, l_out, k, stride, pad, dil, _info(dev, x),
                         x, out)
+        if dtype in conv.ROWS_PAIRS_DTYPES:  # the 16-bit pair fill's kernel: contiguous rows of an even length
+            xp = dev.to_device(_conv_values(dtype, (b, c, size), gen))
+            outp = dev.empty((b, l_out, c, k), dtype)
+            for shape in ((3, 32), conv.im2col_rows_launch(b, c, 1, l_out, 1, k, stride, dil, dtype, dev, one_d=True,
+                                                          pairs=True)):
+                _launch(dev, sk.CONV, f"im2col1d_rows_pairs_{t}", *shape, threads, l_out, k, stride, pad, dil,
+                        _info(dev, xp), xp, outp)
         x = _view(dev, _conv_values(dtype, (1, 2, 5, 7), gen), "offset")
         kh, kw, stride, pad, dil = 2, 3, 1, 1, 1
         h_out, w_out = _out_size(5, kh, stride, pad, dil), _out_size(7, kw, stride, pad, dil)
@@ -408,6 +415,14 @@ def _im2col(dev):
             for shape in ((3, 32), conv.im2col_rows_launch(1, 2, h_out, w_out, kh, kw, stride, dil, dtype, dev)):
                 _launch(dev, sk.CONV, f"im2col_rows_{t}", *shape, out.size, h_out, w_out, kh, kw, stride, pad, dil,
                         _info(dev, x), x, out)
+        if dtype in conv.ROWS_PAIRS_DTYPES:  # the 16-bit pair fill's kernel: contiguous rows of an even width
+            x = dev.to_device(_conv_values(dtype, (1, 3, 5, 8), gen))
+            h_out, w_out = _out_size(5, kh, stride, pad, dil), _out_size(8, kw, stride, pad, dil)
+            out = dev.empty((1, h_out, w_out, 3, kh, kw), dtype)
+            for shape in ((3, 32), conv.im2col_rows_launch(1, 3, h_out, w_out, kh, kw, stride, dil, dtype, dev,
+                                                          pairs=True)):
+                _launch(dev, sk.CONV, f"im2col_rows_pairs_{t}", *shape, out.size, h_out, w_out, kh, kw, stride, pad,
+                        dil, _info(dev, x), x, out)
         # col2im1d (b, l_in, c_out, k) -> (b, c_out, l_out): a sum in T over l_in
         col = dev.to_device(_conv_values(dtype, (2, 5, 3, 3), gen))
         l_out = (5 - 1) * 2 + 3
