@@ -781,6 +781,24 @@ def test_wrapper_convolutions(wave_device, dtype):
                   f"conv_transpose2d wrapper case {n}")
 
 
+@pytest.mark.parametrize("dtype", conv.ROWS_PAIRS_DTYPES, ids=[t.tag for t in conv.ROWS_PAIRS_DTYPES])
+def test_wrapper_pair_fill(wave_device, dtype):
+    """conv2d / conv1d on contiguous 16-bit inputs of an even width: the wrappers take
+    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (odd padding: the staged rows start a column
+    before the windows' first)."""
+    dev = wave_device
+    x2, w2 = values(dtype, (2, 5, 6, 10)), values(dtype, (4, 5, 3, 3))
+    xd = dev.to_device(x2)
+    assert conv.im2col_rows_pairs_ok(xd, 6, 10, 3, 3, 1, 1, 1)
+    check_sum(cl.conv2d(xd, dev.to_device(w2), 1, 1, 1).to_host(), conv_ref(x2, w2, 1, 1, 1),
+              conv_ref(absolute(x2), absolute(w2), 1, 1, 1), 5 * 9, dtype, "conv2d wrapper, pair fill")
+    x1, w1 = values(dtype, (2, 7, 24)), values(dtype, (3, 7, 3))
+    xd = dev.to_device(x1)
+    assert conv.im2col_rows_pairs_ok(xd, 1, 12, 1, 3, 2, 1, 1)
+    check_sum(cl.conv1d(xd, dev.to_device(w1), 2, 1, 1).to_host(), conv_ref(x1, w1, 2, 1, 1),
+              conv_ref(absolute(x1), absolute(w1), 2, 1, 1), 7 * 3, dtype, "conv1d wrapper, pair fill")
+
+
 def test_wrapper_unbatched_and_gemm_paths(device):
     """An unbatched input; the fast conv_transpose1d path (contiguous weight, no padding or dilation)
     and the direct one agree with the reference."""
