@@ -36,7 +36,7 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
   mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
   activation columns.
 * mma: the wrappers' MMQ on ``pk.mma`` (``mul_mat_mma_{q}_*``: i8 tensor-core products block-scaled by
-  ``pk.mma.scale_add``) for q4_0 and q8_0 against dequantize + torch.matmul f16 and the planar MMQ
+  ``pk.mma.scale_add``) for q4_0, q8_0, q4_K and q6_K against dequantize + torch.matmul f16 and the planar MMQ
   (``mul_mat_planar``) at 16, 24, 32, 64, 128 columns, checked within spec §6.5's bound.
 
 Times: GPU time. ``--iters`` back-to-back calls are captured in one CUDA graph, and CUDA events time
@@ -1195,18 +1195,19 @@ def pdl(b: Bench) -> None:
 
 
 # ---- MMQ on pk.mma (issue 26: the tensor cores' i8 products, block-scaled) ---------------------------
-def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int, tile=None) -> None:
-    """``mul_mat_mma_{q}`` under the wrappers' launch (quantized_api.matmul's), its tile by batch or ``tile``."""
-    wr, wc, _ = tile or Q.mmq_mma_tile(batch)
+def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int, tile) -> None:
+    """``mul_mat_mma_{q}`` under the wrappers' launch (quantized_api.matmul's) for tile ``tile``."""
+    wr, wc, _ = tile
     fn[(-(-nrows // (16 * wr)), -(-batch // (16 * wc))), Q.MMQ_MMA_WAVES * 32, s](
         w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
 
 
 def mma(b: Bench) -> None:
     """The wrappers' MMQ on pk.mma (q8_1 + ``mul_mat_mma_{q}``, stdlib_kernels/quantized.py, its tile
-    by batch as quantized_api.matmul picks it; at 16 columns, which the wrappers give the planar MMQ,
-    the 1x1x4 tile) against dequantize + torch.matmul f16 and the planar MMQ (planar q8_1 +
-    ``mul_mat_planar_{q}``), 4096 x 4096, weights rotated; "alone" is the mma kernel by itself. Its
+    by format and batch as quantized_api.matmul picks it; at 16 columns, which the wrappers give the
+    planar MMQ, the format's first tile: 1x1x4, or 1x2x2 for the K formats) against dequantize + torch.matmul f16 and the planar MMQ (planar q8_1 +
+    ``mul_mat_planar_{q}``), 4096 x 4096, weights rotated; "alone" is the mma kernel by itself (and
+    each tile by itself, "tiles alone"). Its
     result is checked against the float64 product within spec/quantized.md §6.5's bound
     (tests/stdlib/test_quantized.py's check_q8_1_product) and against mul_mat_planar's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1218,11 +1219,11 @@ def mma(b: Bench) -> None:
           f"the planar MMQ")
     quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
     w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
-    for qtype in ("q4_0", "q8_0"):
+    for qtype in Q.MMQ_MMA_TYPES:
         ws = b.rotated(random_blocks(rng, qtype, n, n))
         deq, planar_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_planar_{qtype}")
         for batch in (16, 24, 32, 64, 128):
-            tile = (1, 1, 4) if batch == 16 else Q.mmq_mma_tile(batch)
+            tile = Q.mmq_mma_tiles(qtype)[0] if batch < Q.MMQ_MMA_MIN_BATCH else Q.mmq_mma_tile(qtype, batch)
             probe = b.fn("mul_mat_mma_{}_{}x{}x{}".format(qtype, *tile))
             x = torch.randn(batch, n, device="cuda")
             x16 = x.half()
@@ -1245,6 +1246,13 @@ def mma(b: Bench) -> None:
                      "dequant+matmul f16")
             print(f"{'':48} alone {t_alone * 1e6:8.2f} us; planar q8_1 + mul_mat_planar {t_planar * 1e6:8.2f} us "
                   f"(mma x{t_planar / t_ours:5.2f})", flush=True)
+            alone = {}   # every tile by itself: which one wins at this batch
+            for other in Q.mmq_mma_tiles(qtype):
+                fo = b.fn("mul_mat_mma_{}_{}x{}x{}".format(qtype, *other))
+                alone[other] = b.time(lambda i, s, fo=fo, vy=vy, dst=dst, batch=batch, ws=ws, other=other: mma_launch(
+                    fo, s, ws[i % len(ws)], vy, dst, batch, n, n, n, other))
+            print(f"{'':48} tiles alone: " + ", ".join(f"{'x'.join(map(str, k))} {v * 1e6:7.2f} us"
+                                                      for k, v in alone.items()), flush=True)
             outs = []
             for f in (ours, planar):
                 dst.fill_(float("nan"))

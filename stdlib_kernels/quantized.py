@@ -22,8 +22,8 @@ are bit-exact. Every kernel family is written once over that table:
   wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
   q4_K, q5_K and q6_K ``mul_mat_vec_pairs``, a thread two chunks from one load of their shared words) and
   ``mul_mat_planar_{q}`` (their MMQ: MMVQ on 8 columns a block along grid y, the activations from
-  ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced) and, for q4_0 and q8_0
-  above 16 columns, ``mul_mat_mma_{q}_*`` (the products on the matrix units through ``pk.mma``);
+  ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced) and, for q4_0, q8_0, q4_K
+  and q6_K above 16 columns, ``mul_mat_mma_{q}_*`` (the products on the matrix units through ``pk.mma``);
   ``mul_mat_cols_{q}`` is the same as ``mul_mat_planar`` on q8_1 blocks (their MMQ before).
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
@@ -1021,39 +1021,190 @@ for _q in MATMUL_TYPES:
 
 
 
-# ---- the wrappers' MMQ on pk.mma: mul_mat_mma_{q} (q4_0, q8_0) -------------------------------------
-#: q8_1 blocks a stage; a stage's shared rows in bytes: MMQ_MMA_STEP * 32 quants + 16, so the eight
-#: rows of an ldmatrix start in distinct 16-byte bank groups (272-byte rows)
+# ---- the wrappers' MMQ on pk.mma: mul_mat_mma_{q} (q4_0, q8_0, q4_K, q6_K) --------------------------
+#: q8_1 blocks a stage (one K-quant superblock); a stage's shared rows in bytes: MMQ_MMA_STEP * 32
+#: quants + 16, so the eight rows of an ldmatrix start in distinct 16-byte bank groups (272-byte rows)
 MMQ_MMA_STEP = 8
 MMQ_MMA_LD = MMQ_MMA_STEP * 32 + 16
+#: a weight row of a stage where each 32-element block is stored as its two halves with 16 zero bytes
+#: between them (q6_K: two 16-deep products a block, below): 48 bytes a block, 400 a row (25 bank groups)
+MMQ_MMA_LD_HALVES = MMQ_MMA_STEP * 48 + 16
 #: waves a block: WR x WC tiles of 16 x 16 times KW slices of a stage's blocks
 MMQ_MMA_WAVES = 4
 
 
+@dataclass(frozen=True)
+class MmaWeights:
+    """A format's piece of ``mul_mat_mma``: how a stage's weight rows get into shared memory as i8
+    quants with their per-row scales. ``load`` issues the stage's global loads into ``regs`` u32
+    registers a row (``rw``, before any store: the latency), ``scales`` writes the row scales (f32,
+    ``[group][row]``: ``scale_rows`` groups a stage, a K-quant's mins after its scales), ``store``
+    the i8 rows (``ld`` bytes a row). ``halves``: each 32-element block is two 16-element groups of
+    their own scale (stored ``[lo | 16 zeros | hi]``, ``ld`` = MMQ_MMA_LD_HALVES), so two products a
+    block; ``mins``: groups with a min, added as min × d8·Σq8 (Σq8 from a product with a row of
+    ones). ``per``, ``nib``: the legacy formats' u16 words of quants a block and q4_0's nibbles."""
+
+    q: QType
+    regs: int
+    scale_rows: int
+    load: pk.FuncDef
+    scales: pk.FuncDef
+    store: pk.FuncDef
+    ld: int = MMQ_MMA_LD
+    halves: bool = False
+    mins: bool = False
+    per: int = 0
+    nib: bool = False
+
+
+@pk.func
+def mma_legacy_load(rw: Ptr[u32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                    wbytes: i32, *, F, WR):
+    """q4_0 / q8_0: the stage's u16 words of quants, ``per`` a block (the blocks are 2-byte aligned)."""
+    for j in pk.static_range(16 * WR * MMQ_MMA_STEP * F.per // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        row = min(r0 + e // (MMQ_MMA_STEP * F.per), nrows_x - 1)
+        blk = min(b0 + e // F.per % MMQ_MMA_STEP, blocks_x - 1)
+        rw[j] = u32(pk.bitcast(vx + row * wbytes + blk * F.q.nbytes + 2 + 2 * (e % F.per), ConstPtr[pk.u16])[0])
+
+
+@pk.func
+def mma_legacy_scales(dw: Ptr[f32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                      wbytes: i32, *, F, WR):
+    """q4_0 / q8_0: each block's d (0 for the blocks of a partial last stage past the row)."""
+    for j in pk.static_range((16 * WR * MMQ_MMA_STEP + MMQ_MMA_WAVES * pk.wave_size - 1)
+                             // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        if e < 16 * WR * MMQ_MMA_STEP:
+            blk = b0 + e % MMQ_MMA_STEP
+            d = f32(0)
+            if blk < blocks_x:
+                d = f32(pk.bitcast(vx + min(r0 + e // MMQ_MMA_STEP, nrows_x - 1) * wbytes + blk * F.q.nbytes,
+                                   ConstPtr[f16])[0])
+            dw[e % MMQ_MMA_STEP * (16 * WR) + e // MMQ_MMA_STEP] = d
+
+
+@pk.func
+def mma_legacy_store(sw: Ptr[u32], rw: Ptr[u32], t: i32, *, F, WR):
+    sw16 = pk.bitcast(sw, Ptr[pk.u16])
+    for j in pk.static_range(16 * WR * MMQ_MMA_STEP * F.per // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        at = e // (MMQ_MMA_STEP * F.per) * (MMQ_MMA_LD // 2) + e // F.per % MMQ_MMA_STEP * 16 + e % F.per
+        v = rw[j]
+        if F.nib:   # q4_0: bytes 2h, 2h+1: low nibbles are k 2h, 2h+1, high ones k + 16
+            # nibble - 8 in each byte, no borrow between them: (n | 0x80) - 8 = 0x78 + n, then the
+            # top bit flipped (adding 128 mod 256) is n - 8 mod 256
+            sw16[at] = pk.u16((((v & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
+            sw16[at + 8] = pk.u16(((((v >> 4) & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
+        else:
+            sw16[at] = pk.u16(v)
+
+
+@pk.func
+def mma_q4_k_load(rw: Ptr[u32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                  wbytes: i32, *, F, WR):
+    """q4_K: a stage is one superblock a row; its 128 bytes of qs as 32 aligned words (144-byte
+    blocks), 32 consecutive threads a row."""
+    for j in pk.static_range(16 * WR * 32 // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        row = min(r0 + e // 32, nrows_x - 1)
+        rw[j] = pk.bitcast(vx + row * wbytes + b0 // MMQ_MMA_STEP * 144 + 16, ConstPtr[u32])[e % 32]
+
+
+@pk.func
+def mma_q4_k_scales(dw: Ptr[f32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                    wbytes: i32, *, F, WR):
+    """q4_K: sub-block g's d·sc[g] in group g, its -dmin·m[g] in group 8 + g (gguf's values)."""
+    for j in pk.static_range((16 * WR * 8 + MMQ_MMA_WAVES * pk.wave_size - 1) // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        if e < 16 * WR * 8:
+            b = vx + min(r0 + e // 8, nrows_x - 1) * wbytes + b0 // MMQ_MMA_STEP * 144
+            dw[e % 8 * (16 * WR) + e // 8] = qk_k_scale(b, u32(e % 8))
+            dw[(8 + e % 8) * (16 * WR) + e // 8] = qk_k_min(b, u32(e % 8))
+
+
+@pk.func
+def mma_q4_k_store(sw: Ptr[u32], rw: Ptr[u32], t: i32, *, F, WR):
+    """Word k of qs holds elements 4k % 32 .. + 3 of sub-block 2 (k // 8) (low nibbles) and of the
+    next one (high nibbles): unsigned 0..15, already i8."""
+    for j in pk.static_range(16 * WR * 32 // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        k = e % 32
+        at = e // 32 * (MMQ_MMA_LD // 4) + k // 8 * 16 + k % 8
+        sw[at] = rw[j] & 0x0F0F0F0F
+        sw[at + 8] = (rw[j] >> 4) & 0x0F0F0F0F
+
+
+@pk.func
+def mma_q6_k_load(rw: Ptr[u32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                  wbytes: i32, *, F, WR):
+    """q6_K (210-byte blocks, 2-byte aligned): item (row, h, m), m < 16, takes the u16 of ql at 64h +
+    2m and at 64h + 32 + 2m and that of qh at 32h + 2m: the 6-bit quants of elements 128h + 32s + 2m
+    and + 1 for s < 4."""
+    for j in pk.static_range(16 * WR * 32 // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        row = min(r0 + e // 32, nrows_x - 1)
+        h = e % 32 // 16
+        m = e % 16
+        b = pk.bitcast(vx + row * wbytes + b0 // MMQ_MMA_STEP * 210, ConstPtr[pk.u16])
+        rw[3 * j] = u32(b[32 * h + m])
+        rw[3 * j + 1] = u32(b[32 * h + 16 + m])
+        rw[3 * j + 2] = u32(b[64 + 16 * h + m])
+
+
+@pk.func
+def mma_q6_k_scales(dw: Ptr[f32], vx: ConstPtr[u8], t: i32, r0: i32, b0: i32, nrows_x: i32, blocks_x: i32,
+                    wbytes: i32, *, F, WR):
+    """q6_K: 16-element group g's d·sc[g] (gguf's value)."""
+    for j in pk.static_range((16 * WR * 16 + MMQ_MMA_WAVES * pk.wave_size - 1) // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        if e < 16 * WR * 16:
+            b = vx + min(r0 + e // 16, nrows_x - 1) * wbytes + b0 // MMQ_MMA_STEP * 210
+            dw[e % 16 * (16 * WR) + e // 16] = q6_k_scale(b, u32(e % 16))
+
+
+@pk.func
+def mma_q6_k_store(sw: Ptr[u32], rw: Ptr[u32], t: i32, *, F, WR):
+    """Quant - 32 in i8 (the byte trick of q4_0's nibbles: (v | 0x80) - 32, top bit flipped), element
+    E of the stage at byte 48 (E // 32) + E % 32, + 16 in the block's upper half (its zeros between)."""
+    sw16 = pk.bitcast(sw, Ptr[pk.u16])
+    for j in pk.static_range(16 * WR * 32 // (MMQ_MMA_WAVES * pk.wave_size)):
+        e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+        h = e % 32 // 16
+        m = e % 16
+        for s in pk.static_range(4):
+            v = ((rw[3 * j + s % 2] >> (4 * (s // 2))) & 0x0F0F) | (((rw[3 * j + 2] >> (2 * s)) & 0x0303) << 4)
+            sw16[e // 32 * (MMQ_MMA_LD_HALVES // 2) + 24 * (4 * h + s) + m + 8 * (m // 8)] = \
+                pk.u16(((v | 0x8080) - 0x2020) ^ 0x8080)
+
+
 @pk.kernel(max_block_size=MMQ_MMA_WAVES * 64)
 def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, ncols_y: i32,
-                nrows_y: i32, nrows_dst: i32, *, Q, NIB, PER, WR, WC, KW):
+                nrows_y: i32, nrows_dst: i32, *, F, WR, WC, KW):
     """``dst[col * nrows_dst + row]`` (mul_mat's contract, plain q8_1 activations of padded length
     ``nrows_y``) for 16 WR weight rows (block x) and 16 WC activation columns (block y) on the matrix
     units' i8 products, block-scaled: why it beats the dot4 MMQ above 16 columns is that one
-    ``pk.mma.mma`` does a q8 block of 16 x 16 dots. ``PER``: u16 words of quants a weight block (q4_0
-    8, q8_0 16); ``NIB``: q4_0's nibbles, stored as nibble - 8 in i8. A block is MMQ_MMA_WAVES whole
-    waves (any width): WR x WC tiles times KW slices of each stage's blocks, whose partial tiles
-    are added in shared memory at the end, in slice order. A stage loads MMQ_MMA_STEP blocks of the
-    tile's weights and activations into registers (every load before any store, for the latency),
-    then stores the quants as i8 rows and the scales as f32 in shared memory; a wave takes every
-    KW-th block: one 32-deep product whose i32 tile ``pk.mma.scale_add`` adds times d8 and d.
-    Rows past ``nrows_x`` and columns past ``ncols_y`` read the last valid row / column (in bounds;
-    never stored), blocks past ``ncols_x / 32`` (a partial last stage) the last valid block with
-    both scales 0, so they add exactly nothing; a partial tile is stored through shared memory under
-    a guard. Offsets are i32: the API takes this kernel for weights under 2 GiB."""
-    sw = pk.shared.array(16 * WR * MMQ_MMA_LD // 4, u32)     # weights: a row of i8 quants a weight row
+    ``pk.mma.mma`` does a q8 block of 16 x 16 dots. ``F``: the format's piece (``MmaWeights``: the
+    weights' loads, row scales and i8 rows; one kernel for every format). A block is MMQ_MMA_WAVES
+    whole waves (any width): WR x WC tiles times KW slices of each stage's blocks, whose partial
+    tiles are added in shared memory at the end, in slice order. A stage loads MMQ_MMA_STEP blocks of
+    the tile's weights and activations into registers (every load before any store, for the
+    latency), then stores the quants as i8 rows and the scales as f32 in shared memory; a wave takes
+    every KW-th block: one 32-deep product whose i32 tile ``pk.mma.scale_add`` adds times d8 and the
+    weight row's scale (q6_K: two, one a 16-element half; q4_K: also the product with a row of ones,
+    Σq8, times d8 and the min). Rows past ``nrows_x`` and columns past ``ncols_y`` read the last valid
+    row / column (in bounds; never stored), blocks past ``ncols_x / 32`` (a partial last stage of a
+    legacy format) the last valid block with both scales 0, so they add exactly nothing; a partial
+    tile is stored through shared memory under a guard. Offsets are i32: the API takes this kernel
+    for weights under 2 GiB."""
+    sw = pk.shared.array(16 * WR * F.ld // 4, u32)           # weights: a row of i8 quants a weight row
     sy = pk.shared.array(16 * WC * MMQ_MMA_LD // 4, u32)     # activations: a row an activation column
-    dw = pk.shared.array(MMQ_MMA_STEP * 16 * WR, f32)        # [block][weight row]
+    dw = pk.shared.array(F.scale_rows * 16 * WR, f32)        # [group][weight row]
     dy = pk.shared.array(MMQ_MMA_STEP * 16 * WC, f32)        # [block][activation column]
     red = pk.shared.array(MMQ_MMA_WAVES * 256, f32)          # the waves' tiles, [wave][16][16]
-    rw = pk.local.array(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size), u32)
+    rw = pk.local.array(16 * WR * F.regs // (MMQ_MMA_WAVES * pk.wave_size), u32)
     ry = pk.local.array(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size), u32)
+    ones = pk.shared.array(8, u32)                           # q4_K: a row of 32 i8 ones
     t = i32(pk.thread_idx.x)
     wave = t // pk.wave_size
     tile = wave % (WR * WC)
@@ -1064,31 +1215,23 @@ def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32,
     c0 = i32(pk.block_idx.y) * (16 * WC)
     blocks_x = ncols_x // 32
     blocks_y = nrows_y // 32
-    wbytes = blocks_x * Q.nbytes
+    wbytes = blocks_x // (F.q.qk // 32) * F.q.nbytes
     ybytes = blocks_y * 36
-    sw16 = pk.bitcast(sw, Ptr[pk.u16])
+    if F.halves:   # the zeros between the halves, written once (the first stage's barrier publishes them)
+        for j in pk.static_range(16 * WR * MMQ_MMA_STEP * 4 // (MMQ_MMA_WAVES * pk.wave_size)):
+            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
+            sw[e // (4 * MMQ_MMA_STEP) * (F.ld // 4) + e % (4 * MMQ_MMA_STEP) // 4 * 12 + 4 + e % 4] = u32(0)
+    if F.mins and t < 8:   # published by the first stage's barrier
+        ones[t] = u32(0x01010101)
     acc = pk.mma.zeros(f32)
     for b0 in range(0, blocks_x, MMQ_MMA_STEP):
-        for j in pk.static_range(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size)):
-            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
-            row = min(r0 + e // (MMQ_MMA_STEP * PER), nrows_x - 1)
-            blk = min(b0 + e // PER % MMQ_MMA_STEP, blocks_x - 1)
-            rw[j] = u32(pk.bitcast(vx + row * wbytes + blk * Q.nbytes + 2 + 2 * (e % PER), ConstPtr[pk.u16])[0])
+        F.load(rw, vx, t, r0, b0, nrows_x, blocks_x, wbytes, F=F, WR=WR)
         for j in pk.static_range(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size)):
             e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
             col = min(c0 + e // (MMQ_MMA_STEP * 8), ncols_y - 1)
             blk = min(b0 + e // 8 % MMQ_MMA_STEP, blocks_y - 1)
             ry[j] = pk.bitcast(vy + col * ybytes + blk * 36 + 4, ConstPtr[u32])[e % 8]
-        for j in pk.static_range((16 * WR * MMQ_MMA_STEP + MMQ_MMA_WAVES * pk.wave_size - 1)
-                                 // (MMQ_MMA_WAVES * pk.wave_size)):
-            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
-            if e < 16 * WR * MMQ_MMA_STEP:
-                blk = b0 + e % MMQ_MMA_STEP
-                d = f32(0)
-                if blk < blocks_x:
-                    d = f32(pk.bitcast(vx + min(r0 + e // MMQ_MMA_STEP, nrows_x - 1) * wbytes + blk * Q.nbytes,
-                                       ConstPtr[f16])[0])
-                dw[e % MMQ_MMA_STEP * (16 * WR) + e // MMQ_MMA_STEP] = d
+        F.scales(dw, vx, t, r0, b0, nrows_x, blocks_x, wbytes, F=F, WR=WR)
         for j in pk.static_range((16 * WC * MMQ_MMA_STEP + MMQ_MMA_WAVES * pk.wave_size - 1)
                                  // (MMQ_MMA_WAVES * pk.wave_size)):
             e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
@@ -1099,17 +1242,7 @@ def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32,
                     d = f32(pk.bitcast(vy + min(c0 + e // MMQ_MMA_STEP, ncols_y - 1) * ybytes + blk * 36,
                                        ConstPtr[f16])[0])
                 dy[e % MMQ_MMA_STEP * (16 * WC) + e // MMQ_MMA_STEP] = d
-        for j in pk.static_range(16 * WR * MMQ_MMA_STEP * PER // (MMQ_MMA_WAVES * pk.wave_size)):
-            e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
-            at = e // (MMQ_MMA_STEP * PER) * (MMQ_MMA_LD // 2) + e // PER % MMQ_MMA_STEP * 16 + e % PER
-            v = rw[j]
-            if NIB:   # q4_0: bytes 2h, 2h+1: low nibbles are k 2h, 2h+1, high ones k + 16
-                # nibble - 8 in each byte, no borrow between them: (n | 0x80) - 8 = 0x78 + n, then the
-                # top bit flipped (adding 128 mod 256) is n - 8 mod 256
-                sw16[at] = pk.u16((((v & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
-                sw16[at + 8] = pk.u16(((((v >> 4) & 0x0F0F) | 0x8080) - 0x0808) ^ 0x8080)
-            else:
-                sw16[at] = pk.u16(v)
+        F.store(sw, rw, t, F=F, WR=WR)
         for j in pk.static_range(16 * WC * MMQ_MMA_STEP * 8 // (MMQ_MMA_WAVES * pk.wave_size)):
             e = t + (MMQ_MMA_WAVES * pk.wave_size) * j
             sy[e // (MMQ_MMA_STEP * 8) * (MMQ_MMA_LD // 4) + e % (MMQ_MMA_STEP * 8)] = ry[j]
@@ -1117,9 +1250,21 @@ def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32,
         for j in pk.static_range(MMQ_MMA_STEP // KW):
             blk = kw + KW * j
             fa = pk.mma.load_a(pk.bitcast(sy, Ptr[pk.i8]) + wc * MMQ_MMA_LD + 32 * blk, MMQ_MMA_LD)
-            fb = pk.mma.load_b(pk.bitcast(sw, Ptr[pk.i8]) + wr * MMQ_MMA_LD + 32 * blk, MMQ_MMA_LD, layout="col")
-            prod = pk.mma.mma(fa, fb, pk.mma.zeros(pk.i32))
-            acc = pk.mma.scale_add(acc, prod, dy + blk * (16 * WC) + wc, dw + blk * (16 * WR) + wr)
+            if F.halves:
+                for h in pk.static_range(2):
+                    fb = pk.mma.load_b(pk.bitcast(sw, Ptr[pk.i8]) + wr * F.ld + 48 * blk + 16 * h, F.ld,
+                                       layout="col")
+                    prod = pk.mma.mma(fa, fb, pk.mma.zeros(pk.i32))
+                    acc = pk.mma.scale_add(acc, prod, dy + blk * (16 * WC) + wc, dw + (2 * blk + h) * (16 * WR) + wr)
+            else:
+                fb = pk.mma.load_b(pk.bitcast(sw, Ptr[pk.i8]) + wr * F.ld + 32 * blk, F.ld, layout="col")
+                prod = pk.mma.mma(fa, fb, pk.mma.zeros(pk.i32))
+                acc = pk.mma.scale_add(acc, prod, dy + blk * (16 * WC) + wc, dw + blk * (16 * WR) + wr)
+                if F.mins:
+                    sums = pk.mma.mma(fa, pk.mma.load_b(pk.bitcast(ones, Ptr[pk.i8]), 0, layout="col"),
+                                      pk.mma.zeros(pk.i32))
+                    acc = pk.mma.scale_add(acc, sums, dy + blk * (16 * WC) + wc,
+                                           dw + (MMQ_MMA_STEP + blk) * (16 * WR) + wr)
         pk.syncthreads()
     whole = r0 + 16 * WR <= nrows_x and c0 + 16 * WC <= ncols_y   # the same in the whole block
     if KW == 1 and whole:
@@ -1140,28 +1285,47 @@ def mul_mat_mma(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32,
                     dst[col * nrows_dst + row] = total
 
 
-#: (largest batch, (WR, WC, KW)): enough waves (4 a block) for the loads' latency at every width
-#: (benchmarks/quantized.py --only mma at 16, 32 and 128 columns; docs/targets/cuda.md)
-MMQ_MMA_TILES = ((16, (1, 1, 4)), (64, (1, 2, 2)), (None, (2, 2, 1)))
+#: each format's piece of mul_mat_mma
+MMA_WEIGHTS = {
+    "q4_0": MmaWeights(QTYPES["q4_0"], MMQ_MMA_STEP * 8, MMQ_MMA_STEP, mma_legacy_load, mma_legacy_scales,
+                       mma_legacy_store, per=8, nib=True),
+    "q8_0": MmaWeights(QTYPES["q8_0"], MMQ_MMA_STEP * 16, MMQ_MMA_STEP, mma_legacy_load, mma_legacy_scales,
+                       mma_legacy_store, per=16),
+    "q4_K": MmaWeights(QTYPES["q4_K"], 32, 2 * MMQ_MMA_STEP, mma_q4_k_load, mma_q4_k_scales, mma_q4_k_store,
+                       mins=True),
+    "q6_K": MmaWeights(QTYPES["q6_K"], 3 * 32, 2 * MMQ_MMA_STEP, mma_q6_k_load, mma_q6_k_scales, mma_q6_k_store,
+                       ld=MMQ_MMA_LD_HALVES, halves=True),
+}
+#: each format's (largest batch, (WR, WC, KW)) by batch: enough waves (4 a block) for the loads'
+#: latency at every width, and only the tiles that measured fastest (benchmarks/quantized.py --only
+#: mma at 16 to 128 columns, "tiles alone"; docs/targets/cuda.md): q4_K's 1x2x2 is within 4% of
+#: the best tile from 17 to 128 columns, q6_K takes 2x2x1 from 64 on
+_LEGACY_TILES = ((16, (1, 1, 4)), (64, (1, 2, 2)), (None, (2, 2, 1)))
+MMQ_MMA_TILES = {"q4_0": _LEGACY_TILES, "q8_0": _LEGACY_TILES, "q4_K": ((None, (1, 2, 2)),),
+                 "q6_K": ((32, (1, 2, 2)), (None, (2, 2, 1)))}
 #: the formats with a mul_mat_mma kernel, and the batches the wrappers give it (more than 16 columns,
-#: where it measured faster than mul_mat_planar)
-MMQ_MMA_TYPES = ("q4_0", "q8_0")
+#: where it measured faster than mul_mat_planar; at 16 the planar MMQ is as fast or faster)
+MMQ_MMA_TYPES = tuple(MMQ_MMA_TILES)
 MMQ_MMA_MIN_BATCH = 17
 
 
-def mmq_mma_tile(batch: int) -> tuple[int, int, int]:
-    """(WR, WC, KW) of the mul_mat_mma kernel for ``batch`` activation columns."""
-    return next(tile for most, tile in MMQ_MMA_TILES if most is None or batch <= most)
+def mmq_mma_tile(qtype: str, batch: int) -> tuple[int, int, int]:
+    """(WR, WC, KW) of ``qtype``'s mul_mat_mma kernel for ``batch`` activation columns."""
+    return next(tile for most, tile in MMQ_MMA_TILES[qtype] if most is None or batch <= most)
+
+
+def mmq_mma_tiles(qtype: str) -> list[tuple[int, int, int]]:
+    """Every (WR, WC, KW) ``qtype`` has a mul_mat_mma kernel for."""
+    return sorted({tile for _, tile in MMQ_MMA_TILES[qtype]})
 
 
 def mmq_mma_name(qtype: str, batch: int) -> str:
-    return "mul_mat_mma_{}_{}x{}x{}".format(qtype, *mmq_mma_tile(batch))
+    return "mul_mat_mma_{}_{}x{}x{}".format(qtype, *mmq_mma_tile(qtype, batch))
 
 
 for _qname in MMQ_MMA_TYPES:
-    for _wr, _wc, _kw in sorted({tile for _, tile in MMQ_MMA_TILES}):
-        QUANTIZED.add(mul_mat_mma.instance(f"mul_mat_mma_{_qname}_{_wr}x{_wc}x{_kw}", Q=QTYPES[_qname],
-                                           NIB=_qname == "q4_0", PER=QTYPES[_qname].nbytes // 2 - 1,
+    for _wr, _wc, _kw in mmq_mma_tiles(_qname):
+        QUANTIZED.add(mul_mat_mma.instance(f"mul_mat_mma_{_qname}_{_wr}x{_wc}x{_kw}", F=MMA_WEIGHTS[_qname],
                                            WR=_wr, WC=_wc, KW=_kw))
 
 # ---- MMQ: mul_mat_{q} --------------------------------------------------------------------------------
@@ -1329,7 +1493,8 @@ for _qname, _tag in MOE_NAMES.items():
 __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "DEQUANTIZE_WRAPPER_BLOCK",
            "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
            "MMQ_BLOCK_Y", "MMQ_MMA_STEP", "MMQ_MMA_LD", "MMQ_MMA_WAVES", "MMQ_MMA_TILES", "MMQ_MMA_TYPES",
-           "MMQ_MMA_MIN_BATCH", "mmq_mma_tile", "mmq_mma_name",
+           "MMQ_MMA_MIN_BATCH", "MMQ_MMA_LD_HALVES", "MMA_WEIGHTS", "MmaWeights", "mmq_mma_tile", "mmq_mma_tiles",
+           "mmq_mma_name",
            "MMQ_PLANAR_COLUMNS", "MMQ_PLANAR_ROWS", "MMQ_PLANAR_BLOCK_Y", "PLANAR_BYTES", "PLANAR_GROUP",
            "MOE_NAMES",
            "MMVQ_WIDTHS", "MMVQ_WRAPPER_ROWS", "MMVQ_WRAPPER_BLOCK", "MMQ_COLUMNS", "MMQ_BLOCK", "MMQ_STEP", "Q8_1_QK", "Q8_1_BYTES", "ROW_PADDING", "dequantize_word", "load_chunk",

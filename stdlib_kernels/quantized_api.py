@@ -151,8 +151,8 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
     """``x @ W.T`` (shape ``x.shape[:-1] + (n,)``) for quantized weights W of ``n`` rows of
     ``x.shape[-1]`` elements (n from the buffer's size; ``shape=(n, k)`` checks W's shape against
     the buffer and ``x`` instead of inferring it). Up to 8 activation rows take q8_1 + MMVQ,
-    more take q8_1 + MMQ (candle's dispatch): q4_0 and q8_0 above 16 rows the matrix units'
-    ``mul_mat_mma_{q}`` (faster there than the planar MMQ, docs/targets/cuda.md), the rest the
+    more take q8_1 + MMQ (candle's dispatch): q4_0, q8_0, q4_K and q6_K above 16 rows the matrix
+    units' ``mul_mat_mma_{q}`` (faster there than the planar MMQ, docs/targets/cuda.md), the rest the
     planar MMQ; ``dmmv=True`` with one row takes DMMV. f16 and bf16
     activations are converted to f32 and the result back to their dtype (candle's fast paths: the
     output in the input's dtype); f32 gives f32."""
@@ -206,7 +206,7 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
           and max(w.size, batch * n, batch * (k + ROW_PADDING) // Q8_1_QK * Q8_1_BYTES) < 2**31):
         # the matrix units' MMQ (i32 offsets: under 2 GiB of weights, activations and outputs)
         vy, k_padded = quantize_q8_1(x)
-        wr, wc, _ = mmq_mma_tile(batch)
+        wr, wc, _ = mmq_mma_tile(q.name, batch)
         fn = dev.get_or_load_func(mmq_mma_name(q.name, batch), QUANTIZED)
         fn[(-(-n // (16 * wr)), -(-batch // (16 * wc))), MMQ_MMA_WAVES * dev.target.wave_size](
             w, vy, out, k, n, batch, k_padded, n)

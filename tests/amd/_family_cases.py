@@ -582,18 +582,20 @@ def _products(dev):
 
 @case("quantized/mma")
 def _mma(dev):
-    """The wrappers' MMQ on pk.mma (q4_0, q8_0 above 16 columns), every tile under the wrappers'
-    launch: 21 rows (a partial 16- and 32-row tile), 288 columns (a partial last stage of 8 blocks),
-    19 activation columns (a partial tile), then matmul at 19 columns (its dispatch)."""
+    """The wrappers' MMQ on pk.mma (q4_0, q8_0, q4_K, q6_K above 16 columns), every tile under the
+    wrappers' launch: 21 rows (a partial 16- and 32-row tile), 288 columns (a partial last stage of 8
+    blocks; the K formats 256, one superblock), 19 activation columns (a partial tile), then matmul
+    at 19 columns (its dispatch)."""
     gen = rng("quantized/mma")
     cols, nrows, ncols_y = 288, 21, 19
     x = _activations(gen, ncols_y, cols)
-    vy, k_padded = quantized_api.quantize_q8_1(dev.to_device(x))
     for q in qk.MMQ_MMA_TYPES:
-        w = dev.to_device(random_blocks(gen, q, nrows, cols))
-        for wr, wc, kw in sorted({tile for _, tile in qk.MMQ_MMA_TILES}):
+        qcols = cols if qk.QTYPES[q].qk == 32 else 256
+        vy, k_padded = quantized_api.quantize_q8_1(dev.to_device(np.ascontiguousarray(x[:, :qcols])))
+        w = dev.to_device(random_blocks(gen, q, nrows, qcols))
+        for wr, wc, kw in qk.mmq_mma_tiles(q):
             out = dev.zeros((ncols_y, nrows), pk.f32)
             _launch(dev, sk.QUANTIZED, f"mul_mat_mma_{q}_{wr}x{wc}x{kw}",
                     (-(-nrows // (16 * wr)), -(-ncols_y // (16 * wc))), qk.MMQ_MMA_WAVES * dev.target.wave_size,
-                    w, vy, out, cols, nrows, ncols_y, k_padded, nrows)
-        quantized_api.matmul(w, q, dev.to_device(x))
+                    w, vy, out, qcols, nrows, ncols_y, k_padded, nrows)
+        quantized_api.matmul(w, q, dev.to_device(np.ascontiguousarray(x[:, :qcols])))

@@ -121,9 +121,9 @@ def test_abi_names_and_param_sizes():
     # the wrappers' planar MMQ: candle's mul_mat_{q} signature; its quantize: quantize_q8_1's
     sizes.update({f"mul_mat_planar_{q}": spec[f"mul_mat_{q}"] for q in MATMUL})
     sizes["quantize_q8_1_planar"] = spec["quantize_q8_1"]
-    # the wrappers' MMQ on pk.mma (q4_0, q8_0 above 16 columns): candle's mul_mat_{q} signature
+    # the wrappers' MMQ on pk.mma (q4_0, q8_0, q4_K, q6_K above 16 columns): candle's mul_mat_{q} signature
     sizes.update({f"mul_mat_mma_{q}_{wr}x{wc}x{kw}": spec[f"mul_mat_{q}"] for q in Q.MMQ_MMA_TYPES
-                  for _, (wr, wc, kw) in Q.MMQ_MMA_TILES})
+                  for wr, wc, kw in Q.mmq_mma_tiles(q)})
     assert sorted(QUANTIZED.names()) == sorted(set(spec) | set(sizes)) and len(spec) == 142
     target = pk.device("cpu").target
     for name, want in sizes.items():
@@ -480,7 +480,7 @@ def run_mmq_mma(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarra
     """``mul_mat_mma_{q}`` (the tile the wrappers pick for the batch, or ``tile`` = (WR, WC, KW)) under
     the wrappers' launch on exact-size weights and unpadded q8_1 rows, dst with a guard: (got, q8_1)."""
     ncols_y, ncols = x.shape
-    wr, wc, kw = tile or Q.mmq_mma_tile(ncols_y)
+    wr, wc, kw = tile or Q.mmq_mma_tile(qtype, ncols_y)
     vy, qy = quantize_on(device, x)
     dst = device.zeros(ncols_y * nrows + 8, pk.f32)
     device.get_or_load_func(f"mul_mat_mma_{qtype}_{wr}x{wc}x{kw}", QUANTIZED)[
@@ -495,16 +495,38 @@ def run_mmq_mma(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarra
 #: every tile), rows 16k + 5 (a partial last tile, one of 2 x 16 rows too), ncols_x 32 x odd (a
 #: partial last stage of MMQ_MMA_STEP blocks: 288 = 9 blocks; 4128 = 129)
 MMA_SHAPES = [(17, 21, 288), (31, 37, 4128), (33, 5, 288), (100, 37, 288), (300, 21, 288)]
+#: the K formats' (q4_K, q6_K: a stage is one 256-element superblock a row): ncols_x 256 x odd
+MMA_K_SHAPES = [(17, 21, 768), (31, 37, 1280), (33, 5, 256), (100, 37, 256), (300, 21, 768)]
+MMA_LEGACY = [q for q in Q.MMQ_MMA_TYPES if q in LEGACY]
+MMA_K = [q for q in Q.MMQ_MMA_TYPES if q not in LEGACY]
+#: the tile the K formats are checked with at every shape (the others at the first): each
+#: mul_mat_mma kernel costs 30-60 s of CPU compile a wave width
+MMA_K_TILE = (1, 2, 2)
+assert all(MMA_K_TILE in Q.mmq_mma_tiles(q) for q in MMA_K)
 
 
-@pytest.mark.parametrize("qtype", Q.MMQ_MMA_TYPES)
+@pytest.mark.parametrize("qtype", MMA_LEGACY)
 @pytest.mark.parametrize("ncols_y,nrows,ncols", MMA_SHAPES)
 def test_mmq_mma(wave_device, qtype, ncols_y, nrows, ncols):
     """The wrappers' MMQ on pk.mma within spec §6.5's bound, every tile at every shape."""
     rng = np.random.default_rng(ncols_y + nrows)
     blocks = weights(rng, qtype, nrows, ncols)
     x = activations(rng, ncols_y, ncols)
-    for tile in sorted({t for _, t in Q.MMQ_MMA_TILES}):
+    for tile in Q.mmq_mma_tiles(qtype):
+        got, qy = run_mmq_mma(wave_device, qtype, blocks, nrows, x, tile)
+        check_q8_1_product(got, blocks, qtype, x, qy)
+
+
+@pytest.mark.parametrize("qtype", MMA_K)
+@pytest.mark.parametrize("ncols_y,nrows,ncols", MMA_K_SHAPES)
+def test_mmq_mma_k(wave_device, qtype, ncols_y, nrows, ncols):
+    """q4_K (its mins through a product with ones) and q6_K (two 16-deep products a block) on pk.mma
+    within spec §6.5's bound: MMA_K_TILE at every shape, every tile at the first."""
+    rng = np.random.default_rng(ncols_y + nrows)
+    blocks = weights(rng, qtype, nrows, ncols)
+    x = activations(rng, ncols_y, ncols)
+    first = (ncols_y, nrows, ncols) == MMA_K_SHAPES[0]
+    for tile in Q.mmq_mma_tiles(qtype) if first else [MMA_K_TILE]:
         got, qy = run_mmq_mma(wave_device, qtype, blocks, nrows, x, tile)
         check_q8_1_product(got, blocks, qtype, x, qy)
 
@@ -512,13 +534,14 @@ def test_mmq_mma(wave_device, qtype, ncols_y, nrows, ncols):
 @pytest.mark.parametrize("qtype", Q.MMQ_MMA_TYPES)
 def test_mmq_mma_stays_in_bounds(checked, qtype):
     """Exact-size weights, q8_1 rows and dst: rows and columns past the matrix re-read the last valid
-    one, blocks past the row the last block, never past the buffers; nothing outside dst is written."""
+    one, blocks past the row the last block, never past the buffers; nothing outside dst is written.
+    (The K formats: MMA_K_TILE only, the compile time.)"""
     rng = np.random.default_rng(20)
-    nrows, ncols, ncols_y = 21, 288, 19
+    nrows, ncols, ncols_y = 21, 288 if qtype in LEGACY else 256, 19
     blocks = weights(rng, qtype, nrows, ncols)
     x = activations(rng, ncols_y, ncols)
     vy, qy = quantize_on(checked, x)
-    for wr, wc, kw in sorted({t for _, t in Q.MMQ_MMA_TILES}):
+    for wr, wc, kw in Q.mmq_mma_tiles(qtype) if qtype in LEGACY else [MMA_K_TILE]:
         dst = checked.zeros((ncols_y, nrows), pk.f32)
         checked.get_or_load_func(f"mul_mat_mma_{qtype}_{wr}x{wc}x{kw}", QUANTIZED)[
             (-(-nrows // (16 * wr)), -(-ncols_y // (16 * wc))), Q.MMQ_MMA_WAVES * checked.target.wave_size](
@@ -723,17 +746,21 @@ def test_api_matmul_dispatch(wave_device, batch):
 
 @pytest.mark.parametrize("qtype,batch,kernel", [
     ("q4_0", 16, "mul_mat_planar_q4_0"), ("q4_0", 17, "mul_mat_mma_q4_0_1x2x2"), ("q8_0", 64, "mul_mat_mma_q8_0_1x2x2"),
-    ("q8_0", 65, "mul_mat_mma_q8_0_2x2x1"), ("q5_0", 40, "mul_mat_planar_q5_0")])
+    ("q8_0", 65, "mul_mat_mma_q8_0_2x2x1"), ("q5_0", 40, "mul_mat_planar_q5_0"), ("q4_K", 16, "mul_mat_planar_q4_K"),
+    ("q4_K", 17, "mul_mat_mma_q4_K_1x2x2"), ("q4_K", 130, "mul_mat_mma_q4_K_1x2x2"), ("q6_K", 32, "mul_mat_mma_q6_K_1x2x2"),
+    ("q6_K", 33, "mul_mat_mma_q6_K_2x2x1"), ("q5_K", 40, "mul_mat_planar_q5_K")])
 def test_api_matmul_mmq_dispatch(wave_device, monkeypatch, qtype, batch, kernel):
-    """Above 8 rows: q4_0 and q8_0 from 17 rows on take mul_mat_mma (its tile by batch), the other
-    formats and 9-16 rows the planar MMQ; within the bounds above (21 rows, 288 columns)."""
+    """Above 8 rows: q4_0, q8_0, q4_K and q6_K from 17 rows on take mul_mat_mma (its tile by format and batch),
+    the other formats and 9-16 rows the planar MMQ; within the bounds above (21 rows, 288 columns;
+    the K formats 256)."""
     names = []
     real = wave_device.get_or_load_func
     monkeypatch.setattr(wave_device, "get_or_load_func",
                         lambda name, *a, **kw: names.append(name) or real(name, *a, **kw))
     rng = np.random.default_rng(batch)
-    blocks = weights(rng, qtype, 21, 288)
-    x = activations(rng, batch, 288)
+    ncols = 288 if qtype in LEGACY else 256
+    blocks = weights(rng, qtype, 21, ncols)
+    x = activations(rng, batch, ncols)
     got = qapi.matmul(wave_device.to_device(blocks.reshape(-1)), qtype, wave_device.to_device(x))
     assert names[-1] == kernel
     _, qy = quantize_on(wave_device, x)
