@@ -1,7 +1,7 @@
 """The QUANTIZED family against PyTorch and the copy bandwidth, on one CUDA GPU, in one process.
 
-Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes|pairs|planar|tile|mma]
-[--iters 50]
+Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequantize|get_rows|probes|pairs|planar|tile|mma|
+early|rows_sweep|q6k|dequant_q3|ncu|...] [--iters 50]
 
 * MMVQ at batch 1 (Q4_0, Q4_K, Q6_K, Q8_0; 4096x4096 and 14336x4096): the q8_1 + MMVQ pair per
   call, weights rotated over >= 8 buffers (> 100 MB in all, so L2 does not serve them); GB/s counts
@@ -35,6 +35,11 @@ Run on the GPU machine:  python benchmarks/quantized.py [--only mmvq|mmq|dequant
 * tile: the tiled MMQ probe (``mmq_tile_probe_{q}``, both operands staged in shared memory: ggml's
   mul_mat_q shape with dp4a) against ``mul_mat_cols`` and dequantize + torch.matmul at 16, 32, 64
   activation columns.
+* early: the batch-1 pair and MMVQ alone of q4_0, q4_K, q5_K, q6_K, q8_0 with the weights loaded before
+  ``grid_dependency_wait`` and after (``MMVQ_WEIGHTS_FIRST`` was chosen from it); rows_sweep: the pair
+  formats at 1, 2, 4 rows a block, either way; q6k: q6_K's pair loads (``block_span``, 16-bit scale
+  loads) as probes beside the wrappers' kernel; dequant_q3: q3_K's f16 dequantize against its probes;
+  ncu: one launch of each of those kernels, for ``ncu -k regex:...`` (not in the default run).
 * mma: the wrappers' MMQ on ``pk.mma`` (``mul_mat_mma_{q}_*``: i8 tensor-core products block-scaled by
   ``pk.mma.scale_add``) for q4_0, q8_0, q4_K and q6_K against dequantize + torch.matmul f16 and the planar MMQ
   (``mul_mat_planar``) at 16, 24, 32, 64, 128 columns, checked within spec §6.5's bound.
@@ -288,7 +293,7 @@ _MMVQ_BOUNDED = {mb: pk.kernel(max_block_size=128, min_blocks_per_sm={"cuda": mb
 PAIR_SHAPES = ((2, (32, 2)), (4, (32, 2)), (4, (32, 4)), (8, (32, 2)))
 PAIR_FORMATS = tuple(q.name for q in Q.MATMUL_TYPES if q.pair is not None)
 PAIR_PROBES = pk.Module("quantized_pairs").add(
-    *(Q.mul_mat_vec_pairs.instance(f"pairs_{q}_{r}", Q=Q.QTYPES[q], rows=r)
+    *(Q.mul_mat_vec_pairs.instance(f"pairs_{q}_{r}", Q=Q.QTYPES[q], rows=r, early=False)
       for q in PAIR_FORMATS for r in sorted({r for r, _ in PAIR_SHAPES})))
 
 #: (columns, rows) a block of the planar-activation MMQ (``mul_mat_planar``) that ``--only planar`` times
@@ -301,9 +306,9 @@ PLANAR_PROBES = pk.Module("quantized_planar").add(
 
 PROBES = pk.Module("quantized_bench").add(launch_probe.instance("launch_probe"), dp4a_probe.instance("dp4a_probe"),
                                           *(Q.mul_mat_vec_q8_1.instance(f"cols_q4_0_{n}x{r}", Q=Q.QTYPES["q4_0"], N=n,
-                                                                        rows=r) for n, r in MMQ_SHAPES),
+                                                                        rows=r, early=False) for n, r in MMQ_SHAPES),
                                           *(k.instance(f"rows_{q}_blocks{mb}", Q=Q.QTYPES[q], N=1,
-                                                       rows=Q.MMVQ_WRAPPER_ROWS[q])
+                                                       rows=Q.MMVQ_WRAPPER_ROWS[q], early=False)
                                             for mb, k in _MMVQ_BOUNDED.items() for q in ("q4_K", "q6_K")))
 
 
@@ -1268,11 +1273,464 @@ def mma(b: Bench) -> None:
         del ws
 
 
+# ---- issue 26, engineer mmvq: the weights before the wait, q6_K's MMVQ, q3_K's f16 dequantize ---------
+#: the formats ``--only early`` times with the weights' loads before ``grid_dependency_wait`` and after
+EARLY_FORMATS = ("q4_0", "q4_K", "q5_K", "q6_K", "q8_0")
+#: shapes (rows, columns) every ``--only early`` format runs at
+EARLY_SHAPES = ((14336, 4096), (4096, 4096), (4096, 14336))
+
+
+def wrapper_instance(qtype: str, name: str, *, early: bool, rows: int | None = None):
+    """The wrappers' batch-1 MMVQ kernel of ``qtype`` (``mul_mat_vec_rows_{q}_q8_1``'s definition), with
+    ``early`` and ``rows`` as given."""
+    kw = dict(Q=Q.QTYPES[qtype], rows=rows or Q.MMVQ_WRAPPER_ROWS[qtype], early=early)
+    if qtype in Q.MMVQ_PAIRS:
+        return Q.mul_mat_vec_pairs.instance(name, **kw)
+    return Q.mul_mat_vec_q8_1.instance(name, N=1, **kw)
+
+
+EARLY_PROBES = pk.Module("quantized_early").add(
+    *(wrapper_instance(q, f"early{int(e)}_{q}", early=e) for q in EARLY_FORMATS for e in (False, True)))
+
+
+def early(b: Bench) -> None:
+    """The wrappers' batch-1 pair with each format's MMVQ loading a step's weights before
+    ``grid_dependency_wait`` (early 1) or after it (early 0), launched programmatically (the API's
+    launch on sm_90) and plainly, and the MMVQ alone; the two alternated twice (best of each), outputs
+    bit-identical."""
+    torch, rng = b.torch, np.random.default_rng(8)
+    print("\nweights before the wait: the pair (programmatic / plain) and MMVQ alone, early 0 vs 1 (weight bytes)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in EARLY_SHAPES:
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in EARLY_FORMATS:
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            rows, block = Q.MMVQ_WRAPPER_ROWS[qtype], Q.mmvq_wrapper_block(qtype, ncols)
+            fns = {e: b.dev.get_or_load_func(f"early{e}_{qtype}", EARLY_PROBES) for e in (0, 1)}
+
+            def pair(i, s, e, programmatic, rows=rows, block=block, ws=ws):
+                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+                fns[e].launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
+                              ncols, nrows, k_padded, nrows, stream=s, programmatic=programmatic)
+
+            def alone(i, s, e, rows=rows, block=block, ws=ws):
+                fns[e][-(-nrows // rows), block, s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                                    nrows, k_padded, nrows)
+            outs = []
+            for e in (0, 1):
+                for programmatic in (False, True):
+                    dst.fill_(float("nan"))
+                    pair(0, None, e, programmatic)
+                    torch.cuda.synchronize()
+                    outs.append(dst.cpu().numpy().copy())
+            assert all(np.array_equal(outs[0], o) for o in outs), f"{qtype}: early 0/1 outputs differ"
+            times = {}
+            for _ in range(2):
+                for e in (0, 1):
+                    for mode in ("programmatic", "plain", "alone"):
+                        f = (lambda i, s, e=e: alone(i, s, e)) if mode == "alone" else (
+                            lambda i, s, e=e, p=mode == "programmatic": pair(i, s, e, p))
+                        times.setdefault((e, mode), []).append(b.time(f))
+            for mode in ("programmatic", "plain", "alone"):
+                t0, t1 = min(times[(0, mode)]), min(times[(1, mode)])
+                print(f"{qtype} {nrows}x{ncols} {mode:12} early0 {t0 * 1e6:7.2f} us {100 * wbytes / t0 / b.copy_bw:4.0f}%"
+                      f"  early1 {t1 * 1e6:7.2f} us {100 * wbytes / t1 / b.copy_bw:4.0f}%  x{t0 / t1:.3f}"
+                      f"  (runs {' / '.join(f'{v * 1e6:.2f}' for v in times[(0, mode)])} | "
+                      f"{' / '.join(f'{v * 1e6:.2f}' for v in times[(1, mode)])})", flush=True)
+            del ws
+
+
+#: rows a block ``--only rows_sweep`` times the pair formats' MMVQ at (early 0 and 1; blocks as the wrappers')
+SWEEP_ROWS = (1, 2, 4)
+SWEEP_PROBES = pk.Module("quantized_rows_sweep").add(
+    *(wrapper_instance(q, f"sweep_{q}_{r}_{e}", early=bool(e), rows=r) for q in Q.MMVQ_PAIRS for r in SWEEP_ROWS
+      for e in (0, 1)))
+
+
+def rows_sweep(b: Bench) -> None:
+    """The pair formats' batch-1 MMVQ (``mul_mat_vec_pairs``) at SWEEP_ROWS rows a block, the weights
+    before the wait or after, under the wrappers' blocks: the programmatic pair and the MMVQ alone,
+    alternated twice (best of each), outputs compared with the wrappers' kernel."""
+    torch, rng = b.torch, np.random.default_rng(12)
+    print("\nrows a block x early, pair formats (programmatic pair / MMVQ alone; weight bytes)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in EARLY_SHAPES:
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in Q.MMVQ_PAIRS:
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            block = Q.mmvq_wrapper_block(qtype, ncols)
+            variants = {"wrappers'": (b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype])}
+            for r in SWEEP_ROWS:
+                for e in (0, 1):
+                    variants[f"rows {r} early {e}"] = (b.dev.get_or_load_func(f"sweep_{qtype}_{r}_{e}", SWEEP_PROBES), r)
+
+            def pair(i, s, fn, rows, ws=ws, block=block):
+                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+                fn.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
+                          ncols, nrows, k_padded, nrows, stream=s, programmatic=True)
+
+            def alone(i, s, fn, rows, ws=ws, block=block):
+                fn[-(-nrows // rows), block, s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                                                nrows, k_padded, nrows)
+            want = None
+            for label, (fn, rows) in variants.items():
+                dst.fill_(float("nan"))
+                pair(0, None, fn, rows)
+                torch.cuda.synchronize()
+                got = dst.cpu().numpy().copy()
+                want = got if want is None else want
+                assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), f"{qtype} {label} disagrees"
+            times = {}
+            for _ in range(2):
+                for label, (fn, rows) in variants.items():
+                    times.setdefault(label, ([], []))
+                    times[label][0].append(b.time(lambda i, s, fn=fn, rows=rows: pair(i, s, fn, rows)))
+                    times[label][1].append(b.time(lambda i, s, fn=fn, rows=rows: alone(i, s, fn, rows)))
+            for label, (tp, ta) in times.items():
+                print(f"{qtype} {nrows}x{ncols} {label:18} pair {min(tp) * 1e6:7.2f} us {100 * wbytes / min(tp) / b.copy_bw:4.0f}%"
+                      f"  alone {min(ta) * 1e6:7.2f} us {100 * wbytes / min(ta) / b.copy_bw:4.0f}%"
+                      f"  (pair runs {' / '.join(f'{v * 1e6:.2f}' for v in tp)})", flush=True)
+            del ws
+
+
+@pk.func
+def span8_aligned(block: pk.ConstPtr[pk.u8], offset: pk.u32, odd: bool, out: pk.Ptr[pk.u32], at: pk.u32):
+    """``out[at .. at + 8)`` = the 8 words at ``offset`` (a multiple of 4) of a block 2 bytes past a
+    word where ``odd``: 8 aligned words from the span's first aligned byte and its first two bytes
+    (``span_words``' 7 words and 3 halves, its alignment test once a block)."""
+    first = pk.u32(pk.bitcast(block + offset, pk.ConstPtr[pk.u16])[0])
+    words = pk.bitcast(block + offset + pk.select(odd, pk.u32(2), pk.u32(0)), pk.ConstPtr[pk.u32])
+    shift = pk.select(odd, pk.u64(16), pk.u64(32))
+    prev = words[0]
+    out[at] = pk.select(odd, first | (prev << 16), prev)
+    for k in pk.static_range(1, 8):
+        cur = words[k]
+        out[at + k] = pk.u32(((pk.u64(cur) << 32) | pk.u64(prev)) >> shift)
+        prev = cur
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def q6k_pairs_probe(vx: pk.ConstPtr[pk.u8], vy: pk.ConstPtr[pk.u8], dst: pk.Ptr[pk.f32], ncols_x: pk.i32,
+                    nrows_x: pk.i32, nrows_y: pk.i32, nrows_dst: pk.i32, *, QT, rows, aligned, scales16):
+    """``Q.mul_mat_vec_pairs`` for q6_K with the weights before the wait, and: ``aligned``, each pair's
+    ql and qh spans through ``span8_aligned`` (the block's alignment tested once; else ``span_words``,
+    q6_K's loader before); ``scales16``, a chunk's two group scales from one 16-bit load (else a byte
+    load a group). ``QT``: q6_K. q6k_11 is now the wrappers' kernel (the same SASS)."""
+    sm = pk.shared.array(Q.SHARED_SUMS[rows], pk.f32)
+    acc = pk.local.array(rows, pk.f32)
+    for r in pk.static_range(rows):
+        acc[r] = 0.0
+    t = Q.flat_thread()
+    nt = Q.flat_threads()
+    first = pk.block_idx.x * rows
+    pairs = pk.u32(max(ncols_x, 0)) // 64
+    row_bytes = pk.usize(pairs // 4) * 210
+    last = pk.u32(max(nrows_x, 1)) - 1
+    lo = pk.local.array(8 * rows, pk.u32)
+    hi = pk.local.array(8 * rows, pk.u32)
+    params_lo = pk.local.array(4 * rows, pk.f32)
+    params_hi = pk.local.array(4 * rows, pk.f32)
+    high = pk.local.array(8, pk.u32)
+    yw = pk.local.array(16, pk.i32)
+    sums = pk.local.array(4, pk.i32)
+    for p in range(t, pairs, nt):
+        pb = p % 4
+        hh = pb // 2
+        ss = pb % 2
+        c_lo = hh * 4 + ss
+        c_hi = c_lo + 2
+        for r in pk.static_range(rows):
+            b = vx + pk.usize(min(first + r, last)) * row_bytes + pk.usize(p // 4) * 210
+            if aligned:
+                odd = not pk.is_aligned(b, 4)
+                span8_aligned(b, 64 * hh + 32 * ss, odd, lo, 8 * r)
+                span8_aligned(b, 128 + 32 * hh, odd, high, 0)
+                for k in pk.static_range(8):
+                    q = high[k] >> (2 * ss)
+                    hi[8 * r + k] = ((lo[8 * r + k] >> 4) & 0x0F0F0F0F) | (((q >> 4) & 0x03030303) << 4)
+                    lo[8 * r + k] = (lo[8 * r + k] & 0x0F0F0F0F) | ((q & 0x03030303) << 4)
+            else:  # q6_K's pair loader before block_span: two span_words
+                Q.span_words(b, 64 * hh + 32 * ss, lo, n=8, at=8 * r)
+                Q.span_words(b, 128 + 32 * hh, high, n=8, at=0)
+                for k in pk.static_range(8):
+                    q = high[k] >> (2 * ss)
+                    hi[8 * r + k] = ((lo[8 * r + k] >> 4) & 0x0F0F0F0F) | (((q >> 4) & 0x03030303) << 4)
+                    lo[8 * r + k] = (lo[8 * r + k] & 0x0F0F0F0F) | ((q & 0x03030303) << 4)
+            if scales16:
+                d = Q.half_at(b, 208)
+                two = pk.u32(pk.bitcast(b + 192 + 2 * c_lo, pk.ConstPtr[pk.u16])[0])
+                params_lo[4 * r] = d * pk.f32(pk.bitcast(two << 24, pk.i32) >> 24)
+                params_lo[4 * r + 2] = d * pk.f32(pk.bitcast(two << 16, pk.i32) >> 24)
+                two = pk.u32(pk.bitcast(b + 192 + 2 * c_hi, pk.ConstPtr[pk.u16])[0])
+                params_hi[4 * r] = d * pk.f32(pk.bitcast(two << 24, pk.i32) >> 24)
+                params_hi[4 * r + 2] = d * pk.f32(pk.bitcast(two << 16, pk.i32) >> 24)
+            else:
+                Q.chunk_params(b, c_lo, params_lo + 4 * r, Q=QT)
+                Q.chunk_params(b, c_hi, params_hi + 4 * r, Q=QT)
+        pk.grid_dependency_wait()
+        first_chunk = pk.usize(p // 4) * 8
+        y_lo = vy + (first_chunk + c_lo) * 36
+        y_hi = vy + (first_chunk + c_hi) * 36
+        d8_lo = Q.half_at(y_lo, 0)
+        d8_hi = Q.half_at(y_hi, 0)
+        for h in pk.static_range(2):
+            y = pk.bitcast((y_lo if h == 0 else y_hi) + 4, pk.ConstPtr[pk.i32])
+            for k in pk.static_range(8):
+                yw[8 * h + k] = y[k]
+            Q.group_sums(y, sums, Q=QT, at=2 * h)
+        for r in pk.static_range(rows):
+            acc[r] += Q.dot_words(lo + 8 * r, params_lo + 4 * r, yw, d8_lo, sums, Q=QT, y_at=0, sums_at=0)
+            acc[r] += Q.dot_words(hi + 8 * r, params_hi + 4 * r, yw, d8_hi, sums, Q=QT, y_at=8, sums_at=2)
+    total = Q.block_sums(acc, sm, t, nt, count=rows)
+    if t < rows and pk.i32(first + t) < nrows_x:
+        dst[pk.usize(first + t)] = total
+
+
+Q6K_PROBES = pk.Module("quantized_q6k").add(
+    *(q6k_pairs_probe.instance(f"q6k_{a}{s16}", QT=Q.QTYPES["q6_K"], rows=2, aligned=bool(a), scales16=bool(s16)) for a in (0, 1)
+      for s16 in (0, 1)))
+
+
+def q6k(b: Bench) -> None:
+    """q6_K's batch-1 MMVQ variants (Q6K_PROBES: the aligned spans, the 16-bit scale loads) against the
+    wrappers' kernel, programmatic pair and alone, alternated twice, outputs compared."""
+    torch, rng = b.torch, np.random.default_rng(13)
+    print("\nq6_K MMVQ variants (programmatic pair / MMVQ alone; weight bytes)")
+    quant = b.fn("quantize_q8_1")
+    for nrows, ncols in EARLY_SHAPES:
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        ws = b.rotated(random_blocks(rng, "q6_K", nrows, ncols))
+        wbytes = ws[0].numel()
+        block = Q.mmvq_wrapper_block("q6_K", ncols)
+        variants = {"wrappers'": b.fn("mul_mat_vec_rows_q6_K_q8_1")}
+        variants.update({n: b.dev.get_or_load_func(n, Q6K_PROBES) for n in Q6K_PROBES.names()})
+
+        def pair(i, s, fn, ws=ws, block=block):
+            quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+            fn.launch(-(-nrows // 2), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
+                      ncols, nrows, k_padded, nrows, stream=s, programmatic=True)
+
+        def alone(i, s, fn, ws=ws, block=block):
+            fn[-(-nrows // 2), block, s](ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows,
+                                         k_padded, nrows)
+        want = None
+        for label, fn in variants.items():
+            dst.fill_(float("nan"))
+            pair(0, None, fn)
+            torch.cuda.synchronize()
+            got = dst.cpu().numpy().copy()
+            want = got if want is None else want
+            assert np.array_equal(got, want), f"q6_K {label} differs"
+        times = {}
+        for _ in range(2):
+            for label, fn in variants.items():
+                times.setdefault(label, ([], []))
+                times[label][0].append(b.time(lambda i, s, fn=fn: pair(i, s, fn)))
+                times[label][1].append(b.time(lambda i, s, fn=fn: alone(i, s, fn)))
+        for label, (tp, ta) in times.items():
+            print(f"q6_K {nrows}x{ncols} {label:12} pair {min(tp) * 1e6:7.2f} us {100 * wbytes / min(tp) / b.copy_bw:4.0f}%"
+                  f"  alone {min(ta) * 1e6:7.2f} us {100 * wbytes / min(ta) / b.copy_bw:4.0f}%"
+                  f"  (alone runs {' / '.join(f'{v * 1e6:.2f}' for v in ta)})", flush=True)
+        del ws
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def q3_k_f16_tiles(vx: pk.ConstPtr[pk.u8], y: pk.Ptr[pk.f16], count: pk.usize):
+    """q3_K to f16 under the wrappers' launch, ``pk.parallel_range`` over the output's u64 words (a
+    tile two words: one 16-byte store), each tile copy decoding its word's pair (``q3_k_pair_values``
+    of word w - w % 2: LLVM merges the two copies' loads) and keeping its half."""
+    t = pk.usize(pk.global_id())
+    nt = pk.usize(pk.grid_dim.x) * pk.usize(pk.block_dim.x)
+    out = pk.bitcast(y, pk.Ptr[pk.u64])
+    blocks = pk.bitcast(vx, pk.ConstPtr[pk.u64])
+    vals = pk.local.array(8, pk.f32)
+    for w in pk.parallel_range(pk.usize(0), count // 4, t, nt):
+        wp = w // 2 * 2
+        Q.q3_k_pair_values(pk.bitcast(blocks, pk.ConstPtr[pk.u8]) + (wp // 64) * 110, pk.u32(wp % 64), vals)
+        second = w % 2 == 1
+        bits = pk.u64(0)
+        for k in pk.static_range(4):
+            bits |= pk.u64(pk.bitcast(pk.f16(pk.select(second, vals[4 + k], vals[k])), pk.u16)) << (16 * k)
+        out[w] = bits
+
+
+@pk.func
+def q3_k_pair_magic(b: pk.ConstPtr[pk.u8], w: pk.u32, vals: pk.Ptr[pk.f32]):
+    """``Q.q3_k_pair_values`` with each 3-bit quant made an f32 by its bits: 0x4B000000 | q is 2^23 + q
+    exactly, and 2^23 + q - (2^23 + 4) = q - 4 exactly, so a * that is the same product bit for bit
+    (no I2F, no sign extension)."""
+    h = w // 32
+    s = w // 8 % 4
+    l4 = w % 8
+    low = pk.local.array(2, pk.u32)
+    hm = pk.local.array(2, pk.u32)
+    Q.span_words(b, 32 + 32 * h + 4 * l4, low, n=2, at=0)
+    Q.span_words(b, 4 * l4, hm, n=2, at=0)
+    a = Q.q3_k_scale(b, w // 4)
+    for j in pk.static_range(2):
+        q = ((low[j] >> (2 * s)) & 0x03030303) | (((hm[j] >> (4 * h + s)) & 0x01010101) << 2)
+        for k in pk.static_range(4):
+            vals[4 * j + k] = a * (pk.bitcast(pk.u32(0x4B000000) | ((q >> (8 * k)) & 0xFF), pk.f32) - 8388612.0)
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def q3_k_f16_magic(vx: pk.ConstPtr[pk.u8], y: pk.Ptr[pk.f16], count: pk.usize):
+    """``dequantize_q3_K_f16``'s pair loop (a thread a pair of words, two u64 stores) through
+    ``q3_k_pair_magic``."""
+    t = pk.usize(pk.global_id())
+    nt = pk.usize(pk.grid_dim.x) * pk.usize(pk.block_dim.x)
+    out = pk.bitcast(y, pk.Ptr[pk.u64])
+    pair_vals = pk.local.array(8, pk.f32)
+    for p in range(t, count // 8, nt):
+        w = 2 * p
+        q3_k_pair_magic(vx + (w // 64) * 110, pk.u32(w % 64), pair_vals)
+        for j in pk.static_range(2):
+            bits = pk.u64(0)
+            for k in pk.static_range(4):
+                bits |= pk.u64(pk.bitcast(pk.f16(pair_vals[4 * j + k]), pk.u16)) << (16 * k)
+            out[w + j] = bits
+
+
+@pk.func
+def q3_k_pair_words(b: pk.ConstPtr[pk.u8], w: pk.u32, vals: pk.Ptr[pk.f32], *, sext):
+    """``Q.q3_k_pair_values`` with its two 8-byte spans (qs and hmask, both at multiples of 4 bytes
+    from the block) read as three aligned words each below the block's own alignment (2 or 4 mod 4,
+    tested once), shifted together by 16 bits or none. ``sext``: q - 4 of each 3-bit quant as the
+    sign extension of q ^ 4 (the same integer) instead of a subtraction."""
+    h = w // 32
+    s = w // 8 % 4
+    l4 = w % 8
+    odd = not pk.is_aligned(b, 4)
+    base = pk.bitcast(b - pk.select(odd, pk.i64(2), pk.i64(0)), pk.ConstPtr[pk.u32])
+    shift = pk.select(odd, pk.u64(16), pk.u64(0))
+    qs = 8 + 8 * h + l4
+    x = pk.local.array(3, pk.u32)
+    m = pk.local.array(3, pk.u32)
+    for k in pk.static_range(3):
+        x[k] = base[qs + k]
+        m[k] = base[l4 + k]
+    a = Q.q3_k_scale(b, w // 4)
+    for j in pk.static_range(2):
+        low = pk.u32(((pk.u64(x[j + 1]) << 32) | pk.u64(x[j])) >> shift)
+        hm = pk.u32(((pk.u64(m[j + 1]) << 32) | pk.u64(m[j])) >> shift)
+        q = ((low >> (2 * s)) & 0x03030303) | (((hm >> (4 * h + s)) & 0x01010101) << 2)
+        for k in pk.static_range(4):
+            if sext:
+                vals[4 * j + k] = a * pk.f32(pk.bitcast((q ^ 0x04040404) << (29 - 8 * k), pk.i32) >> 29)
+            else:
+                vals[4 * j + k] = a * pk.f32(pk.i32((q >> (8 * k)) & 0xFF) - 4)
+
+
+@pk.kernel(max_block_size=Q.MAX_BLOCK)
+def q3_k_f16_words(vx: pk.ConstPtr[pk.u8], y: pk.Ptr[pk.f16], count: pk.usize, *, sext):
+    """``q3_k_f16_magic`` through ``q3_k_pair_words``."""
+    t = pk.usize(pk.global_id())
+    nt = pk.usize(pk.grid_dim.x) * pk.usize(pk.block_dim.x)
+    out = pk.bitcast(y, pk.Ptr[pk.u64])
+    pair_vals = pk.local.array(8, pk.f32)
+    for p in range(t, count // 8, nt):
+        w = 2 * p
+        q3_k_pair_words(vx + (w // 64) * 110, pk.u32(w % 64), pair_vals, sext=sext)
+        for j in pk.static_range(2):
+            bits = pk.u64(0)
+            for k in pk.static_range(4):
+                bits |= pk.u64(pk.bitcast(pk.f16(pair_vals[4 * j + k]), pk.u16)) << (16 * k)
+            out[w + j] = bits
+
+
+DEQUANT_PROBES = pk.Module("quantized_dequant_probes").add(q3_k_f16_tiles.instance("q3_k_f16_tiles"),
+                                                           q3_k_f16_magic.instance("q3_k_f16_magic"),
+                                                           q3_k_f16_words.instance("q3_k_f16_words", sext=False),
+                                                           q3_k_f16_words.instance("q3_k_f16_words_sx", sext=True))
+
+
+def dequant_q3(b: Bench) -> None:
+    """q3_K's f16 dequantize (wrappers' launch, 2^25 elements): ``dequantize_q3_K_f16`` against the
+    probes in DEQUANT_PROBES, alternated three times (best of each), outputs bit-identical; q3_K f32 and
+    q4_K f16 beside them."""
+    torch, rng = b.torch, np.random.default_rng(9)
+    el = 1 << 25
+    w = torch.from_numpy(random_blocks(rng, "q3_K", el // 4096, 4096)).cuda()
+    grid = -(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS)
+    print(f"\nq3_K f16 dequantize ({el:,} elements, wrappers' launch; bytes read + written)")
+    variants = {"dequantize_q3_K_f16": b.fn("dequantize_q3_K_f16")}
+    variants.update({n: b.dev.get_or_load_func(n, DEQUANT_PROBES) for n in DEQUANT_PROBES.names()})
+    out = torch.empty(el, dtype=torch.float16, device="cuda")
+    outs = []
+    for fn in variants.values():
+        out.fill_(float("nan"))
+        fn[grid, Q.DEQUANTIZE_WRAPPER_BLOCK](w.data_ptr(), out.data_ptr(), el)
+        torch.cuda.synchronize()
+        outs.append(out.view(torch.int16).cpu().numpy().copy())
+    for name, o in zip(variants, outs):
+        assert np.array_equal(o, outs[0]), f"{name} differs from dequantize_q3_K_f16"
+    nbytes = w.numel() + el * 2
+    times = {}
+    for _ in range(3):
+        for name, fn in variants.items():
+            times.setdefault(name, []).append(b.time(lambda i, s, fn=fn: fn[grid, Q.DEQUANTIZE_WRAPPER_BLOCK, s](
+                w.data_ptr(), out.data_ptr(), el)))
+    for name, ts in times.items():
+        b.report(f"{name}", min(ts), nbytes)
+        print(f"{'':48} runs {' / '.join(f'{v * 1e6:.2f}' for v in ts)} us")
+    for name, dt, tdt in (("dequantize_q3_K_f32", "f32", torch.float32), ("dequantize_q4_K_f16", "f16", torch.float16)):
+        q = name.split("_")[1] + "_" + name.split("_")[2]
+        wq = w if q == "q3_K" else torch.from_numpy(random_blocks(rng, q, el // 4096, 4096)).cuda()
+        o = torch.empty(el, dtype=tdt, device="cuda")
+        fn = b.fn(name)
+        t = b.time(lambda i, s, fn=fn, wq=wq, o=o: fn[grid, Q.DEQUANTIZE_WRAPPER_BLOCK, s](wq.data_ptr(), o.data_ptr(), el))
+        b.report(name, t, wq.numel() + o.numel() * o.element_size())
+
+
+def ncu_launches(b: Bench) -> None:
+    """One launch of each kernel ``ncu`` should profile (run under ``ncu -k regex:...``; no graphs):
+    the wrappers' MMVQ of q6_K, q8_0, q4_0, q4_K at 14336 x 4096 (early 0 and 1), q3_K's f16 dequantize
+    and its probes, q3_K f32 and q4_K f16 at 2^25 elements."""
+    torch, rng = b.torch, np.random.default_rng(10)
+    nrows, ncols = 14336, 4096
+    x = torch.randn(ncols, device="cuda")
+    vy = torch.empty(ncols // 32 * 36, dtype=torch.uint8, device="cuda")
+    dst = torch.empty(nrows, device="cuda")
+    b.fn("quantize_q8_1")[(ncols // 256, 1), 256](x.data_ptr(), vy.data_ptr(), ncols, ncols)
+    for qtype in ("q6_K", "q8_0", "q4_0", "q4_K"):
+        w = torch.from_numpy(random_blocks(rng, qtype, nrows, ncols)).cuda()
+        for e in (0, 1):
+            b.dev.get_or_load_func(f"early{e}_{qtype}", EARLY_PROBES)[
+                -(-nrows // Q.MMVQ_WRAPPER_ROWS[qtype]), Q.mmvq_wrapper_block(qtype, ncols)](
+                w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, ncols, nrows)
+        if qtype == "q6_K":
+            for name in Q6K_PROBES.names():
+                b.dev.get_or_load_func(name, Q6K_PROBES)[-(-nrows // 2), Q.mmvq_wrapper_block(qtype, ncols)](
+                    w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, ncols, nrows)
+    el = 1 << 25
+    grid = -(-el // Q.DEQUANTIZE_WRAPPER_ELEMENTS)
+    for q, dt, tdt in (("q3_K", "f16", torch.float16), ("q3_K", "f32", torch.float32), ("q4_K", "f16", torch.float16)):
+        w = torch.from_numpy(random_blocks(rng, q, el // 4096, 4096)).cuda()
+        o = torch.empty(el, dtype=tdt, device="cuda")
+        fns = [b.fn(f"dequantize_{q}_{dt}")]
+        if (q, dt) == ("q3_K", "f16"):
+            fns += [b.dev.get_or_load_func(n, DEQUANT_PROBES) for n in DEQUANT_PROBES.names()]
+        for fn in fns:
+            fn[grid, Q.DEQUANTIZE_WRAPPER_BLOCK](w.data_ptr(), o.data_ptr(), el)
+    torch.cuda.synchronize()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
                                            "tile", "warps", "pdl", "read_sizes",
-                                           "blocks", "mma"])
+                                           "blocks", "mma", "early", "dequant_q3", "ncu", "rows_sweep", "q6k"])
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
@@ -1282,9 +1740,10 @@ def main() -> None:
     b = Bench(torch, pk.device("cuda"), args.iters)
     parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
              "planar": planar, "tile": tile, "warps": warps, "pdl": pdl,
-             "read_sizes": read_sizes, "blocks": blocks, "mma": mma}
+             "read_sizes": read_sizes, "blocks": blocks, "mma": mma, "early": early, "dequant_q3": dequant_q3,
+             "rows_sweep": rows_sweep, "q6k": q6k, "ncu": ncu_launches}
     for name, part in parts.items():
-        if args.only in (None, name):
+        if args.only == name or (args.only is None and name != "ncu"):
             part(b)
 
 

@@ -191,22 +191,44 @@ def q3_k_word(b: ConstPtr[u8], w: u32) -> u32:
 
 
 @pk.func
+def block_span(block: ConstPtr[u8], offset: u32, odd: bool, out: Ptr[u32], *, n, at):
+    """``out[at .. at + n)`` = the ``n`` little-endian words at ``offset`` (a multiple of 4) of a block
+    that starts 2 bytes past a word where ``odd`` (the caller tests that once for all its spans): n
+    aligned words from the span's first aligned byte and its first two bytes, shifted together.
+    ``span_words``' n - 1 words and 3 halves, one load fewer; the last word may read 2 bytes past
+    the span, which every caller keeps inside the block. q6_K's MMVQ waited on its load queue (ncu:
+    lg/mio throttle), so a load fewer counts there (docs/targets/cuda.md)."""
+    first = u32(pk.bitcast(block + offset, ConstPtr[pk.u16])[0])
+    words = pk.bitcast(block + offset + pk.select(odd, u32(2), u32(0)), ConstPtr[u32])
+    shift = pk.select(odd, pk.u64(16), pk.u64(32))
+    prev = words[0]
+    out[at] = pk.select(odd, first | (prev << 16), prev)
+    for k in pk.static_range(1, n):
+        cur = words[k]
+        out[at + k] = u32(((pk.u64(cur) << 32) | pk.u64(prev)) >> shift)
+        prev = cur
+
+
+@pk.func
 def q3_k_pair_values(b: ConstPtr[u8], w: u32, vals: Ptr[f32]):
     """Elements 4w .. 4w + 7 of a q3_K block (``w`` even: two words of one 16-element group) into
-    ``vals``: their two words of qs and of hmask each from one span (``span_words``), their scale
-    once; the values are ``dequantize_word``'s, bit for bit."""
+    ``vals``: their two words of qs and of hmask each from one span (``block_span``), their scale
+    once; each q - 4 as the 3-bit sign extension of q ^ 4 (the same integer, without a subtraction
+    an element). The values are ``dequantize_word``'s, bit for bit. (Issue-bound: these two cuts
+    took the f16 dequantize from 79% to 82% of copy on an H100, docs/targets/cuda.md.)"""
     h = w // 32
     s = w // 8 % 4
     l4 = w % 8
+    odd = not pk.is_aligned(b, 4)  # both spans start a multiple of 4 bytes into the block
     low = pk.local.array(2, u32)
     hm = pk.local.array(2, u32)
-    span_words(b, 32 + 32 * h + 4 * l4, low, n=2, at=0)
-    span_words(b, 4 * l4, hm, n=2, at=0)
+    block_span(b, 32 + 32 * h + 4 * l4, odd, low, n=2, at=0)  # to byte 98 at most of 110
+    block_span(b, 4 * l4, odd, hm, n=2, at=0)
     a = q3_k_scale(b, w // 4)
     for j in pk.static_range(2):
         q = ((low[j] >> (2 * s)) & 0x03030303) | (((hm[j] >> (4 * h + s)) & 0x01010101) << 2)
         for k in pk.static_range(4):
-            vals[4 * j + k] = a * f32(i32((q >> (8 * k)) & 0xFF) - 4)
+            vals[4 * j + k] = a * f32(pk.bitcast((q ^ 0x04040404) << (29 - 8 * k), i32) >> 29)
 
 
 @pk.func
@@ -323,16 +345,36 @@ def q5_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
 def q6_k_pair(b: ConstPtr[u8], p: u32, lo: Ptr[u32], hi: Ptr[u32]):
     """Chunks 4h + s and 4h + s + 2 of a Q6_K block (p = 2h + s < 4): the low and the high nibbles of
     the same 32 bytes of ql, their top two bits 2s and 2s + 4 of the same 32 bytes of qh, from one
-    load of each (``span_words``: the block is only 2-byte aligned)."""
+    load of each (``block_span``: the block is only 2-byte aligned; both spans start a multiple of 4
+    bytes into it and end by byte 194 of 210)."""
     h = p // 2
     s = p % 2
     high = pk.local.array(8, u32)
-    span_words(b, 64 * h + 32 * s, lo, n=8, at=0)
-    span_words(b, 128 + 32 * h, high, n=8, at=0)
+    odd = not pk.is_aligned(b, 4)
+    block_span(b, 64 * h + 32 * s, odd, lo, n=8, at=0)
+    block_span(b, 128 + 32 * h, odd, high, n=8, at=0)
     for k in pk.static_range(8):
         q = high[k] >> (2 * s)
         hi[k] = ((lo[k] >> 4) & 0x0F0F0F0F) | (((q >> 4) & 0x03030303) << 4)
         lo[k] = (lo[k] & 0x0F0F0F0F) | ((q & 0x03030303) << 4)
+
+
+@pk.func
+def q6_k_pair_scales(b: ConstPtr[u8], c_lo: u32, c_hi: u32, params_lo: Ptr[f32], params_hi: Ptr[f32]):
+    """``chunk_params`` of chunks ``c_lo`` and ``c_hi`` of a Q6_K block: each chunk's two group scales
+    (bytes 192 + 2c and 193 + 2c, 2-byte aligned) from one 16-bit load, where ``q6_k_scale`` loads
+    a byte a group; the same products."""
+    d = half_at(b, 208)
+    for h in pk.static_range(2):
+        two = u32(pk.bitcast(b + 192 + 2 * (c_lo if h == 0 else c_hi), ConstPtr[pk.u16])[0])
+        lo = d * f32(pk.bitcast(two << 24, i32) >> 24)
+        hi = d * f32(pk.bitcast(two << 16, i32) >> 24)
+        if h == 0:
+            params_lo[0] = lo
+            params_lo[2] = hi
+        else:
+            params_hi[0] = lo
+            params_hi[2] = hi
 
 
 @dataclass(frozen=True)
@@ -356,6 +398,8 @@ class QType:
     #: ``pair_chunk(p)`` and ``pair_chunk(p) + pair_stride``
     pair: pk.FuncDef | None = None
     pair_stride: int = 1
+    #: ``chunk_params`` of a pair's two chunks at once (else twice ``chunk_params``)
+    pair_scales: pk.FuncDef | None = None
 
 
 QTYPES = {q.name: q for q in (
@@ -370,7 +414,7 @@ QTYPES = {q.name: q for q in (
     QType("q4_K", 12, 256, 144, 32, 0, True, False, q4_k_word, qk_k_scale, qk_k_min, pair=q4_k_pair),
     QType("q5_K", 13, 256, 176, 32, 0, True, False, q5_k_word, qk_k_scale, qk_k_min, pair=q5_k_pair),
     QType("q6_K", 14, 256, 210, 16, -32, False, False, q6_k_word, q6_k_scale, chunk=q6_k_chunk, pair=q6_k_pair,
-          pair_stride=2),
+          pair_stride=2, pair_scales=q6_k_pair_scales),
     QType("q8_K", 15, 256, 292, 32, 0, False, True, q8_k_word, q8_k_scale),
 )}
 #: the ten formats candle multiplies with (every group but dequantize_block has no q8_K)
@@ -494,6 +538,17 @@ def chunk_params(wb: ConstPtr[u8], chunk: u32, params: Ptr[f32], *, Q):
         params[2 * gi] = Q.scale(wb, g)
         if Q.has_min:
             params[2 * gi + 1] = Q.min(wb, g)
+
+
+@pk.func
+def pair_params(wb: ConstPtr[u8], c_lo: u32, c_hi: u32, params_lo: Ptr[f32], params_hi: Ptr[f32], *, Q):
+    """``chunk_params`` of chunks ``c_lo`` and ``c_hi`` of block ``wb`` (``Q.pair_scales`` where the
+    format has it)."""
+    if Q.pair_scales is not None:
+        Q.pair_scales(wb, c_lo, c_hi, params_lo, params_hi)
+    else:
+        chunk_params(wb, c_lo, params_lo, Q=Q)
+        chunk_params(wb, c_hi, params_hi, Q=Q)
 
 
 @pk.func
@@ -767,12 +822,14 @@ for _q in MATMUL_TYPES:
 # ---- MMVQ: mul_mat_vec_{q}_q8_1_cuda{N} --------------------------------------------------------------
 @pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
-                     nrows_dst: i32, *, Q, N, rows):
+                     nrows_dst: i32, *, Q, N, rows, early):
     """``dst[j * nrows_dst + row]`` = row ``row`` of the weights times q8_1 column j, for the ``rows``
     rows of this block (``mmvq_rows``: candle's), rows past ``nrows_x`` skipped, and the N columns
     from ``N * block_idx.y`` (candle's grid has one: the wrappers' MMQ takes N = 8 columns a block
     along y). Every thread of the block takes every nt-th 32-element chunk of the row, for all its
-    rows and columns."""
+    rows and columns. ``early``: a step loads its rows' weights before ``grid_dependency_wait`` (they
+    do not depend on the quantize) and the activations after, holding every row's chunk at once
+    (MMVQ_WEIGHTS_FIRST)."""
     sm = pk.shared.array(SHARED_SUMS[rows * N], f32)
     acc = pk.local.array(MAX_SUMS, f32)
     for i in pk.static_range(rows * N):
@@ -787,14 +844,20 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
     first_column = usize(pk.block_idx.y) * N
     vy = vy + first_column * column_bytes
     dst = dst + first_column * usize(nrows_dst)
-    words = pk.local.array(8, u32)
-    params = pk.local.array(4, f32)
+    words = pk.local.array(8 * rows if early else 8, u32)     # early: every row's chunk held at once
+    params = pk.local.array(4 * rows if early else 4, f32)
     yw = pk.local.array(8 * N, i32)       # the chunk's q8_1 quants of each column,
     d8 = pk.local.array(N, f32)           # their scales
     sums = pk.local.array(2 * N, i32)     # and group sums: once for every row
     last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
-    pk.grid_dependency_wait()             # the q8_1 of a programmatic launch's quantize_q8_1 from here
+    if not early:
+        pk.grid_dependency_wait()         # the q8_1 of a programmatic launch's quantize_q8_1 from here
     for c in range(t, chunks, nt):
+        if early:
+            for r in pk.static_range(rows):
+                load_chunk(vx + usize(min(first + r, last)) * row_bytes + usize(c // per_block) * Q.nbytes,
+                           c % per_block, words + 8 * r, params + 4 * r, Q=Q)
+            pk.grid_dependency_wait()     # the q8_1 from here (a no-op once waited)
         for j in pk.static_range(N):
             yb = vy + usize(j) * column_bytes + usize(c) * Q8_1_BYTES
             y = pk.bitcast(yb + 4, ConstPtr[i32])
@@ -803,10 +866,13 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
             d8[j] = half_at(yb, 0)
             group_sums(y, sums, Q=Q, at=2 * j)
         for r in pk.static_range(rows):
-            load_chunk(vx + usize(min(first + r, last)) * row_bytes + usize(c // per_block) * Q.nbytes,
-                       c % per_block, words, params, Q=Q)
+            if not early:
+                load_chunk(vx + usize(min(first + r, last)) * row_bytes + usize(c // per_block) * Q.nbytes,
+                           c % per_block, words, params, Q=Q)
+            h = r if early else 0
             for j in pk.static_range(N):
-                acc[r * N + j] += dot_words(words, params, yw, d8[j], sums, Q=Q, y_at=8 * j, sums_at=2 * j)
+                acc[r * N + j] += dot_words(words + 8 * h, params + 4 * h, yw, d8[j], sums, Q=Q, y_at=8 * j,
+                                            sums_at=2 * j)
     total = block_sums(acc, sm, t, nt, count=rows * N)
     if t < rows * N and i32(first + t // N) < nrows_x:  # thread t has sum t: row t // N, column t % N
         dst[usize(t % N) * usize(nrows_dst) + usize(first + t // N)] = total
@@ -814,14 +880,14 @@ def mul_mat_vec_q8_1(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x:
 
 @pk.kernel(max_block_size=MAX_BLOCK)
 def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, nrows_x: i32, nrows_y: i32,
-                      nrows_dst: i32, *, Q, rows):
+                      nrows_dst: i32, *, Q, rows, early):
     """``mul_mat_vec_q8_1`` at one column for a format whose chunks share their quants' words in
     pairs (``Q.pair``: Q4_K's low and high nibbles of 32 bytes, chunks 2p and 2p + 1; Q5_K's also
     their fifth bits; Q6_K's chunks 4h + s and 4h + s + 2, the nibbles of 32 bytes of ql and the
     top bits of the same 32 bytes of qh): every thread of the block takes every nt-th pair of its
     ``rows`` rows from one load of the words, where one thread a chunk has two threads load the same
     words and use half of each (H100, 14336 x 4096 q4_K, q5_K, q6_K: docs/targets/cuda.md). ``nrows_y`` and
-    ``nrows_dst`` (one column) are unused."""
+    ``nrows_dst`` (one column) are unused. ``early`` as ``mul_mat_vec_q8_1``'s."""
     sm = pk.shared.array(SHARED_SUMS[rows], f32)
     acc = pk.local.array(rows, f32)
     for r in pk.static_range(rows):
@@ -833,17 +899,24 @@ def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x
     per_block: u32 = Q.qk // (2 * Q8_1_QK)
     row_bytes = usize(pairs // per_block) * Q.nbytes
     last = u32(max(nrows_x, 1)) - 1       # a row past the matrix recomputes the last, never stored
-    lo = pk.local.array(8, u32)
-    hi = pk.local.array(8, u32)
-    params_lo = pk.local.array(4, f32)
-    params_hi = pk.local.array(4, f32)
+    lo = pk.local.array(8 * rows if early else 8, u32)        # early: every row's pair held at once
+    hi = pk.local.array(8 * rows if early else 8, u32)
+    params_lo = pk.local.array(4 * rows if early else 4, f32)
+    params_hi = pk.local.array(4 * rows if early else 4, f32)
     yw = pk.local.array(16, i32)          # the two q8_1 blocks' quants,
     sums = pk.local.array(4, i32)         # their group sums
-    pk.grid_dependency_wait()             # the q8_1 of a programmatic launch's quantize_q8_1 from here
+    if not early:
+        pk.grid_dependency_wait()         # the q8_1 of a programmatic launch's quantize_q8_1 from here
     for p in range(t, pairs, nt):
         pb = p % per_block
         c_lo = pb // Q.pair_stride * (2 * Q.pair_stride) + pb % Q.pair_stride  # block-relative chunks
         c_hi = c_lo + Q.pair_stride
+        if early:
+            for r in pk.static_range(rows):
+                b = vx + usize(min(first + r, last)) * row_bytes + usize(p // per_block) * Q.nbytes
+                Q.pair(b, pb, lo + 8 * r, hi + 8 * r)
+                pair_params(b, c_lo, c_hi, params_lo + 4 * r, params_hi + 4 * r, Q=Q)
+            pk.grid_dependency_wait()     # the q8_1 from here (a no-op once waited)
         first_chunk = usize(p // per_block) * (Q.qk // Q8_1_QK)
         y_lo = vy + (first_chunk + c_lo) * Q8_1_BYTES
         y_hi = vy + (first_chunk + c_hi) * Q8_1_BYTES
@@ -855,12 +928,13 @@ def mul_mat_vec_pairs(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x
                 yw[8 * h + k] = y[k]
             group_sums(y, sums, Q=Q, at=2 * h)
         for r in pk.static_range(rows):
-            b = vx + usize(min(first + r, last)) * row_bytes + usize(p // per_block) * Q.nbytes
-            Q.pair(b, pb, lo, hi)
-            chunk_params(b, c_lo, params_lo, Q=Q)
-            chunk_params(b, c_hi, params_hi, Q=Q)
-            acc[r] += dot_words(lo, params_lo, yw, d8_lo, sums, Q=Q, y_at=0, sums_at=0)
-            acc[r] += dot_words(hi, params_hi, yw, d8_hi, sums, Q=Q, y_at=8, sums_at=2)
+            if not early:
+                b = vx + usize(min(first + r, last)) * row_bytes + usize(p // per_block) * Q.nbytes
+                Q.pair(b, pb, lo, hi)
+                pair_params(b, c_lo, c_hi, params_lo, params_hi, Q=Q)
+            h = r if early else 0
+            acc[r] += dot_words(lo + 8 * h, params_lo + 4 * h, yw, d8_lo, sums, Q=Q, y_at=0, sums_at=0)
+            acc[r] += dot_words(hi + 8 * h, params_hi + 4 * h, yw, d8_hi, sums, Q=Q, y_at=8, sums_at=2)
     total = block_sums(acc, sm, t, nt, count=rows)
     if t < rows and i32(first + t) < nrows_x:
         dst[usize(first + t)] = total
@@ -880,10 +954,22 @@ MMVQ_PAIRS = ("q4_K", "q5_K", "q6_K")
 #: computes: a thread then has a chunk of each row in flight at once, and one reduction serves them
 #: all (measured per format, the pair formats' under ``mul_mat_vec_pairs``: docs/targets/cuda.md, "The
 #: quantized family")
-MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name in ("q4_K", "q5_K") else 2 for q in MATMUL_TYPES}
+MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q4_K" else 2 for q in MATMUL_TYPES}
 #: the block (32, y) of the wrappers' batch-1 MMVQ: (32, 2) for the pair formats (``mul_mat_vec_pairs``:
 #: a 4096-column row's 64 pairs give each thread one), (32, 4) for the others
 MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.name in MMVQ_PAIRS else (32, 4) for q in MATMUL_TYPES}
+#: the formats whose wrappers' batch-1 MMVQ loads a step's weights before ``grid_dependency_wait`` and
+#: the activations after (``early``), measured per format (H100, docs/targets/cuda.md): the pair 1-2%
+#: faster at 14336 x 4096 and 5% at 4096 x 4096 for q6_K, and for q5_K at 2 rows a block (its 4 rows
+#: held at once took 101 registers and lost 5%); q4_0, q8_0 2-8% slower, q4_K within noise
+MMVQ_WEIGHTS_FIRST = ("q5_K", "q6_K")
+
+
+def mmvq_weights_first(qtype: str):
+    """The wrappers' batch-1 MMVQ's ``early`` for ``qtype``: MMVQ_WEIGHTS_FIRST's formats on every target
+    but AMDGPU, which has no programmatic launch to overlap and where holding every row's weights at
+    once took 7-9 more VGPRs (a wave a SIMD fewer on gfx90a and gfx942)."""
+    return pk.per_target(amdgpu=False, default=True) if qtype in MMVQ_WEIGHTS_FIRST else False
 #: rows longer than this many columns take twice MMVQ_WRAPPER_BLOCK's threads (``mmvq_wrapper_block``)
 MMVQ_WIDE_COLUMNS = 4096
 
@@ -909,13 +995,15 @@ MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMQ_BLOCK_Y = 8, 4, 2
 for _q in MATMUL_TYPES:
     for _n in MMVQ_WIDTHS:
         QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
-                                                rows=mmvq_rows(_n)))
-    QUANTIZED.add((mul_mat_vec_pairs.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, rows=MMVQ_WRAPPER_ROWS[_q.name])
+                                                rows=mmvq_rows(_n), early=False))
+    _early = mmvq_weights_first(_q.name)
+    QUANTIZED.add((mul_mat_vec_pairs.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, rows=MMVQ_WRAPPER_ROWS[_q.name],
+                                              early=_early)
                    if _q.name in MMVQ_PAIRS else
                    mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
-                                             rows=MMVQ_WRAPPER_ROWS[_q.name])))
+                                             rows=MMVQ_WRAPPER_ROWS[_q.name], early=_early)))
     QUANTIZED.add(mul_mat_vec_q8_1.instance(kernel_name("mul_mat_cols", _q.name), Q=_q, N=MMQ_COLUMNS_A_BLOCK,
-                                            rows=MMQ_ROWS_A_BLOCK))
+                                            rows=MMQ_ROWS_A_BLOCK, early=False))
 
 
 # ---- the wrappers' MMQ activations: q8_1 as planes --------------------------------------------------
