@@ -37,7 +37,7 @@ from . import cache, config
 from .fingerprint import compiler_hash, fingerprint, versions
 from .ir import printer
 from .lower.llvm import lower_kernel
-from .lower.render import module_text
+from .lower.render import function_text, module_text
 from .targets.base import KernelSignature, Target, signature_from_json, signature_to_json
 from .version import __version__
 log = logging.getLogger("pykern.compiler")
@@ -138,9 +138,50 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
                                    inst.kdef.min_blocks_for(target.name))
             by_name[inst.name] = sig
             sigs.append(sig)
+        if target.emits_aliases:
+            aliases = identical_kernels(module, [k.name for k in kernels if k.name not in aliases], aliases)
     module.kernel_aliases = aliases
     module.loop_strength_reduction = loop_strength_reduction(kernels, target)
     return module, sigs
+
+
+def identical_kernels(module: ir.Module, names: list[str], aliases: dict[str, str]) -> dict[str, str]:
+    """``aliases`` with a second name for each kernel of ``names`` whose LLVM IR is an earlier one's
+    with only the kernel's name changed, and that kernel taken out of ``module``: twins that
+    ``kernel_aliases`` cannot see because they are other definitions or other compile-time
+    parameters that lower alike (``fill_f8_e4m3`` / ``fill_u8``, ``cast_i32_i32`` / ``cast_u32_u32``,
+    ``gather_u8_f8_e4m3`` / ``gather_u8_u8``: one byte type is another in LLVM). What LLVM makes of a
+    function depends only on its IR, so the primary's compiled code is what the twin's would have been,
+    as the targets' alias copies already assume. Compared: the defining text (attributes such as the
+    launch bounds, the parameters' names: AMDGPU's metadata carries them) and the kernel's own globals
+    (``<kernel>.<name>``: shared arrays), the kernel's name masked. Each function's text is kept for
+    ``lower.render``, which would otherwise render it again."""
+    own: dict[str, list] = {}
+    for g in module.globals.values():
+        head, dot, _ = g.name.partition(".")
+        if dot and type(g) is not ir.Function:
+            own.setdefault(head, []).append(g)
+    seen: dict[str, str] = {}
+    merged: dict[str, str] = {}
+    for name in names:
+        fn = module.globals.get(name)
+        if type(fn) is not ir.Function or not fn.blocks:
+            continue
+        text = fn._pykern_text = function_text(fn)
+        mine = [g for g in own.get(name, ()) if g.name.startswith(name + ".")]
+        key = (text + "".join(str(g) for g in mine)).replace(f'@"{name}"', '@"<kernel>"').replace(f'@"{name}.', '@"<kernel>.')
+        primary = seen.setdefault(key, name)
+        if primary != name:
+            merged[name] = primary
+            del module.globals[name]
+            for g in mine:
+                del module.globals[g.name]
+    if not merged:
+        return aliases
+    # a second name of a kernel that is itself now a twin names the twin's primary
+    out = {alias: merged.get(primary, primary) for alias, primary in aliases.items()}
+    out.update(merged)
+    return out
 
 
 def loop_strength_reduction(kernels, target: Target) -> bool:

@@ -132,3 +132,51 @@ def test_ptx_functions_split():
     assert set(funcs) == {"k1", "k2", "func helper"}
     assert cg.ptx_instructions(funcs["k1"]) == 2 and cg.ptx_instructions(funcs["k2"]) == 1
     assert ".func (.param .b32 r) helper(.param .b32 x);" in rest and "ret" not in rest
+
+
+TWINS = '''
+from __future__ import annotations
+import pykern as pk
+from pykern import u32, i32, usize, Ptr
+
+@pk.kernel
+def bump(n: usize, y: Ptr[T], *, T):
+    for i in pk.grid_stride(n):
+        y[i] = y[i] + T(1)
+
+twins = pk.Module("twins").add(bump.instance("bump_u32", T=u32), bump.instance("bump_i32", T=i32))
+'''
+
+
+def test_neutral_names():
+    """Labels numbered by the function's place and demoted shared arrays' kernel names are not code."""
+    a = "$L__BB3_1:\n\tld.shared.f32 %f1, [k1_$_buf+4];\n\tbra.uni $L__BB3_1;"
+    b = "$L__BB7_1:\n\tld.shared.f32 %f1, [other_$_buf+4];\n\tbra.uni $L__BB7_1;"
+    assert cg.neutral_names(a) == cg.neutral_names(b)
+    assert cg.neutral_names(a) != cg.neutral_names(a.replace("BB3_1", "BB3_2", 1))
+
+
+@pytest.mark.needs_lld
+@pytest.mark.skipif(not shutil.which("llvm-readobj-19") and not shutil.which("llvm-readobj"),
+                    reason="no llvm-readobj (apt-get install llvm-19)")
+def test_hsaco_second_name_has_its_code(tmp_path):
+    """A kernel written under a second name (a twin, compiler.identical_kernels) shares its primary's
+    symbol address; objdump lists the code under one name, and both read as that code."""
+    out = _build(tmp_path, "t", TWINS, "amdgpu", "gfx90a")
+    tools = {"readobj": cg.tool(["llvm-readobj-19", "llvm-readobj"], "LLVM_READOBJ"),
+             "objdump": cg.tool(["llvm-objdump-19", "llvm-objdump"], "LLVM_OBJDUMP")}
+    [path] = (out / "gfx90a").glob("*.hsaco")
+    kernels, _ = cg.read_hsaco(path, tools["readobj"], tools["objdump"])
+    assert set(kernels) == {"bump_u32", "bump_i32"}
+    assert kernels["bump_u32"].instructions > 0 and kernels["bump_i32"].text == kernels["bump_u32"].text
+
+
+def test_ptx_entry_ends_at_its_matching_brace():
+    """An inline asm block (a cache-hinted load) may close at column 0 inside an entry: the entry
+    goes on to its matching brace, so nothing of it is read as the module's own lines."""
+    ptx = ("//\n.version 8.0\n\n\t// .globl\tk\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+           "\tld.param.b64 \t%rd1, [k_param_0];\n\t// begin inline asm\n\t{\n\t.reg .b64 pol;\n"
+           "\tld.global.b64 %rd2, [%rd1];\n}\n\t// end inline asm\n\tret;\n\n}\n")
+    funcs, rest = cg.ptx_functions(ptx)
+    assert list(funcs) == ["k"] and funcs["k"].endswith("\tret;\n\n}") and "ret;" not in rest
+    assert cg.ptx_instructions(funcs["k"]) == 3

@@ -41,3 +41,23 @@ def test_profile_reports_both_stages_of_a_real_compile():
     assert "InstCombinePass" in opt and all(name.endswith("Pass") for name in opt)
     assert any("Instruction Selection" in name for name in cg) and not any(name.endswith("Pass") for name in cg)
     assert 0.5 < sum(opt.values()) <= 1.001 and 0.5 < sum(cg.values()) <= 1.001
+
+
+def test_kernels_alone_ranked_by_ir_size():
+    """``--top``: each compiled kernel's IR size from its module's lowering (second names and twins
+    are not compiled, so not listed), and one kernel compiled alone with its CPU seconds."""
+    rows = pb.kernel_sizes("fill", "sm_90")
+    names = {r[2] for r in rows}
+    assert "fill_u8" in names and "fill_f8_e4m3" not in names  # a twin of fill_u8 (compiler.identical_kernels)
+    assert all(size > 0 and module == "fill" and arch == "sm_90" for size, module, _, arch in rows)
+    one = pb.kernel_alone(*max(rows))
+    assert one["kernel"] == max(rows)[2] and one["total"] >= one["optimise"] > 0 and one["codegen"] > 0
+
+
+def test_save_writes_a_manifest_compare_codegen_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["profile_build", "--arch", "sm_90", "--modules", "affine", "--save", str(tmp_path)])
+    assert pb.main() == 0
+    import json
+    [entry] = json.loads((tmp_path / "manifest.json").read_text())["modules"]
+    assert entry == {"module": "affine", "arch": "sm_90", "target": "cuda", "file": "sm_90/affine.ptx"}
+    assert (tmp_path / entry["file"]).read_text().count(".entry affine_") == 11

@@ -12,6 +12,7 @@ whether one large module sets the wall time.
     python tools/profile_build.py --arch sm_90,gfx90a [--modules quantized,reduce] [--jobs 2]
     python tools/profile_build.py --arch sm_90 --level 2      # the IR pipeline at O2
     python tools/profile_build.py --arch sm_90 --modules unary --time-passes   # LLVM's pass timers
+    python tools/profile_build.py --arch sm_90,gfx90a --top 30                 # the largest kernels alone
 """
 from __future__ import annotations
 
@@ -109,6 +110,62 @@ def _one(args):
     return profile(*args)
 
 
+def kernel_sizes(name: str, arch: str) -> list[tuple[int, str, str, str]]:
+    """(IR bytes, module, kernel, arch) of each kernel of module ``name`` that is compiled (second
+    names are not), from the module's lowering."""
+    import stdlib_kernels
+    from pykern.compiler import collector_paused, lower_module
+    from pykern.lower.render import function_text
+    from pykern.targets import registry
+
+    target = registry.make_target("cuda" if arch.startswith("sm_") else "amdgpu", arch)
+    with collector_paused():
+        mod, _ = lower_module(stdlib_kernels.module(name).kernels, target, name)
+        return [(len(function_text(f)), name, f.name, arch) for f in mod.functions if f.blocks]
+
+
+def kernel_alone(size: int, name: str, kernel: str, arch: str) -> dict:
+    """The CPU seconds of compiling one kernel alone (lowering to code), as a first use does."""
+    import stdlib_kernels
+    from pykern.compiler import collector_paused, lower_module, rendered
+    from pykern.targets import registry
+
+    target = registry.make_target("cuda" if arch.startswith("sm_") else "amdgpu", arch)
+    inst = next(k for k in stdlib_kernels.module(name).kernels if k.name == kernel)
+    c0 = time.process_time()
+    with collector_paused():
+        inst.typed(target)
+        mod, sigs = lower_module([inst], target, name)
+        rendered(mod)
+    c1 = time.process_time()
+    ref = target.optimize(mod)
+    c2 = time.process_time()
+    with target.codegen_options(mod):
+        (target.target_machine.emit_assembly if target.name == "cuda" else target.target_machine.emit_object)(ref)
+    c3 = time.process_time()
+    return {"module": name, "kernel": kernel, "arch": arch, "ir_kb": size / 1e3, "front": c1 - c0,
+            "optimise": c2 - c1, "codegen": c3 - c2, "total": c3 - c0}
+
+
+def top_kernels(archs: list[str], modules: list[str], top: int, jobs: int) -> None:
+    """The ``top`` kernels by IR size of each arch, each compiled alone: where a build's CPU goes
+    kernel by kernel (a module's passes cannot be timed per function)."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(jobs, maxtasksperchild=1) as pool:
+        sizes = [row for rows in pool.starmap(kernel_sizes, [(m, a) for a in archs for m in modules]) for row in rows]
+    for arch in archs:
+        mine = sorted((r for r in sizes if r[3] == arch), reverse=True)
+        total = sum(r[0] for r in mine)
+        with ctx.Pool(jobs, maxtasksperchild=4) as pool:
+            rows = pool.starmap(kernel_alone, mine[:top])
+        print(f"\n{arch}: {len(mine)} kernels compiled, {total / 1e6:.1f} MB of IR; the {top} largest "
+              f"({sum(r[0] for r in mine[:top]) / 1e6:.1f} MB) alone, CPU s (front = typing+lowering+render):")
+        for r in sorted(rows, key=lambda r: -r["total"]):
+            print(f"  {r['module']:10s} {r['kernel']:32s} {r['ir_kb']:8.0f} kB  front {r['front']:5.2f}  "
+                  f"opt {r['optimise']:6.2f}  codegen {r['codegen']:6.2f}  total {r['total']:6.2f}", flush=True)
+        print(f"  sum {sum(r['total'] for r in rows):.1f} s")
+
+
 def replay(times: list[tuple[float, int]], jobs: int) -> float:
     """The wall time of `pykern build`'s pool given each task's seconds, submitted in its order."""
     free = [0.0] * jobs
@@ -130,9 +187,19 @@ def main() -> int:
     p.add_argument("--llvm-option", action="append", default=[], help="an LLVM command-line option (repeatable)")
     p.add_argument("--time-passes", action="store_true",
                    help="LLVM's pass timers: each module's largest passes, as shares of its optimisation and code generation")
+    p.add_argument("--top", type=int, default=0,
+                   help="instead: the N largest kernels of each arch (by IR size) compiled alone, CPU seconds each")
     a = p.parse_args()
+    if a.top:
+        top_kernels(a.arch.split(","), a.modules.split(","), a.top, a.jobs)
+        return 0
     work = [(m, arch, a.level, a.save, tuple(a.llvm_option), a.time_passes) for arch in a.arch.split(",") for m in a.modules.split(",")]
     work.sort(key=lambda w: -len(stdlib_kernels.module(w[0]).kernels))
+    if a.save:  # what `pykern build --out` writes about its files, so that compare_codegen --built reads them
+        manifest = [{"module": m, "arch": arch, "target": "cuda" if arch.startswith("sm_") else "amdgpu",
+                     "file": f"{arch}/{m}{'.ptx' if arch.startswith('sm_') else '.o'}"} for m, arch, *_ in work]
+        Path(a.save).mkdir(parents=True, exist_ok=True)
+        Path(a.save, "manifest.json").write_text(json.dumps({"modules": manifest}, indent=1))
     ctx = multiprocessing.get_context("fork")
     rows = []
     with ctx.Pool(a.jobs, maxtasksperchild=1) as pool:

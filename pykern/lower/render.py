@@ -98,6 +98,7 @@ def module_text(module: ir.Module) -> str:
     lines = [f'; ModuleID = "{module.name}"', f'target triple = "{module.triple}"',
              f'target datalayout = "{module.data_layout}"', ""]
     lines += [t.get_declaration() for t in module.get_identified_types().values()]
-    lines += [function_text(v) if type(v) is ir.Function and v.blocks else str(v) for v in module.globals.values()]
+    lines += [(getattr(v, "_pykern_text", None) or function_text(v)) if type(v) is ir.Function and v.blocks else str(v)
+              for v in module.globals.values()]
     lines += module._get_metadata_lines()
     return "\n".join(lines)
