@@ -100,10 +100,23 @@ COLR_VARIANTS = {  # label -> (stage bytes, loads in flight, taps, whole-tap wor
     "rows, 128-byte rows, 48 KiB": (49152, conv.COLR_LOADS, conv.COLR_TAPS, True, 128),
     "rows, 512-byte rows, 48 KiB": (49152, conv.COLR_LOADS, conv.COLR_TAPS, True, 512),
 }
+#: the wrappers' stage and row bytes (``col2im1d_rows_{f32,bf16}`` on CUDA) with more words a lane (``WL``,
+#: groups of fewer lanes a channel) and registers capped for some blocks an SM (0: uncapped): label -> (words
+#: a lane, blocks)
+COLR_WORD_VARIANTS = {"rows, 2 words a lane": (2, 0), "rows, 4 words a lane": (4, 0),
+                      "rows, 1 word a lane, 4 blocks/SM": (1, 4), "rows, 2 words a lane, 4 blocks/SM": (2, 4),
+                      "rows, 4 words a lane, 4 blocks/SM": (4, 4), "rows, 8 words a lane, 4 blocks/SM": (8, 4),
+                      "rows, 4 words a lane, 5 blocks/SM": (4, 5), "rows, 4 words a lane, 3 blocks/SM": (4, 3)}
 for _t in (pk.f32, pk.bf16):
     for _n, (_sb, _l, _mt, _fast, _rb) in enumerate(COLR_VARIANTS.values()):
         PROBE.add(conv.col2im1d_rows_op.instance(f"colr_{_n}_{_t.tag}", T=_t, SB=_sb, L=_l, MT=_mt, FAST=_fast,
-                                                 RB=_rb))
+                                                 RB=_rb, WL=conv.COLR_WORDS))
+    _own = conv.col2im1d_rows_params(_t, "cuda")
+    for _n, (_wl, _mb) in enumerate(COLR_WORD_VARIANTS.values()):
+        _k = pk.kernel(max_block_size=conv.COLR_BLOCK, **({"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}))(
+            conv.col2im1d_rows_op.__wrapped__)  # _mb 0: registers uncapped
+        PROBE.add(_k.instance(f"colw_{_n}_{_t.tag}", T=_t, SB=_own["stage_bytes"], L=conv.COLR_LOADS,
+                              MT=conv.COLR_TAPS, FAST=True, RB=_own["row_bytes"], WL=_wl))
 
 
 def run_col2im(b: Bench, quick: bool) -> None:
@@ -134,6 +147,9 @@ def run_col2im(b: Bench, quick: bool) -> None:
                  conv.col2im1d_rows_launch(batch, l_in, c_out, k, s, pdt, dev.target))]
         for n, (label, (sb, _, mt, _, rb)) in enumerate(COLR_VARIANTS.items()):
             runs.append((label, Lazy(dev, f"colr_{n}_{tag}", PROBE), grid(sb, mt, rb)))
+        for n, label in enumerate(COLR_WORD_VARIANTS):  # the wrappers' grid: same stage, same items
+            runs.append((label, Lazy(dev, f"colw_{n}_{tag}", PROBE),
+                         conv.col2im1d_rows_launch(batch, l_in, c_out, k, s, pdt, dev.target)))
         for label, fn, g in runs:
             im.fill_(float("nan"))
             b.case(f"col2im1d k4 s2 {tag} [{label}] {g[0]}x{g[1]}", nbytes,

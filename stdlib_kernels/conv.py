@@ -1258,6 +1258,12 @@ COLR_TAPS = 2
 COLR_MIN_ROWS = 16
 #: the wrappers' block for the rows path
 COLR_BLOCK = 256
+#: the 8-byte words a lane writes of a channel's segment (groups of fewer lanes a channel, more channels at
+#: once): each channel's setup (its offsets, the words before and after the whole ones) spread over more
+#: words (docs/targets/cuda.md, the conv section's eighth pass: 8 words and COLR_BLOCKS_PER_SM did best)
+COLR_WORDS = 8
+#: registers for 4 blocks of COLR_BLOCK an SM on CUDA (64; bf16 took 80 uncapped, 3 blocks an SM)
+COLR_BLOCKS_PER_SM = 4
 #: f32 on CUDA: shorter staged rows (8 channels of a 4-tap kernel) in a larger stage, so an item spans
 #: more source positions (16-bit types lost with either: the figures in docs/targets/cuda.md);
 #: elsewhere the 32 KiB stage leaves AMD's 64 KiB LDS two blocks a CU
@@ -1293,13 +1299,15 @@ def col2im1d_rows_tile(c_out: usize, k_size: usize, stride: usize, tbytes: usize
 
 @pk.func
 def col2im1d_rows(l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize, batches: usize,
-                  src: ConstPtr[T], dst: Ptr[T], chunk: usize, span: usize, stage: Ptr[T], *, T, L, MT, H, FAST):
+                  src: ConstPtr[T], dst: Ptr[T], chunk: usize, span: usize, stage: Ptr[T], *, T, A, L, MT, H, FAST,
+                  WL):
     """Items go to blocks in turn (block-uniform loop and barriers). Fill: thread t takes 8-byte word
     ``t % xs`` of every ``nt // xs``-th staged row (``xs``: the row's words, at most the block), L loads
     in flight before any store, each word stored as two 4-byte words at the row's odd pitch. Write:
-    groups of ``g`` lanes take the item's channels in turn; a channel's outputs ``[li0 * s, (li0 + span)
-    * s)`` (the last item: to ``l_out``) go out as 8-byte words, a lane a word (adjacent lanes read
-    adjacent source rows of the stage: at an odd pitch, few bank conflicts), the outputs before the
+    groups of ``g`` lanes (enough for WL words a lane: a channel's setup spread over several words) take
+    the item's channels in turn; a channel's outputs ``[li0 * s, (li0 + span) * s)`` (the last item: to
+    ``l_out``) go out as 8-byte words, a lane a word at a time, A's sums rounded to T once (adjacent
+    lanes read adjacent source rows of the stage: at an odd pitch, few bank conflicts), the outputs before the
     first whole word and after the last one apart (all of them where dst is not 8-byte aligned). Output
     ``ol`` sums ``stage[li - r0][c * k + ol - li * s]`` over its taps li ascending (col2im1d_loop's
     order), the taps past its count adding zero."""
@@ -1331,7 +1339,7 @@ def col2im1d_rows(l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride
     wide = pk.is_aligned(dst, 8)
     ng = (span * stride + ew - 1) // ew  # words of a channel's segment
     g = usize(1)
-    while g < ng and g * 2 <= nt:
+    while g * WL < ng and g * 2 <= nt:
         g *= 2
     groups = nt // g
     lane = t % g
@@ -1387,58 +1395,73 @@ def col2im1d_rows(l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride
                 for w in range(lane, full, g):
                     o = first + u32(w) * u32(ew)
                     if FAST and every_tap and o >= lo_all and o + u32(ew) <= hi_all:
-                        wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, MT=MT, H=H)
+                        wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, A=A, MT=MT, H=H)
                     else:
-                        wp[w] = col2im1d_rows_word(o, cs, pt - s32, bias, s32, m_s, jmax, h32, li_n, T=T, MT=MT,
-                                                   H=H)
+                        wp[w] = col2im1d_rows_word(o, cs, pt - s32, bias, s32, m_s, jmax, h32, li_n, T=T, A=A,
+                                                   MT=MT, H=H)
         pk.syncthreads()
         item += u32(pk.grid_dim.x)
 
 
 @pk.func
-def col2im1d_rows_word_full(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, h32: u32, *, T, MT,
+def col2im1d_rows_word_full(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, h32: u32, *, T, A, MT,
                             H) -> u64:
     """col2im1d_rows_word where every output of the word sums exactly MT taps (``k = MT * s``, the word
     inside the sequence: ``q - halo >= 0`` and ``q < l_in`` for each): no counts, no selects, and each
     next output's stage offset a step from the last (+1, and +d where ``q`` steps)."""
     q, j = div_mod(o0, s32, m_s)
     at = (q - h32) * d + o0 + bias  # output o0's tap of source row q - halo
-    word = u64(0)
+    sums = pk.local.array(8 // T.nbytes, A)
     for e in pk.static_range(8 // T.nbytes):
-        acc = T(0)
+        acc = A(0)
         for m in pk.static_range(MT):
-            acc += cs[usize(at + u32(m) * d)]
-        word = word | (u64(pk.bitcast(acc, H)) << u64(e * 8 * T.nbytes))
+            acc += A(cs[usize(at + u32(m) * d)])
+        sums[e] = acc
         j += 1
         wrap = j == s32
         j = pk.select(wrap, u32(0), j)
         at += u32(1) + pk.select(wrap, d, u32(0))
-    return word
+    return col2im1d_rows_pack(sums, T=T, A=A, H=H)
 
 
 @pk.func
 def col2im1d_rows_word(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, jmax: u32, h32: u32, li_n: u32,
-                       *, T, MT, H) -> u64:
+                       *, T, A, MT, H) -> u64:
     """The 8-byte word of outputs ``o0 ...``: col2im1d_rows_value's sums, one division for the word
     (each next output's ``q, j`` by a step of ``j``), each tap's stage offset ``li * d + ol + bias``."""
     q, j = div_mod(o0, s32, m_s)
-    word = u64(0)
+    sums = pk.local.array(8 // T.nbytes, A)
     for e in pk.static_range(8 // T.nbytes):
         ol = o0 + u32(e)
         lo = q + u32(j > jmax)
         first = lo - min(lo, h32)
         last = min(q + 1, li_n)
-        acc = T(0)
+        acc = A(0)
         for m in pk.static_range(MT):
             li = first + u32(m)
             valid = li < last
             v = cs[usize(pk.select(valid, li * d + ol + bias, u32(0)))]
-            acc += pk.select(valid, v, T(0))
-        word = word | (u64(pk.bitcast(acc, H)) << u64(e * 8 * T.nbytes))
+            acc += pk.select(valid, A(v), A(0))
+        sums[e] = acc
         j += 1
         wrap = j == s32
         q += u32(wrap)
         j = pk.select(wrap, u32(0), j)
+    return col2im1d_rows_pack(sums, T=T, A=A, H=H)
+
+
+@pk.func
+def col2im1d_rows_pack(sums: Ptr[A], *, T, A, H) -> u64:
+    """The word's sums rounded to T once each (the only rounding of a 16-bit output's taps) and packed,
+    16-bit values by 32-bit pairs."""
+    word = u64(0)
+    if T.nbytes == 2:
+        for k in pk.static_range(0, 4, 2):
+            pair = u32(pk.bitcast(T(sums[k]), H)) | (u32(pk.bitcast(T(sums[k + 1]), H)) << u32(16))
+            word = word | (u64(pair) << u64(k * 16))
+    else:
+        for e in pk.static_range(8 // T.nbytes):
+            word = word | (u64(pk.bitcast(T(sums[e]), H)) << u64(e * 8 * T.nbytes))
     return word
 
 
@@ -1461,9 +1484,9 @@ def col2im1d_rows_value(ol: u32, cs: Ptr[T], pt: u32, r0: u32, s32: u32, m_s: u6
     return acc
 
 
-@pk.kernel(max_block_size=COLR_BLOCK)
+@pk.kernel(max_block_size=COLR_BLOCK, min_blocks_per_sm={"cuda": COLR_BLOCKS_PER_SM})
 def col2im1d_rows_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
-                     src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, MT, FAST, RB):
+                     src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, MT, FAST, RB, WL):
     """The wrappers' own col2im1d (``col2im1d_rows_{T}``, candle's signature and semantics): the rows
     path alone, where its tile applies (``col2im1d_rows_tile``: at most MT taps an output, src's rows
     whole 8-byte words), src is 8-byte aligned and every size fits 31 bits (``col2im1d_rows_ok``, which
@@ -1473,12 +1496,15 @@ def col2im1d_rows_op(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_s
     if (tile != 0 and dst_el > 0 and pk.is_aligned(src, 8) and max(max(l_out, l_in), max(c_out, stride)) <= INDEX_31
             and l_out + stride + k_size <= INDEX_31 and l_in * c_out * k_size <= 0xFFFFFFFF
             and l_out == (l_in - 1) * stride + k_size and l_in > 0):
-        if T.nbytes == 2:
+        if T.nbytes == 2 and MT <= 2:  # f32 sums rounded once: T's own sum of at most two taps, bit for bit
             col2im1d_rows(l_out, l_in, c_out, k_size, stride, dst_el // (c_out * l_out), src, dst, usize(u32(tile)),
-                          usize(tile >> 32), stage, T=T, L=L, MT=MT, H=u16, FAST=FAST)
+                          usize(tile >> 32), stage, T=T, A=f32, L=L, MT=MT, H=u16, FAST=FAST, WL=WL)
+        elif T.nbytes == 2:
+            col2im1d_rows(l_out, l_in, c_out, k_size, stride, dst_el // (c_out * l_out), src, dst, usize(u32(tile)),
+                          usize(tile >> 32), stage, T=T, A=T, L=L, MT=MT, H=u16, FAST=FAST, WL=WL)
         else:
             col2im1d_rows(l_out, l_in, c_out, k_size, stride, dst_el // (c_out * l_out), src, dst, usize(u32(tile)),
-                          usize(tile >> 32), stage, T=T, L=L, MT=MT, H=u32, FAST=FAST)
+                          usize(tile >> 32), stage, T=T, A=T, L=L, MT=MT, H=u32, FAST=FAST, WL=WL)
 
 
 @pk.func
@@ -2082,7 +2108,7 @@ ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
     _wide = _t.nbytes == 4  # f32 on CUDA: 128-byte rows in a 48 KiB stage (docs/targets/cuda.md)
     CONV.add(col2im1d_rows_op.instance(
-        kernel_name("col2im1d_rows", _t), T=_t, L=COLR_LOADS, MT=COLR_TAPS, FAST=True,
+        kernel_name("col2im1d_rows", _t), T=_t, L=COLR_LOADS, MT=COLR_TAPS, FAST=True, WL=COLR_WORDS,
         SB=pk.per_target(cuda=COLR_STAGE_BYTES_F32_CUDA, default=COLR_STAGE_BYTES) if _wide else COLR_STAGE_BYTES,
         RB=pk.per_target(cuda=COLR_ROW_BYTES_F32_CUDA, default=COLR_ROW_BYTES) if _wide else COLR_ROW_BYTES))
 
