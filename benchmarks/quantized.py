@@ -1207,6 +1207,11 @@ def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: 
         w.data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows, batch, k_padded, nrows)
 
 
+#: the activation rows ``--only mma`` times (``--mma-batches``), and its formats (``--mma-formats``)
+MMA_BATCHES = (16, 24, 32, 64, 128)
+MMA_FORMATS = tuple(Q.MMQ_MMA_TYPES)
+
+
 def mma(b: Bench) -> None:
     """The wrappers' MMQ on pk.mma (q8_1 + ``mul_mat_mma_{q}``, stdlib_kernels/quantized.py, its tile
     by format and batch as quantized_api.matmul picks it; at 16 columns, which the wrappers give the
@@ -1224,10 +1229,10 @@ def mma(b: Bench) -> None:
           f"the planar MMQ")
     quant, pquant = b.fn("quantize_q8_1"), b.fn("quantize_q8_1_planar")
     w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
-    for qtype in Q.MMQ_MMA_TYPES:
+    for qtype in MMA_FORMATS:
         ws = b.rotated(random_blocks(rng, qtype, n, n))
         deq, planar_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_planar_{qtype}")
-        for batch in (16, 24, 32, 64, 128):
+        for batch in MMA_BATCHES:
             tile = Q.mmq_mma_tiles(qtype)[0] if batch < Q.MMQ_MMA_MIN_BATCH else Q.mmq_mma_tile(qtype, batch)
             probe = b.fn("mul_mat_mma_{}_{}x{}x{}".format(qtype, *tile))
             x = torch.randn(batch, n, device="cuda")
@@ -1727,12 +1732,17 @@ def ncu_launches(b: Bench) -> None:
 
 
 def main() -> None:
+    global MMA_BATCHES, MMA_FORMATS
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
                                            "tile", "warps", "pdl", "read_sizes",
                                            "blocks", "mma", "early", "dequant_q3", "ncu", "rows_sweep", "q6k"])
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--mma-batches", default=",".join(map(str, MMA_BATCHES)), help="--only mma: activation rows")
+    ap.add_argument("--mma-formats", default=",".join(MMA_FORMATS), help="--only mma: the formats")
     args = ap.parse_args()
+    MMA_BATCHES = tuple(int(v) for v in args.mma_batches.split(","))
+    MMA_FORMATS = tuple(args.mma_formats.split(","))
     import torch
     if not torch.cuda.is_available():
         sys.exit("benchmarks/quantized.py needs a CUDA GPU")

@@ -1387,8 +1387,9 @@ MMA_WEIGHTS = {
 #: each format's (largest batch, (WR, WC, KW)) by batch: enough waves (4 a block) for the loads'
 #: latency at every width, and only the tiles that measured fastest (benchmarks/quantized.py --only
 #: mma at 16 to 128 columns, "tiles alone"; docs/targets/cuda.md): q4_K's 1x2x2 is within 4% of
-#: the best tile from 17 to 128 columns, q6_K takes 2x2x1 from 64 on
-_LEGACY_TILES = ((16, (1, 1, 4)), (64, (1, 2, 2)), (None, (2, 2, 1)))
+#: the best tile from 17 to 128 columns, q6_K takes 2x2x1 from 33 on; q4_0 and q8_0: 1x1x4 to 32
+#: columns, 2x2x1 to 64, 1x2x2 to 96 and 2x2x1 above (the sweep at 17-128 columns of 2026-11-27)
+_LEGACY_TILES = ((32, (1, 1, 4)), (64, (2, 2, 1)), (96, (1, 2, 2)), (None, (2, 2, 1)))
 MMQ_MMA_TILES = {"q4_0": _LEGACY_TILES, "q8_0": _LEGACY_TILES, "q4_K": ((None, (1, 2, 2)),),
                  "q6_K": ((32, (1, 2, 2)), (None, (2, 2, 1)))}
 #: the formats with a mul_mat_mma kernel, and the batches the wrappers give it (more than 16 columns,

@@ -775,8 +775,9 @@ def test_api_matmul_dispatch(wave_device, batch):
 
 
 @pytest.mark.parametrize("qtype,batch,kernel", [
-    ("q4_0", 16, "mul_mat_planar_q4_0"), ("q4_0", 17, "mul_mat_mma_q4_0_1x2x2"), ("q8_0", 64, "mul_mat_mma_q8_0_1x2x2"),
-    ("q8_0", 65, "mul_mat_mma_q8_0_2x2x1"), ("q5_0", 40, "mul_mat_planar_q5_0"), ("q4_K", 16, "mul_mat_planar_q4_K"),
+    ("q4_0", 16, "mul_mat_planar_q4_0"), ("q4_0", 17, "mul_mat_mma_q4_0_1x1x4"), ("q4_0", 33, "mul_mat_mma_q4_0_2x2x1"),
+    ("q8_0", 64, "mul_mat_mma_q8_0_2x2x1"), ("q8_0", 65, "mul_mat_mma_q8_0_1x2x2"), ("q8_0", 97, "mul_mat_mma_q8_0_2x2x1"),
+    ("q5_0", 40, "mul_mat_planar_q5_0"), ("q4_K", 16, "mul_mat_planar_q4_K"),
     ("q4_K", 17, "mul_mat_mma_q4_K_1x2x2"), ("q4_K", 130, "mul_mat_mma_q4_K_1x2x2"), ("q6_K", 32, "mul_mat_mma_q6_K_1x2x2"),
     ("q6_K", 33, "mul_mat_mma_q6_K_2x2x1"), ("q5_K", 40, "mul_mat_planar_q5_K")])
 def test_api_matmul_mmq_dispatch(wave_device, monkeypatch, qtype, batch, kernel):
