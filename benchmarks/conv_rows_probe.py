@@ -103,10 +103,10 @@ COLR_VARIANTS = {  # label -> (stage bytes, loads in flight, taps, whole-tap wor
 #: the wrappers' stage and row bytes (``col2im1d_rows_{f32,bf16}`` on CUDA) with more words a lane (``WL``,
 #: groups of fewer lanes a channel) and registers capped for some blocks an SM (0: uncapped): label -> (words
 #: a lane, blocks)
-COLR_WORD_VARIANTS = {"rows, 2 words a lane": (2, 0), "rows, 4 words a lane": (4, 0),
-                      "rows, 1 word a lane, 4 blocks/SM": (1, 4), "rows, 2 words a lane, 4 blocks/SM": (2, 4),
-                      "rows, 4 words a lane, 4 blocks/SM": (4, 4), "rows, 8 words a lane, 4 blocks/SM": (8, 4),
-                      "rows, 4 words a lane, 5 blocks/SM": (4, 5), "rows, 4 words a lane, 3 blocks/SM": (4, 3)}
+COLR_WORD_VARIANTS = {"rows, 8 words a lane, 4 blocks/SM": (8, 4), "rows, 8 words a lane, 3 blocks/SM": (8, 3),
+                      "rows, 8 words a lane, 5 blocks/SM": (8, 5), "rows, 12 words a lane, 4 blocks/SM": (12, 4),
+                      "rows, 16 words a lane, 4 blocks/SM": (16, 4), "rows, 16 words a lane, 3 blocks/SM": (16, 3),
+                      "rows, 32 words a lane, 4 blocks/SM": (32, 4), "rows, 16 words a lane": (16, 0)}
 for _t in (pk.f32, pk.bf16):
     for _n, (_sb, _l, _mt, _fast, _rb) in enumerate(COLR_VARIANTS.values()):
         PROBE.add(conv.col2im1d_rows_op.instance(f"colr_{_n}_{_t.tag}", T=_t, SB=_sb, L=_l, MT=_mt, FAST=_fast,
