@@ -573,7 +573,7 @@ def im2col_rows(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: us
     16-byte tile a lane where the block has ``g`` = the run's vectors) take the item's pixels in turn;
     pixel q's value of column e is ``stage[tab[e] + q * stride_w]``. ``info`` is the 2-d source layout
     (im2col1d passes its 1-d one as height 1, unpadded). CW = 2 (16-bit types; the caller checks
-    ``pipe_pairs_ok``): the fill as 4-byte words of aligned source pairs (``im2col_rows_pipe_pairs``'s),
+    ``pipe_pairs_ok``): the fill as 4-byte words of aligned source pairs (``im2col_rows_pipe``'s CW = 2),
     staged rows two columns wider, starting ``sh`` (0 or 1) before the item's first window column."""
     c_in = info[1]
     kk = h_k * w_k
@@ -730,7 +730,7 @@ def rows_write(out: Ptr[T], stage: Ptr[T], tab: Ptr[u16], j0: u32, j1: u32, grp:
 @pk.func
 def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
                      pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize], src: ConstPtr[T],
-                     dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], sbe: usize, tab: Ptr[u16], *, L):
+                     dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], sbe: usize, tab: Ptr[u16], *, L, CW):
     """im2col_rows software-pipelined across a block's items: while a thread writes the current item
     from one stage, it fills the next item into the other, one round of L loads (issued before the
     round's share of the current item's pixels is written, stored after it) at a time, so a round's
@@ -738,11 +738,23 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
     the block's first item and writes nothing; the last writes the last item and fills nothing.
     ``stage`` holds two stages of ``sbe`` elements. Fill and write as in ``im2col_rows``; every index
     but the destination's in u32 (the domain tests keep sizes below 2**31), which keeps the state
-    both halves of a pass need in registers."""
+    both halves of a pass need in registers.
+
+    CW = 2 (16-bit types; the caller checks ``pipe_pairs_ok``): the fill as 4-byte pairs
+    (``pipe_item``): a load fetches two adjacent source columns, half the fill's instructions an
+    element, which bound the 16-bit pipeline. A staged row starts on an even source column, ``sh``
+    (0 or 1) before the item's first window column, and is two columns wider than the windows'
+    (``im2col_rows_tile``'s ``extra``). CW = 1 keeps its pass inline, statement for statement as it was
+    before the two shared this body, not through pipe_item's CW = 1: that changed its sm_90 code, and
+    every change to it moved its spills. Each ``if CW`` compiles only one side, so each instance's code
+    is the one its own copy of the body gave."""
     c_in = info[1]
     kk = h_k * w_k
     sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
-    pitch = rows_pitch(sw, usize(T.nbytes))
+    if CW == 2:
+        pitch = rows_pitch(sw + 2, usize(T.nbytes))
+    else:
+        pitch = rows_pitch(sw, usize(T.nbytes))
     c_tiles = (c_in + chunk - 1) // chunk
     w_tiles = (w_out + pw - 1) // pw
     items = info[0] * h_out * w_tiles * c_tiles
@@ -757,7 +769,11 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
     lane = u32(t) % g
     grp = u32(t) // g
     rowlen = c_in * kk
-    xs = u32(min(sw, nt))
+    if CW == 2:
+        cols = (sw + 2) // 2  # the staged words a row: the windows' columns and sh
+    else:
+        cols = sw
+    xs = u32(min(cols, nt))
     passes = u32(nt) // xs
     tx = u32(t) % xs
     ty = u32(t) // xs
@@ -775,7 +791,8 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
     s7 = u32(info[7])
     hi = u32(info[2])
     wi = u32(info[3])
-    vals = pk.local.array(L, T)
+    if CW == 1:
+        vals = pk.local.array(L, T)
     ct32 = u32(c_tiles)
     wt32 = u32(w_tiles)
     ho32 = u32(h_out)
@@ -787,72 +804,88 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
     wo32 = u32(w_out)
     sw32 = u32(stride_w)
     sbe32 = u32(sbe)
-    ncol = u32(0)  # the columns this thread fills: x = tx, tx + xs, ... below sw
+    ncol = u32(0)  # the columns (CW = 2: words) this thread fills: x = tx, tx + xs, ... below cols
     if ty < passes:
-        ncol = (u32(sw) - tx + xs - 1) // xs
+        ncol = (u32(cols) - tx + xs - 1) // xs
     cur = n32
     nxt = u32(pk.block_idx.x)
     sel = u32(0)
     pk.syncthreads()
     while cur < n32 or nxt < n32:
         fill = stage + usize(sel * sbe32)
-        # the next item, filled into `fill`: its rounds (columns x row rounds) set the write's pieces
+        # the next item, filled into `fill`: its rounds (columns x row rounds) set the write's pieces.
+        # col0: CW = 1 its first window column before the padding, CW = 2 the even source column its
+        # staged rows start at
         rows = u32(0)
         base = src
-        ow0s = u32(0)
+        col0 = u32(0)
         oh32 = u32(0)
         if nxt < n32:
             ct, wt, oh, b = rows_item(nxt, ct32, wt32, ho32)
             c0 = ct * ch32
             rows = min(ch32, ci32 - c0) * hk32
             base = src + usize(b) * usize(s4) + usize(c0) * usize(s5)
-            ow0s = wt * pw32 * sw32
+            if CW == 2:
+                col0 = (wt * pw32 * sw32 - u32(pad_w)) & ~u32(1)
+            else:
+                col0 = wt * pw32 * sw32
             oh32 = oh * u32(stride_h)
-        nrr = u32(0)
-        if ty < rows:
-            nrr = (rows - ty + step - 1) // step
-        pieces = max(ncol * nrr, u32(1))
+        if CW == 1:
+            nrr = u32(0)
+            if ty < rows:
+                nrr = (rows - ty + step - 1) // step
+            pieces = max(ncol * nrr, u32(1))
         # the current item, written from the other stage: the thread's pixels grp + j * groups, j < npx
         npx = u32(0)
         out = dst
         run = u32(0)
+        if CW == 2:
+            sh = u32(0)
         if cur < n32 and grp < groups:
             ct, wt, oh, b = rows_item(cur, ct32, wt32, ho32)
             c0 = ct * ch32
             ow0 = wt * pw32
+            if CW == 2:
+                sh = (ow0 * sw32 - u32(pad_w)) & 1
             pn = min(pw32, wo32 - ow0)
             run = min(ch32, ci32 - c0) * kk32
             out = dst + ((usize(b) * h_out + usize(oh)) * w_out + usize(ow0)) * rowlen + usize(c0) * usize(kk32)
             if grp < pn:
                 npx = (pn - grp + groups - 1) // groups
-        wsrc = stage + usize(sbe32 - sel * sbe32)
-        k = u32(0)
-        for xi in range(u32(0), ncol):
-            x = tx + xi * xs
-            iw = ow0s + x - u32(pad_w)  # wraps past 2**31 left of the input: one compare tests both sides
-            iw_in = iw < wi
-            iwo = iw * s7
-            for r0 in range(ty, rows, step):
-                # row r0 + u * passes's (c, kh) one step from the last (dc, dkh: passes // h_k, passes % h_k)
-                c, kh = div_mod(r0, hk32, m_hk)
-                for u in pk.static_range(L):
-                    if u > 0:
-                        kh += dkh
-                        c += dc
-                        wrap = kh >= hk32
-                        kh = pk.select(wrap, kh - hk32, kh)
-                        c = pk.select(wrap, c + 1, c)
-                    ih = oh32 + kh * dh32 - ph32
-                    inside = ih < hi and iw_in and r0 + u32(u) * passes < rows
-                    v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
-                    vals[u] = pk.select(inside, v, T(0))
-                rows_write(out, wsrc, tab, k * npx // pieces, (k + 1) * npx // pieces, grp, groups, rowlen, sw32,
-                           run, lane, g)
-                k += 1
-                for u in pk.static_range(L):
-                    if r0 + u32(u) * passes < rows:
-                        fill[(r0 + u32(u) * passes) * p32 + x] = vals[u]
-        rows_write(out, wsrc, tab, k * npx // pieces, npx, grp, groups, rowlen, sw32, run, lane, g)
+        if CW == 2:
+            wsrc = stage + usize(sbe32 - sel * sbe32 + sh)
+            pipe_item(fill, base, rows, col0, oh32, ncol, tx, xs, ty, step, passes, hk32, m_hk, dc, dkh, dh32, ph32,
+                      s5, s6, s7, hi, wi, p32, out, wsrc, tab, npx, grp, groups, rowlen, sw32, run, lane, g,
+                      L=L, CW=2)
+        else:
+            wsrc = stage + usize(sbe32 - sel * sbe32)
+            k = u32(0)
+            for xi in range(u32(0), ncol):
+                x = tx + xi * xs
+                iw = col0 + x - u32(pad_w)  # wraps past 2**31 left of the input: one compare tests both sides
+                iw_in = iw < wi
+                iwo = iw * s7
+                for r0 in range(ty, rows, step):
+                    # row r0 + u * passes's (c, kh) one step from the last (dc, dkh: passes // h_k, passes % h_k)
+                    c, kh = div_mod(r0, hk32, m_hk)
+                    for u in pk.static_range(L):
+                        if u > 0:
+                            kh += dkh
+                            c += dc
+                            wrap = kh >= hk32
+                            kh = pk.select(wrap, kh - hk32, kh)
+                            c = pk.select(wrap, c + 1, c)
+                        ih = oh32 + kh * dh32 - ph32
+                        inside = ih < hi and iw_in and r0 + u32(u) * passes < rows
+                        v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
+                        vals[u] = pk.select(inside, v, T(0))
+                    rows_write(out, wsrc, tab, k * npx // pieces, (k + 1) * npx // pieces, grp, groups, rowlen,
+                               sw32, run, lane, g)
+                    k += 1
+                    for u in pk.static_range(L):
+                        if r0 + u32(u) * passes < rows:
+                            fill[(r0 + u32(u) * passes) * p32 + x] = vals[u]
+            rows_write(out, wsrc, tab, k * npx // pieces, npx, grp, groups, rowlen, sw32, run, lane, g)
         pk.syncthreads()
         cur = nxt
         if nxt < n32:
@@ -923,111 +956,6 @@ def pipe_pairs_ok(info: ConstPtr[usize], src: ConstPtr[T]) -> bool:
             and pk.is_aligned(src, 4))
 
 
-@pk.func
-def im2col_rows_pipe_pairs(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride_w: usize,
-                           pad_h: usize, pad_w: usize, dil_h: usize, dil_w: usize, info: ConstPtr[usize],
-                           src: ConstPtr[T], dst: Ptr[T], chunk: usize, pw: usize, stage: Ptr[T], sbe: usize,
-                           tab: Ptr[u16], *, L):
-    """im2col_rows_pipe for 16-bit types with the fill as 4-byte pairs (``pipe_item``, CW = 2; the caller
-    checks ``pipe_pairs_ok``): a load fetches two adjacent source columns, half the fill's instructions
-    an element, which bound the 16-bit pipeline. A staged row starts on an even source column, ``sh``
-    (0 or 1) before the item's first window column, and is two columns wider than the windows'
-    (``im2col_rows_tile``'s ``extra``). The same passes, write and barrier as im2col_rows_pipe (a copy of
-    its body, so that kernel's code stays as it was: every change to it moved its spills)."""
-    c_in = info[1]
-    kk = h_k * w_k
-    sw = (pw - 1) * stride_w + (w_k - 1) * dil_w + 1
-    pitch = rows_pitch(sw + 2, usize(T.nbytes))
-    c_tiles = (c_in + chunk - 1) // chunk
-    w_tiles = (w_out + pw - 1) // pw
-    items = info[0] * h_out * w_tiles * c_tiles
-    if items > INDEX_31:  # the item loop's arithmetic is u32 (im2col_rows_ok checks this on the host)
-        return
-    t = usize(pk.thread_idx.x)
-    nt = usize(pk.block_dim.x)
-    column_table(tab, chunk, h_k, w_k, pitch, dil_w)
-    nv = (chunk * kk * usize(T.nbytes) + 15) // 16
-    g = u32(min(nv, nt))
-    groups = u32(nt) // g
-    lane = u32(t) % g
-    grp = u32(t) // g
-    rowlen = c_in * kk
-    cols = (sw + 2) // 2  # the staged words a row: the windows' columns and sh
-    xs = u32(min(cols, nt))
-    passes = u32(nt) // xs
-    tx = u32(t) % xs
-    ty = u32(t) // xs
-    step = passes * u32(L)
-    p32 = u32(pitch)
-    hk32 = u32(h_k)
-    m_hk = divisor_magic(h_k)
-    dc = passes // hk32
-    dkh = passes - dc * hk32
-    dh32 = u32(dil_h)
-    ph32 = u32(pad_h)
-    s4 = u32(info[4])
-    s5 = u32(info[5])
-    s6 = u32(info[6])
-    s7 = u32(info[7])
-    hi = u32(info[2])
-    wi = u32(info[3])
-    ct32 = u32(c_tiles)
-    wt32 = u32(w_tiles)
-    ho32 = u32(h_out)
-    n32 = u32(items)
-    ch32 = u32(chunk)
-    ci32 = u32(c_in)
-    kk32 = u32(kk)
-    pw32 = u32(pw)
-    wo32 = u32(w_out)
-    sw32 = u32(stride_w)
-    sbe32 = u32(sbe)
-    ncol = u32(0)  # the words this thread fills: x = tx, tx + xs, ... below cols
-    if ty < passes:
-        ncol = (u32(cols) - tx + xs - 1) // xs
-    cur = n32
-    nxt = u32(pk.block_idx.x)
-    sel = u32(0)
-    pk.syncthreads()
-    while cur < n32 or nxt < n32:
-        fill = stage + usize(sel * sbe32)
-        # the next item, filled into `fill`
-        rows = u32(0)
-        base = src
-        iw0 = u32(0)
-        oh32 = u32(0)
-        if nxt < n32:
-            ct, wt, oh, b = rows_item(nxt, ct32, wt32, ho32)
-            c0 = ct * ch32
-            rows = min(ch32, ci32 - c0) * hk32
-            base = src + usize(b) * usize(s4) + usize(c0) * usize(s5)
-            iw0 = (wt * pw32 * sw32 - u32(pad_w)) & ~u32(1)
-            oh32 = oh * u32(stride_h)
-        # the current item, written from the other stage: the thread's pixels grp + j * groups, j < npx
-        npx = u32(0)
-        out = dst
-        run = u32(0)
-        sh = u32(0)
-        if cur < n32 and grp < groups:
-            ct, wt, oh, b = rows_item(cur, ct32, wt32, ho32)
-            c0 = ct * ch32
-            ow0 = wt * pw32
-            sh = (ow0 * sw32 - u32(pad_w)) & 1
-            pn = min(pw32, wo32 - ow0)
-            run = min(ch32, ci32 - c0) * kk32
-            out = dst + ((usize(b) * h_out + usize(oh)) * w_out + usize(ow0)) * rowlen + usize(c0) * usize(kk32)
-            if grp < pn:
-                npx = (pn - grp + groups - 1) // groups
-        wsrc = stage + usize(sbe32 - sel * sbe32 + sh)
-        pipe_item(fill, base, rows, iw0, oh32, ncol, tx, xs, ty, step, passes, hk32, m_hk, dc, dkh, dh32, ph32,
-                  s5, s6, s7, hi, wi, p32, out, wsrc, tab, npx, grp, groups, rowlen, sw32, run, lane, g,
-                  L=L, CW=2)
-        pk.syncthreads()
-        cur = nxt
-        if nxt < n32:
-            nxt += u32(pk.grid_dim.x)
-        sel = u32(1) - sel
-
 @pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
 def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
                    padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T,
@@ -1037,7 +965,7 @@ def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k
     which the wrappers check before launching it); arguments outside that write nothing. A kernel of its
     own: candle's im2col_op holds the loop and the staged gather, whose registers it would take. NS = 2:
     the pipelined path (``im2col_rows_pipe``, two stages of SB bytes), NS = 1 ``im2col_rows``; TB
-    column-table entries. PR = 1 (16-bit types, NS = 2): the pair fill (``im2col_rows_pipe_pairs``,
+    column-table entries. PR = 1 (16-bit types, NS = 2): the pair fill (``im2col_rows_pipe``, CW = 2,
     ``im2col_rows_pairs_*``), layouts outside ``pipe_pairs_ok`` writing nothing."""
     stage = pk.shared.array(NS * SB // T.nbytes, T)
     tab = pk.shared.array(TB, u16)
@@ -1048,12 +976,13 @@ def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k
             and max(max(h_out, w_out), max(h_k, w_k)) <= INDEX_31):
         if NS == 2 and T.nbytes == 2 and PR > 0:
             if pipe_pairs_ok(info, src):
-                im2col_rows_pipe_pairs(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation,
-                                       info, src, dst, usize(u32(tile)), usize(tile >> 32), stage,
-                                       usize(SB // T.nbytes), tab, L=L)
+                im2col_rows_pipe(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation,
+                                 info, src, dst, usize(u32(tile)), usize(tile >> 32), stage,
+                                 usize(SB // T.nbytes), tab, L=L, CW=2)
         elif NS == 2:
             im2col_rows_pipe(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
-                             dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab, L=L)
+                             dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab, L=L,
+                             CW=1)
         else:
             im2col_rows(h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src, dst,
                         usize(u32(tile)), usize(tile >> 32), stage, tab, L=L, CW=1)
@@ -1079,7 +1008,7 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
         if NS == 2:
             im2col_rows_pipe(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
                              as_2d, src, dst, usize(u32(tile)), usize(tile >> 32), stage, usize(SB // T.nbytes), tab,
-                             L=L)
+                             L=L, CW=1)
         elif T.nbytes == 2 and PR > 0:
             if pipe_pairs_ok(as_2d, src):
                 im2col_rows(usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1), dilation,
