@@ -176,7 +176,7 @@ for _n, (_l, _mb) in enumerate(PIPE_VARIANTS.values()):
                                TB=conv.ROWS_PIPE_TAB, PR=0))
         PROBE.add(_k1.instance(f"pipe1d_{_n}_{_t.tag}", T=_t, SB=conv.ROWS_PIPE_STAGE_BYTES, L=_l, NS=2,
                                TB=conv.ROWS_PIPE_TAB, PR=0))
-#: the pipeline's 16-bit pair fill (``im2col_rows_pipe_pairs``, the wrappers' ``im2col_rows_pairs_*``) with its
+#: the pipeline's 16-bit pair fill (``im2col_rows_pipe`` with ``CW=2``, the wrappers' ``im2col_rows_pairs_*``) with its
 #: registers sized for other occupancies, and with more loads in flight: label -> (loads in flight, blocks of
 #: ROWS_BLOCK an SM)
 PAIR_VARIANTS = {"pairs, L=8, 2 blocks/SM": (8, 2), "pairs, L=12, 3 blocks/SM": (12, 3),
