@@ -358,16 +358,23 @@ def test_mmvq_weights_first(wave_device, qtype):
     """``early``: every row's chunk (pair) of a step held at once, the activations after the wait. Odd
     row counts, rows of fewer and of more units than threads, (32, 2) and (32, 4); dst zeroed with a
     guard."""
-    rng = np.random.default_rng(18)
-    for nrows, ncols in (shape_for(qtype), (5, 4608)):
+    check_batch1_mmvq(wave_device, qtype, EARLY_KERNELS, "early", (shape_for(qtype), (5, 4608)), seed=18)
+
+
+def check_batch1_mmvq(device, qtype: str, module, prefix: str, shapes, seed: int) -> None:
+    """Kernels ``{prefix}_{qtype}_{rows}`` of ``module`` (a batch-1 MMVQ of 2 or 4 rows a block) under
+    blocks of (32, 2) and (32, 4) at each (nrows, ncols) of ``shapes``: dst past the rows stays 0 and
+    the rows are within §6.5's bound."""
+    rng = np.random.default_rng(seed)
+    for nrows, ncols in shapes:
         blocks = weights(rng, qtype, nrows, ncols)
         x = activations(rng, 1, ncols)
-        vy, qy = quantize_on(wave_device, x)
+        vy, qy = quantize_on(device, x)
         for rows in (2, 4):
             for block in ((32, 2), (32, 4)):
-                dst = wave_device.zeros(nrows + 8, pk.f32)
-                wave_device.get_or_load_func(f"early_{qtype}_{rows}", EARLY_KERNELS)[-(-nrows // rows), block](
-                    wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
+                dst = device.zeros(nrows + 8, pk.f32)
+                device.get_or_load_func(f"{prefix}_{qtype}_{rows}", module)[-(-nrows // rows), block](
+                    device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
                 got = dst.to_host()
                 assert not got[nrows:].any()
                 check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
@@ -378,19 +385,7 @@ def test_mmvq_pairs(wave_device, qtype):
     """A thread a pair of chunks from one load (q4_K, q5_K: chunks 2p, 2p + 1; q6_K: 4h + s, 4h + s + 2):
     odd row counts, rows of fewer pairs than threads and of more (4608 columns: 72 pairs), blocks of
     (32, 2) and (32, 4); dst zeroed with a guard."""
-    rng = np.random.default_rng(16)
-    for nrows, ncols in ((7, 768), (5, 4608)):
-        blocks = weights(rng, qtype, nrows, ncols)
-        x = activations(rng, 1, ncols)
-        vy, qy = quantize_on(wave_device, x)
-        for rows in (2, 4):
-            for block in ((32, 2), (32, 4)):
-                dst = wave_device.zeros(nrows + 8, pk.f32)
-                wave_device.get_or_load_func(f"pairs_{qtype}_{rows}", PAIR_KERNELS)[-(-nrows // rows), block](
-                    wave_device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
-                got = dst.to_host()
-                assert not got[nrows:].any()
-                check_q8_1_product(got[:nrows].reshape(1, nrows), blocks, qtype, x, qy)
+    check_batch1_mmvq(wave_device, qtype, PAIR_KERNELS, "pairs", ((7, 768), (5, 4608)), seed=16)
 
 
 @pytest.fixture(scope="module")
