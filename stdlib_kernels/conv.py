@@ -855,8 +855,7 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
         if CW == 2:
             wsrc = stage + usize(sbe32 - sel * sbe32 + sh)
             pipe_item(fill, base, rows, col0, oh32, ncol, tx, xs, ty, step, passes, hk32, m_hk, dc, dkh, dh32, ph32,
-                      s5, s6, s7, hi, wi, p32, out, wsrc, tab, npx, grp, groups, rowlen, sw32, run, lane, g,
-                      L=L, CW=2)
+                      s5, s6, hi, wi, p32, out, wsrc, tab, npx, grp, groups, rowlen, sw32, run, lane, g, L=L)
         else:
             wsrc = stage + usize(sbe32 - sel * sbe32)
             k = u32(0)
@@ -896,14 +895,14 @@ def im2col_rows_pipe(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_
 @pk.func
 def pipe_item(fill: Ptr[T], base: ConstPtr[T], rows: u32, iw0: u32, oh32: u32, ncol: u32, tx: u32, xs: u32,
               ty: u32, step: u32, passes: u32, hk32: u32, m_hk: u64, dc: u32, dkh: u32, dh32: u32, ph32: u32,
-              s5: u32, s6: u32, s7: u32, hi: u32, wi: u32, p32: u32, out: Ptr[T], wsrc: Ptr[T], tab: Ptr[u16],
-              npx: u32, grp: u32, groups: u32, rowlen: usize, sw32: u32, run: u32, lane: u32, g: u32, *, L, CW):
-    """One pass of im2col_rows_pipe: the next item's fill into ``fill``, rounds of L loads, each round's
-    share of the current item's pixels written (rows_write) between its loads and its stores. CW = 1: a
-    staged column an element, source column ``iw0 + x``; CW = 2 (16-bit types, rows contiguous and
-    4-byte aligned, an even width): a column a 4-byte word of an aligned source pair, ``iw0 + 2 x``
-    (``iw0`` even), so a load fetches two elements and a staged row is ``p32 / 2`` words."""
-    vals = pk.local.array(L, T)
+              s5: u32, s6: u32, hi: u32, wi: u32, p32: u32, out: Ptr[T], wsrc: Ptr[T], tab: Ptr[u16],
+              npx: u32, grp: u32, groups: u32, rowlen: usize, sw32: u32, run: u32, lane: u32, g: u32, *, L):
+    """One pass of im2col_rows_pipe's pair fill (CW = 2: 16-bit types, rows contiguous and 4-byte
+    aligned, an even width): the next item's fill into ``fill``, rounds of L loads of a 4-byte word of
+    an aligned source pair (column x is source column ``iw0 + 2 x``, ``iw0`` even; a staged row is
+    ``p32 / 2`` words), each round's share of the current item's pixels written (rows_write) between
+    its loads and its stores. The element fill (CW = 1) stays inline in im2col_rows_pipe: sent through
+    here its PTX changed (docs/targets/cuda.md, conv)."""
     vals32 = pk.local.array(L, u32)
     base32 = pk.bitcast(base, ConstPtr[u32])
     fill32 = pk.bitcast(fill, Ptr[u32])
@@ -915,9 +914,8 @@ def pipe_item(fill: Ptr[T], base: ConstPtr[T], rows: u32, iw0: u32, oh32: u32, n
     k = u32(0)
     for xi in range(u32(0), ncol):
         x = tx + xi * xs
-        iw = iw0 + x * u32(CW)  # wraps past 2**31 left of the input: one compare tests both sides
+        iw = iw0 + x * u32(2)  # wraps past 2**31 left of the input: one compare tests both sides
         iw_in = iw < wi
-        iwo = iw * s7
         for r0 in range(ty, rows, step):
             # row r0 + u * passes's (c, kh) one step from the last (dc, dkh: passes // h_k, passes % h_k)
             c, kh = div_mod(r0, hk32, m_hk)
@@ -930,21 +928,14 @@ def pipe_item(fill: Ptr[T], base: ConstPtr[T], rows: u32, iw0: u32, oh32: u32, n
                     c = pk.select(wrap, c + 1, c)
                 ih = oh32 + kh * dh32 - ph32
                 inside = ih < hi and iw_in and r0 + u32(u) * passes < rows
-                if CW == 2:
-                    v32 = base32[usize(pk.select(inside, (c * s5 + ih * s6 + iw) >> 1, u32(0)))]
-                    vals32[u] = pk.select(inside, v32, u32(0))
-                else:
-                    v = base[usize(pk.select(inside, c * s5 + ih * s6 + iwo, u32(0)))]
-                    vals[u] = pk.select(inside, v, T(0))
+                v32 = base32[usize(pk.select(inside, (c * s5 + ih * s6 + iw) >> 1, u32(0)))]
+                vals32[u] = pk.select(inside, v32, u32(0))
             rows_write(out, wsrc, tab, k * npx // pieces, (k + 1) * npx // pieces, grp, groups, rowlen, sw32,
                        run, lane, g)
             k += 1
             for u in pk.static_range(L):
                 if r0 + u32(u) * passes < rows:
-                    if CW == 2:
-                        fill32[(r0 + u32(u) * passes) * pw32 + x] = vals32[u]
-                    else:
-                        fill[(r0 + u32(u) * passes) * p32 + x] = vals[u]
+                    fill32[(r0 + u32(u) * passes) * pw32 + x] = vals32[u]
     rows_write(out, wsrc, tab, k * npx // pieces, npx, grp, groups, rowlen, sw32, run, lane, g)
 
 
