@@ -1124,7 +1124,7 @@ def _select(x, ids, dim: int, out_shape: tuple[int, ...], check_ids: bool, what:
             grid, block = _tiles_launch(x.device, rows, row_bytes // 16)
             x.device.get_or_load_func(kernel_name("is_tiles", ids.dtype), INDEXING).launch(
                 grid, block, rows, ids, _words(x), _words(out), x.shape[dim], ids.size, row_bytes // 8,
-                programmatic=SELECT_PROGRAMMATIC and x.device.kind == "cuda")
+                programmatic=SELECT_PROGRAMMATIC)
         elif info is None and row_bytes >= ROW_BYTES and row_bytes % 8 == 0 and x.ptr % 8 == 0 and out.ptr % 8 == 0:
             chunks = left * ids.size * -(-row_bytes // (8 * ROW_WORDS))
             grid = -(-chunks // STREAM_BLOCK)

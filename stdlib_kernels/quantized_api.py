@@ -193,15 +193,14 @@ def matmul(blocks, qtype_spec, x, *, shape=None, dmmv: bool = False) -> DeviceAr
         vy, k_padded = quantize_q8_1(x)
     # the MMVQ's start overlaps the quantize's end (programmatic dependent launch, CUDA sm_90+: the
     # kernel waits for the q8_1 in pk.grid_dependency_wait); other runtimes launch it as before
-    pdl = dev.kind == "cuda"
     if batch == 1:  # candle's kernel with more rows a block (quantized.MMVQ_WRAPPER_ROWS)
         fn = dev.get_or_load_func(f"mul_mat_vec_rows_{q.name}_q8_1", QUANTIZED)
         fn.launch(-(-n // MMVQ_WRAPPER_ROWS[q.name]), mmvq_wrapper_block(q.name, k), w, vy, out, k, n, k_padded, n,
-                  programmatic=pdl)
+                  programmatic=True)
     elif batch <= max(MMVQ_WIDTHS):
         rows = mmvq_rows(batch)
         fn = dev.get_or_load_func(f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", QUANTIZED)
-        fn.launch(-(-n // rows), (32, 4 if batch <= 4 else 2), w, vy, out, k, n, k_padded, n, programmatic=pdl)
+        fn.launch(-(-n // rows), (32, 4 if batch <= 4 else 2), w, vy, out, k, n, k_padded, n, programmatic=True)
     elif (q.name in MMQ_MMA_TYPES and batch >= MMQ_MMA_MIN_BATCH
           and max(w.size, batch * n, batch * (k + ROW_PADDING) // Q8_1_QK * Q8_1_BYTES) < 2**31):
         # the matrix units' MMQ (i32 offsets: under 2 GiB of weights, activations and outputs)
