@@ -961,13 +961,19 @@ def test_mmvq_wrapper_rows_stay_in_bounds(checked, qtype):
 @pytest.mark.parametrize("qtype", ["q4_0", "q8_0", "q5_K", "q6_K"])
 def test_mmvq_weights_first_stays_in_bounds(checked, qtype):
     """The weights loaded ahead of the activations (``early``) stay inside exact-size weights."""
-    rng = np.random.default_rng(19)
+    check_batch1_in_bounds(checked, qtype, EARLY_KERNELS, f"early_{qtype}_2", rows=2, seed=19)
+
+
+def check_batch1_in_bounds(checked, qtype: str, module, name: str, rows: int, seed: int) -> None:
+    """Kernel ``name`` of ``module`` (a batch-1 MMVQ of ``rows`` rows a block, blocks of (32, 2)) on the
+    bounds-checked device, over weights of exactly their size: no access outside, §6.5's bound."""
+    rng = np.random.default_rng(seed)
     nrows, ncols = shape_for(qtype)
     blocks = weights(rng, qtype, nrows, ncols)
     x = activations(rng, 1, ncols)
     vy, qy = quantize_on(checked, x)
     dst = checked.zeros(nrows, pk.f32)
-    checked.get_or_load_func(f"early_{qtype}_2", EARLY_KERNELS)[-(-nrows // 2), (32, 2)](
+    checked.get_or_load_func(name, module)[-(-nrows // rows), (32, 2)](
         checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
     check_q8_1_product(dst.to_host().reshape(1, nrows), blocks, qtype, x, qy)
 
@@ -976,15 +982,7 @@ def test_mmvq_weights_first_stays_in_bounds(checked, qtype):
 def test_mmvq_pairs_stay_in_bounds(checked, qtype):
     """The pair loaders' whole-word reads (q6_K's ``span_words`` of a 2-byte aligned block) stay
     inside exact-size weights."""
-    rng = np.random.default_rng(17)
-    nrows, ncols = shape_for(qtype)
-    blocks = weights(rng, qtype, nrows, ncols)
-    x = activations(rng, 1, ncols)
-    vy, qy = quantize_on(checked, x)
-    dst = checked.zeros(nrows, pk.f32)
-    checked.get_or_load_func(f"pairs_{qtype}_4", PAIR_KERNELS)[-(-nrows // 4), (32, 2)](
-        checked.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
-    check_q8_1_product(dst.to_host().reshape(1, nrows), blocks, qtype, x, qy)
+    check_batch1_in_bounds(checked, qtype, PAIR_KERNELS, f"pairs_{qtype}_4", rows=4, seed=17)
 
 
 @pytest.mark.parametrize("qtype", MATMUL)
