@@ -16,7 +16,6 @@ from pykern.targets.aliases import _entry_block, object_with_aliases, ptx_with_a
 from pykern.targets.amdgpu import AmdgpuTarget
 from pykern.targets.codeobject import CodeObject
 from pykern.targets.cpu import CpuTarget
-from pykern.targets.linker import LinkerError, find_lld
 from pykern.targets.nvptx import NvptxTarget
 
 
@@ -38,13 +37,6 @@ MOD = pk.Module("test_aliases").add(scale.instance("scale3_f32", T=f32, k=3), sc
                                     scale.instance("scale2_f32", T=f32, k=2), scale.instance("scale3_i32", T=i32, k=3),
                                     scale.instance("scale3_third", T=f32, k=3))
 ALIASES = {"scale3_again": "scale3_f32", "scale3_third": "scale3_f32"}
-
-
-def _have_lld() -> bool:
-    try:
-        return bool(find_lld())
-    except LinkerError:
-        return False
 
 
 def _no_labels(text: str, name: str) -> str:
@@ -104,7 +96,7 @@ def test_ptx_without_aliases_unchanged():
     assert ptx_with_aliases("text", {}) == "text"
 
 
-@pytest.mark.skipif(not _have_lld(), reason="needs ld.lld (ziglang, ROCm or the PATH)")
+@pytest.mark.needs_lld
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1100"])
 def test_hsaco_alias_is_a_full_kernel(arch):
     """``alias`` and ``alias.kd`` are global symbols at the primary's code and descriptor, with

@@ -19,15 +19,6 @@ from pykern.targets.codeobject import CodeObject
 from pykern.targets.cpu import CpuTarget
 from pykern.targets.nvptx import NvptxTarget
 
-from pykern.targets.linker import LinkerError, find_lld
-
-
-def _have_lld() -> bool:
-    try:
-        return bool(find_lld())
-    except LinkerError:
-        return False
-
 
 def _no_labels(text: str, name: str) -> str:
     """An entry's text with its name, its shared arrays' names, LLVM's function-numbered labels and
@@ -139,7 +130,7 @@ def test_ptx_twin_entry_is_its_own_compile():
         assert _no_labels(_entry_block(ptx, twin), twin) == _no_labels(_entry_block(alone, twin), twin)
 
 
-@pytest.mark.skipif(not _have_lld(), reason="needs ld.lld (ziglang, ROCm or the PATH)")
+@pytest.mark.needs_lld
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1100"])
 def test_hsaco_twin_is_its_own_compile(arch):
     """The twin's symbols are the primary's; its metadata, descriptor and code size are what
