@@ -24,6 +24,7 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -209,7 +210,53 @@ def stats() -> tuple[int, int]:
     return count, total
 
 
+#: how long a process waits for another one's compile of the same key before compiling it itself
+#: (a holder that hangs must not hang everyone; one that dies releases its lock with its descriptor)
+COMPILE_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def compiling(k: str, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the compile of ``k`` for this process: another process (an xdist worker, a second user
+    script, a ``pykern build`` worker) asking for the same key waits here, then finds the entry the
+    first one wrote instead of compiling it again on the same cores. An advisory ``flock`` on
+    ``<cache_dir>/locks/<key[:2]>/<key>.lock``, released by the kernel if the holder dies; where
+    there is no ``flock`` (Windows) or the lock file cannot be made (read-only cache), no lock:
+    both compile, as before, and the atomic writes keep the entry whole."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    if not config.cache_enabled():
+        yield
+        return
+    path = config.cache_dir() / "locks" / k[:2] / f"{k}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + (COMPILE_WAIT_S if wait_s is None else wait_s)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    log.warning("compiling %s although another process has held its lock for %.0f s", k,
+                                COMPILE_WAIT_S if wait_s is None else wait_s)
+                    break
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def clear() -> None:
     """Remove every entry of this namespace (other namespaces and unrelated files are left alone)."""
     shutil.rmtree(_root(), ignore_errors=True)
+    shutil.rmtree(config.cache_dir() / "locks", ignore_errors=True)
     log.debug("cleared %s", _root())

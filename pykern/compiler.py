@@ -237,16 +237,24 @@ def lookup(kernels, target: Target, name: str) -> tuple[bytes, list[KernelSignat
 
 # ---- compiling -------------------------------------------------------------------------------------
 def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[KernelSignature]]:
-    start = time.perf_counter()
     kernels = list(kernels)
-    skey = None
     dump = config.dump_dir()
-    if config.cache_enabled():
-        found = None if dump else lookup(kernels, target, name)  # dumping lowers every time
+    if not config.cache_enabled():
+        return _compile(kernels, target, name, None, dump)
+    found = None if dump else lookup(kernels, target, name)  # dumping lowers every time
+    if found is not None:
+        return found
+    skey = source_key(kernels, target, name)
+    with cache.compiling(skey):  # one process compiles a key; the others wait and take its entry
+        found = None if dump else lookup(kernels, target, name)
         if found is not None:
             return found
-        skey = source_key(kernels, target, name)
         log.info("cache miss: %s for %s (source key)", name, target)
+        return _compile(kernels, target, name, skey, dump)
+
+
+def _compile(kernels: list, target: Target, name: str, skey: str | None, dump) -> tuple[bytes, list[KernelSignature]]:
+    start = time.perf_counter()
     module, sigs = lower_module(kernels, target, name)
     text = rendered(module)
     if dump:

@@ -160,3 +160,62 @@ def test_device_load_module_uses_it(own_cache, tmp_path, lowering_counter):
     assert len(lowering_counter) == 1
     pk.device("cpu").load_module(m)  # a new device: a new slot, but the source key hits
     assert len(lowering_counter) == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the compile lock is POSIX flock; Windows compiles twice")
+def test_a_second_process_waits_for_the_first_compile(own_cache, tmp_path, lowering_counter):
+    """While another process holds a key's compile (here: a child holding ``cache.compiling``, then
+    writing the entry as a compile would), this process waits, then takes the entry: no lowering."""
+    import multiprocessing as mp
+    import time
+
+    _, m = load(tmp_path)
+    target = registry.make_target("cuda", "sm_90")
+    art, sigs = compiler.build_module(m, target)  # the entry the child will put back
+    skey = compiler.source_key(m.kernels, target, m.name)
+    blob = cache.get(skey)
+    cache.clear()
+    lowering_counter.clear()
+    ctx = mp.get_context("fork")
+    held = ctx.Event()
+    child = ctx.Process(target=_hold_then_put, args=(str(tmp_path / "cache"), skey, blob, held))
+    child.start()
+    try:
+        assert held.wait(30)
+        start = time.monotonic()
+        assert compiler.build_module(m, target) == (art, sigs)
+        assert time.monotonic() - start >= 0.5  # it waited for the child's put ...
+        assert lowering_counter == []            # ... and compiled nothing itself
+    finally:
+        child.join(30)
+    assert child.exitcode == 0
+
+
+def _hold_then_put(cache_dir: str, skey: str, blob: bytes, held) -> None:
+    import time
+    with config.override(cache_dir=cache_dir, cache=None), cache.compiling(skey):
+        held.set()
+        time.sleep(1.0)
+        cache.put(skey, blob)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX flock")
+def test_a_held_compile_lock_times_out(own_cache):
+    """A holder that never lets go (hung, stopped in a debugger) costs a bounded wait, then this
+    process compiles anyway."""
+    import fcntl
+    import os
+    import time
+
+    k = cache.key("held")
+    path = config.cache_dir() / "locks" / k[:2] / f"{k}.lock"
+    path.parent.mkdir(parents=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: it conflicts even in-process
+    try:
+        start = time.monotonic()
+        with cache.compiling(k, wait_s=0.3):
+            pass
+        assert 0.3 <= time.monotonic() - start < 5
+    finally:
+        os.close(fd)
