@@ -94,8 +94,8 @@ class CapturingCpuDevice(CpuDevice):
         self.copy_to_host(out, addr) if nbytes else None
         return out.tobytes()
 
-    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, ranges=(),
-                      programmatic=False) -> None:
+    def launch_packed(self, func, grid, block, shared_mem, stream, args, sig, *more, **options) -> None:
+        # the launch options (ranges, programmatic, and any the CPU runtime gains) pass through unread
         instance = self._instances[id(func)]
         param_types = [ty for _, ty in instance.typed(self.target).params]
         raw = bytes(args)
@@ -120,7 +120,7 @@ class CapturingCpuDevice(CpuDevice):
             if isinstance(element, DType):
                 buffers[buf].dtypes.add(element)
             replay.append(("ptr", buf, pointer - self._allocations[alloc][0]))
-        super().launch_packed(func, grid, block, shared_mem, stream, args, sig, ranges, programmatic)
+        super().launch_packed(func, grid, block, shared_mem, stream, args, sig, *more, **options)
         for alloc, buf in used.items():
             buffers[buf].after = self._snapshot(alloc)
         self.launches.append(Launch(self.case, instance, tuple(grid), tuple(block), shared_mem, replay, buffers))
