@@ -236,6 +236,8 @@ def compiling(k: str, wait_s: float | None = None) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     except OSError:
+        fd = None
+    if fd is None:  # (outside the handler: an error of the caller's body is not chained to this one)
         yield
         return
     try:
