@@ -226,9 +226,13 @@ def lookup(kernels, target: Target, name: str) -> tuple[bytes, list[KernelSignat
     (cache disabled, never built, or built from other sources)."""
     if not config.cache_enabled():
         return None
-    start = time.perf_counter()
     kernels = list(kernels)
-    blob = cache.get(source_key(kernels, target, name))
+    return _lookup(source_key(kernels, target, name), kernels, target, name)
+
+
+def _lookup(skey: str, kernels: list, target: Target, name: str) -> tuple[bytes, list[KernelSignature]] | None:
+    start = time.perf_counter()
+    blob = cache.get(skey)
     found = None if blob is None else _unpack(blob, kernels)
     if found is not None:
         log.info("cache hit: %s for %s (source key) in %.3fs", name, target, time.perf_counter() - start)
@@ -241,12 +245,12 @@ def compile_kernels(kernels, target: Target, name: str) -> tuple[bytes, list[Ker
     dump = config.dump_dir()
     if not config.cache_enabled():
         return _compile(kernels, target, name, None, dump)
-    found = None if dump else lookup(kernels, target, name)  # dumping lowers every time
+    skey = source_key(kernels, target, name)
+    found = None if dump else _lookup(skey, kernels, target, name)  # dumping lowers every time
     if found is not None:
         return found
-    skey = source_key(kernels, target, name)
     with cache.compiling(skey):  # one process compiles a key; the others wait and take its entry
-        found = None if dump else lookup(kernels, target, name)
+        found = None if dump else _lookup(skey, kernels, target, name)
         if found is not None:
             return found
         log.info("cache miss: %s for %s (source key)", name, target)
