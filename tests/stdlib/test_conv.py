@@ -911,3 +911,56 @@ def test_wide_index_path(dtype):
     run_pools(dev, dtype, "max_pool2d", WIDE)
     run_upsample_nearest2d(dev, dtype, WIDE)
     run_upsample_bilinear2d(dev, dtype, True, WIDE)
+
+
+def im2col_cl_probe():
+    """benchmarks/im2col_cl_probe.py (its GPU figures are in docs/targets/cuda.md: they stand only if the
+    kernel is right), loaded from the file."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "im2col_cl_probe.py"
+    spec = importlib.util.spec_from_file_location("bench_im2col_cl_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("dtype", [bf16, f32], ids=["bf16", "f32"])
+def test_im2col_cl_probe(wave_device, dtype):
+    """The channels-last im2col probe (``im2col_cl9_*``, ``im2col1d_cl3_*``) against the reference:
+    several channel groups (a partial last one), several items a row, stride, dilation, padding of the
+    window's size, contiguous / permuted / offset sources, more items than blocks; blocks that are not
+    whole waves write nothing."""
+    dev, probe = wave_device, im2col_cl_probe()
+    for shape, stride, pad, dil, lay in (((2, 16, 5, 7), 1, 1, 1, "contiguous"), ((1, 24, 6, 9), 2, 1, 1, "permuted"),
+                                         ((1, 72, 4, 70), 1, 1, 1, "offset"), ((1, 8, 5, 6), 1, 3, 2, "contiguous")):
+        x = values(dtype, shape)
+        want = im2col_ref(x, (3, 3), stride, pad, dil)
+        xd = view(dev, x, lay)
+        h_out, w_out = want.shape[1:3]
+        assert probe.im2col_cl_ok(xd, h_out, w_out, 3, 3, stride, pad, dil)
+        own = probe.im2col_cl_launch(shape[0], shape[1], h_out, w_out, 3, 3, stride, dil, dtype)
+        for launch_shape in (own, (1, 64), (3, 128)):
+            out = dev.to_device(np.full(want.shape, 7, dtype.np))
+            launch(dev, f"im2col_cl9_{dtype.tag}", out.size, out.size, h_out, w_out, 3, 3, stride, pad, dil,
+                   info_of(dev, xd), xd, out, shape=launch_shape, module=probe.PROBE)
+            assert_bits(out.to_host(), want, f"im2col_cl9 {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+    for shape, stride, pad, dil, lay in (((2, 16, 37), 1, 1, 1, "contiguous"), ((1, 24, 50), 2, 2, 1, "permuted"),
+                                         ((1, 72, 400), 1, 1, 2, "offset"), ((2, 8, 5), 1, 4, 1, "contiguous")):
+        x = values(dtype, shape)
+        want = im2col_ref(x, (3,), stride, pad, dil)
+        xd = view(dev, x, lay)
+        l_out = want.shape[1]
+        threads = shape[0] * l_out * shape[1]
+        own = probe.im2col_cl_launch(shape[0], shape[1], 1, l_out, 1, 3, stride, dil, dtype)
+        for launch_shape in (own, (1, 64), (3, 128)):
+            out = dev.to_device(np.full(want.shape, 7, dtype.np))
+            launch(dev, f"im2col1d_cl3_{dtype.tag}", threads, threads, l_out, 3, stride, pad, dil, info_of(dev, xd), xd,
+                   out, shape=launch_shape, module=probe.PROBE)
+            assert_bits(out.to_host(), want, f"im2col1d_cl3 {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+    if dev.target.name == "cpu" and dev.target.wave_size == 64:  # a block of 96: not whole waves
+        x = values(dtype, (1, 8, 4, 4))
+        out = dev.to_device(np.full((1, 4, 4, 8, 3, 3), 7, dtype.np))
+        launch(dev, f"im2col_cl9_{dtype.tag}", out.size, out.size, 4, 4, 3, 3, 1, 1, 1, info_of(dev, dev.to_device(x)),
+               dev.to_device(x), out, shape=(1, 96), module=probe.PROBE)
+        assert (out.to_host() == np.full(out.shape, 7, dtype.np)).all()
