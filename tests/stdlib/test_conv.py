@@ -927,37 +927,42 @@ def im2col_cl_probe():
 
 @pytest.mark.parametrize("dtype", [bf16, f32], ids=["bf16", "f32"])
 def test_im2col_cl_probe(wave_device, dtype):
-    """The channels-last im2col probe (``im2col_cl9_*``, ``im2col1d_cl3_*``) against the reference:
-    several channel groups (a partial last one), several items a row, stride, dilation, padding of the
-    window's size, contiguous / permuted / offset sources, more items than blocks; blocks that are not
-    whole waves write nothing."""
+    """The channels-last im2col probe (``im2col_cl9_*``, ``im2col1d_cl3_*``; bf16 also ``*_chunks_*``, the
+    8-byte chunk fill, where ``im2col_cl_ok(chunks=True)`` holds and nothing written elsewhere) against
+    the reference: several channel groups (a partial last one), several items a row, stride, dilation,
+    padding of the window's size, contiguous / permuted / offset sources, more items than blocks; blocks
+    that are not whole waves write nothing."""
     dev, probe = wave_device, im2col_cl_probe()
-    for shape, stride, pad, dil, lay in (((2, 16, 5, 7), 1, 1, 1, "contiguous"), ((1, 24, 6, 9), 2, 1, 1, "permuted"),
-                                         ((1, 72, 4, 70), 1, 1, 1, "offset"), ((1, 8, 5, 6), 1, 3, 2, "contiguous")):
+    chunked = 0
+    cases = [((2, 16, 5, 7), 1, 1, 1, "contiguous"), ((1, 24, 6, 9), 2, 1, 1, "permuted"),
+             ((1, 72, 4, 70), 1, 1, 1, "offset"), ((1, 8, 5, 6), 1, 3, 2, "contiguous"),
+             ((2, 16, 5, 8), 1, 1, 1, "contiguous"), ((1, 24, 6, 12), 2, 1, 1, "contiguous"),
+             ((1, 8, 4, 64), 1, 3, 2, "contiguous"), ((2, 16, 37), 1, 1, 1, "contiguous"),
+             ((1, 24, 50), 2, 2, 1, "permuted"), ((1, 72, 400), 1, 1, 2, "offset"), ((2, 8, 5), 1, 4, 1, "contiguous"),
+             ((2, 16, 36), 1, 1, 1, "contiguous"), ((1, 24, 52), 2, 2, 1, "contiguous"),
+             ((1, 72, 400), 1, 1, 2, "contiguous"), ((2, 8, 8), 1, 4, 1, "contiguous")]
+    for shape, stride, pad, dil, lay in cases:
+        one_d = len(shape) == 3
         x = values(dtype, shape)
-        want = im2col_ref(x, (3, 3), stride, pad, dil)
+        want = im2col_ref(x, (3,) if one_d else (3, 3), stride, pad, dil)
         xd = view(dev, x, lay)
-        h_out, w_out = want.shape[1:3]
-        assert probe.im2col_cl_ok(xd, h_out, w_out, 3, 3, stride, pad, dil)
-        own = probe.im2col_cl_launch(shape[0], shape[1], h_out, w_out, 3, 3, stride, dil, dtype)
-        for launch_shape in (own, (1, 64), (3, 128)):
-            out = dev.to_device(np.full(want.shape, 7, dtype.np))
-            launch(dev, f"im2col_cl9_{dtype.tag}", out.size, out.size, h_out, w_out, 3, 3, stride, pad, dil,
-                   info_of(dev, xd), xd, out, shape=launch_shape, module=probe.PROBE)
-            assert_bits(out.to_host(), want, f"im2col_cl9 {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
-    for shape, stride, pad, dil, lay in (((2, 16, 37), 1, 1, 1, "contiguous"), ((1, 24, 50), 2, 2, 1, "permuted"),
-                                         ((1, 72, 400), 1, 1, 2, "offset"), ((2, 8, 5), 1, 4, 1, "contiguous")):
-        x = values(dtype, shape)
-        want = im2col_ref(x, (3,), stride, pad, dil)
-        xd = view(dev, x, lay)
-        l_out = want.shape[1]
-        threads = shape[0] * l_out * shape[1]
-        own = probe.im2col_cl_launch(shape[0], shape[1], 1, l_out, 1, 3, stride, dil, dtype)
-        for launch_shape in (own, (1, 64), (3, 128)):
-            out = dev.to_device(np.full(want.shape, 7, dtype.np))
-            launch(dev, f"im2col1d_cl3_{dtype.tag}", threads, threads, l_out, 3, stride, pad, dil, info_of(dev, xd), xd,
-                   out, shape=launch_shape, module=probe.PROBE)
-            assert_bits(out.to_host(), want, f"im2col1d_cl3 {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+        geo = (1, want.shape[1], 1, 3) if one_d else (*want.shape[1:3], 3, 3)
+        n = shape[0] * want.shape[1] * shape[1] if one_d else want.size
+        scalars = (want.shape[1], 3, stride, pad, dil) if one_d else (*geo, stride, pad, dil)
+        kind = "im2col1d_cl3" if one_d else "im2col_cl9"
+        assert probe.im2col_cl_ok(xd, *geo, stride, pad, dil)
+        for chunks in (False, True) if dtype.nbytes == 2 else (False,):
+            ok = probe.im2col_cl_ok(xd, *geo, stride, pad, dil, chunks=chunks)
+            assert ok or chunks, (shape, lay)
+            chunked += ok and chunks
+            own = probe.im2col_cl_launch(shape[0], shape[1], *geo, stride, dil, dtype, chunks=chunks)
+            name = f"{kind}{'_chunks' if chunks else ''}_{dtype.tag}"
+            for launch_shape in (own, (1, 64), (3, 128)):
+                out = dev.to_device(np.full(want.shape, 7, dtype.np))
+                launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape, module=probe.PROBE)
+                assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
+                            f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+    assert chunked == (7 if dtype.nbytes == 2 else 0)  # the contiguous rows of a width a multiple of 4
     if dev.target.name == "cpu" and dev.target.wave_size == 64:  # a block of 96: not whole waves
         x = values(dtype, (1, 8, 4, 4))
         out = dev.to_device(np.full((1, 4, 4, 8, 3, 3), 7, dtype.np))
