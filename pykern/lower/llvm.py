@@ -11,6 +11,7 @@ the host's coroutine threads.
 from __future__ import annotations
 
 from llvmlite import ir
+from llvmlite.ir import _utils
 
 from ..errors import CompileError
 from ..ir import nodes as N
@@ -25,6 +26,33 @@ _FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod":
 _INT_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
+class _Names(_utils.NameScope):
+    """llvmlite's name scope, the same names in fewer calls: every instruction registers its name
+    (an unnamed one gets the next ``.N``), 800,000 of them in unary's module."""
+
+    def register(self, name, deduplicate=False):
+        used = self._useset
+        if name in used:  # always for an unnamed value ("" is taken): deduplicate's loop, inline
+            if not deduplicate:
+                raise _utils.DuplicatedNameError(name)
+            counts, basename = self._basenamemap, name
+            while name in used:
+                ident = counts[basename] + 1
+                counts[basename] = ident
+                name = f"{basename}.{ident}"
+        used.add(name)
+        return name
+
+    def deduplicate(self, name):
+        used, counts = self._useset, self._basenamemap
+        basename = name
+        while name in used:
+            ident = counts[basename] + 1
+            counts[basename] = ident
+            name = f"{basename}.{ident}"
+        return name
+
+
 def kernel_signature(fn: N.Function, max_block_size: int, min_blocks_per_sm: int = 0) -> KernelSignature:
     params = tuple((name, ty.nbytes, ty.align, "ptr" if isinstance(ty, T.PtrType) else "value")
                    for name, ty in fn.params)
@@ -37,6 +65,9 @@ def lower_kernel(target: Target, module: ir.Module, fn: N.Function, max_block_si
     sig = kernel_signature(fn, max_block_size, min_blocks_per_sm)
     param_types = [FunctionLowering.llvm_type(target, ty, memory=True) for _, ty in fn.params]
     frame = target.begin_kernel(module, sig, param_types, fn.uses_sync)
+    scope = frame.builder.function.scope
+    if type(scope) is _utils.NameScope:
+        scope.__class__ = _Names  # the same state: the names given so far stay taken
     for arg, (_, ty) in zip(frame.args, fn.params):
         if isinstance(ty, T.PtrType) and ty.const:
             # ConstPtr is C's `const T* __restrict__`: nothing writes the data during the kernel, so

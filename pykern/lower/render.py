@@ -13,6 +13,8 @@ from __future__ import annotations
 from llvmlite import ir
 from llvmlite.ir import instructions as I
 
+from ..targets.llvm_ext import _AllocaAS
+
 
 def _md(ins) -> str:
     return ins._stringify_metadata(leading_comma=True) if ins.metadata else ""
@@ -72,10 +74,30 @@ def _phi(ins) -> str:
     return f"{ins.get_reference()} = phi {' '.join(ins.flags)} {ins.type} {incs} {_md(ins)}".rstrip()
 
 
+def _alloca(ins) -> str:  # ``llvm_ext._AllocaAS``: ``AllocaInstr.descr`` and its address space
+    count = "".join([f", {op.type} {op.get_reference()}" for op in ins.operands])
+    align = f", align {ins.align}" if ins.align is not None else ""
+    space = f", addrspace({ins._as})" if ins._as else ""
+    return f"{ins.get_reference()} = alloca {ins.allocated_type}{count}{align}{_md(ins)}{space}".rstrip()
+
+
+def _call(ins) -> str:  # ``CallInstr._descr``, for calls with no attributes on their arguments
+    callee = ins.operands[0]
+    args = ", ".join([f"{a.type} {a.get_reference()}" for a in ins.operands[1:]])
+    fnty = callee.function_type
+    ty = fnty if fnty.var_arg else fnty.return_type
+    cconv = f"{ins.cconv} " if ins.cconv else ""
+    tail = f"{ins.tail} " if ins.tail else ""
+    attrs = " " + " ".join(ins.attributes._to_list(fnty.return_type)) if ins.attributes else ""
+    fm = " " + " ".join(ins.fastmath._to_list(fnty.return_type)) if ins.fastmath else ""
+    head = "" if isinstance(ins.type, ir.VoidType) else f"{ins.get_reference()} = "
+    return f"{head}{tail}{ins.opname}{fm} {cconv}{ty} {callee.get_reference()}({args}){attrs}{_md(ins)}".rstrip()
+
+
 #: by exact class: a subclass (pykern's own instructions, llvm_ext.py) may format itself otherwise
 _FAST = {I.Instruction: _generic, I.LoadInstr: _load, I.StoreInstr: _store, I.Branch: _branch,
          I.ConditionalBranch: _branch, I.ICMPInstr: _compare, I.FCMPInstr: _compare, I.CastInstr: _cast,
-         I.SelectInstr: _select, I.GEPInstr: _gep, I.PhiInstr: _phi}
+         I.SelectInstr: _select, I.GEPInstr: _gep, I.PhiInstr: _phi, _AllocaAS: _alloca}
 
 
 def function_text(fn: ir.Function) -> str:
@@ -88,6 +110,8 @@ def function_text(fn: ir.Function) -> str:
         buf.append(f"{blk._format_name()}:\n")
         for ins in blk.instructions:
             render = fast(type(ins))
+            if render is None and type(ins) is I.CallInstr and not ins.arg_attributes:
+                render = _call
             buf.append(f"  {ins if render is None else render(ins)}\n")
     buf.append("}\n")
     return "".join(buf)

@@ -38,13 +38,30 @@ def _size(stmts) -> int:
     """Typed-IR nodes under ``stmts``, callees counted where they are called (they are inlined)."""
     total = 0
     for node in N.walk(stmts):
-        total += 1 + (_size(node.func.body) if isinstance(node, N.Call) else 0)
+        total += 1 + (_callee_size(node.func) if isinstance(node, N.Call) else 0)
     return total
 
 
+def _callee_size(fn: N.Function) -> int:
+    """``_size`` of a device function's body, kept on the function (typed IR does not change once
+    typed; like ``ssa_locals``): a math body's callees were walked again at every call site, their
+    callees at each of theirs."""
+    size = fn.__dict__.get("_tile_size")
+    if size is None:
+        size = fn._tile_size = _size(fn.body)
+    return size
+
+
 def _has_loops(body) -> bool:
-    return any(isinstance(n, (N.While, N.ForRange)) or (isinstance(n, N.Call) and _has_loops(n.func.body))
+    return any(isinstance(n, (N.While, N.ForRange)) or (isinstance(n, N.Call) and _callee_has_loops(n.func))
                for n in N.walk(body))
+
+
+def _callee_has_loops(fn: N.Function) -> bool:
+    found = fn.__dict__.get("_tile_loops")
+    if found is None:
+        found = fn._tile_loops = _has_loops(fn.body)
+    return found
 
 
 def _streaming(body) -> bool:
@@ -52,7 +69,14 @@ def _streaming(body) -> bool:
     LLVM merges its copies' accesses into vector loads and stores by itself."""
     return _size(body) <= 250 and not any(
         isinstance(n, (N.If, N.While, N.ForRange, N.Return, N.Break, N.Continue)) or
-        (isinstance(n, N.Call) and not _streaming(n.func.body)) for n in N.walk(body))
+        (isinstance(n, N.Call) and not _callee_streaming(n.func)) for n in N.walk(body))
+
+
+def _callee_streaming(fn: N.Function) -> bool:
+    found = fn.__dict__.get("_tile_streaming")
+    if found is None:
+        found = fn._tile_streaming = _streaming(fn.body)
+    return found
 
 
 def _stageable(body) -> bool:
