@@ -6,7 +6,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   kernel under the wrappers' launch (as ``stdlib_kernels/conv_launch.py`` launches them: im2col and
   im2col1d through the wrappers' own ``im2col_rows_*`` / ``im2col1d_rows_*``, blocks of 288 under
   ``im2col_rows_launch``: im2col1d one per work item, im2col's pipelined kernel 3 an SM looping over
-  the items; the pools and upsamplings
+  the items; bf16 (3x3 and 3 taps over channels in 8s) through ``im2col_3x3_*`` / ``im2col1d_k3_*``,
+  blocks of 128 a work item, ``im2col_vec_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``; col2im1d
   the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
@@ -136,14 +137,14 @@ def data_movement(b: Bench, quick: bool) -> None:
 
     from stdlib_kernels import CONV
     from stdlib_kernels.conv import (col2im1d_launch, col2im1d_rows_launch, col2im1d_rows_ok, im2col_rows_launch,
-                                     im2col_rows_ok, im2col_rows_pairs_ok)
+                                     im2col_rows_ok, im2col_rows_pairs_ok, im2col_vec_launch, im2col_vec_ok)
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
     for tdt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         # im2col 3x3, padding 1, on [32,256,56,56]: output (b, 56, 56, 256, 3, 3)
         x = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=tdt)
-        # the wrappers' kernel: im2col_rows_pairs_* for bf16 (contiguous rows of an even width), else im2col_rows_*
+        # the wrappers' kernel: im2col_3x3_* for bf16 (im2col_vec_ok), else im2col_rows_*
         pairs = im2col_rows_pairs_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1)
         fns = {"wrapper": Lazy(dev, f"im2col_rows{'_pairs' if pairs else ''}_{tag}", CONV),
                "candle": Lazy(dev, f"im2col_{tag}", CONV)}
@@ -153,6 +154,9 @@ def data_movement(b: Bench, quick: bool) -> None:
         launches = {"wrapper": im2col_rows_launch(batch, 256, 56, 56, 3, 3, 1, 1, as_array(dev, x).dtype, dev,
                                                   pairs=pairs),
                     "candle": shapes(b, cols.numel(), x, cols)["candle"]}
+        if im2col_vec_ok(as_array(dev, x), 56, 56, 3, 3, 1, 1, 1):  # bf16: the wrappers take im2col_3x3_*
+            fns["wrapper"] = Lazy(dev, f"im2col_3x3_{tag}", CONV)
+            launches["wrapper"] = im2col_vec_launch(batch, 256, 56, 56, 3, 3, 1, 1)
         for shape, (grid, block) in launches.items():
             cols.fill_(float("nan"))
             b.case(f"im2col 3x3 p1 [{batch},256,56,56] {tag} [{shape}]", nbytes,
@@ -173,6 +177,9 @@ def data_movement(b: Bench, quick: bool) -> None:
         launches1 = {"wrapper": im2col_rows_launch(batch, 256, 1, l, 1, 3, 1, 1, as_array(dev, x1).dtype, dev,
                                                    one_d=True, pairs=pairs),
                      "candle": shapes(b, cols1.numel(), x1, cols1, per_thread_outputs=3)["candle"]}
+        if im2col_vec_ok(as_array(dev, x1), 1, l, 1, 3, 1, 1, 1):  # bf16: the wrappers take im2col1d_k3_*
+            fns["wrapper"] = Lazy(dev, f"im2col1d_k3_{tag}", CONV)
+            launches1["wrapper"] = im2col_vec_launch(batch, 256, 1, l, 1, 3, 1, 1)
         for shape, (grid, block) in launches1.items():
             cols1.fill_(float("nan"))
             b.case(f"im2col1d k3 p1 [{batch},256,{l}] {tag} [{shape}]", x1.nbytes + cols1.nbytes,

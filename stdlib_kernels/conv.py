@@ -1010,6 +1010,238 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
 
 
 
+# ---- im2col for 16-bit 3x3 / 3-tap windows: the source staged channels-last --------------------------
+#: ``im2col_3x3_*`` / ``im2col1d_k3_*`` (f16, bf16; ``im2col_vec_ok``): an item is (b, oh, a run of ow,
+#: VEC_NV 16-byte vectors of channels); its h_k source rows are staged channels-last, so the KK taps of a
+#: vector of channels are KK 16-byte shared loads, which a lane interleaves in registers into its unit's
+#: KK output vectors (V channels x KK taps: contiguous in dst); the wave stores its units' output from a
+#: buffer in shared memory as 16-byte tiles. Blocks of VEC_BLOCK threads (whole waves), their registers
+#: sized for VEC_BLOCKS_PER_SM blocks an SM on CUDA; VEC_TASKS_2D / _1D fill tasks a batch
+#: (docs/targets/cuda.md, "Ninth pass")
+VEC_BLOCK = 128
+VEC_NV = 8
+VEC_STAGE_BYTES = 24576
+VEC_BLOCKS_PER_SM = 5
+VEC_TASKS_2D = 6
+VEC_TASKS_1D = 3
+VEC_DTYPES = (f16, bf16)
+
+
+@pk.func
+def vec_pixels(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize, kk: usize) -> usize:
+    """An item's pixels: the most consecutive ow whose staged columns (3 more for the fill's alignment;
+    the pitch a multiple of 8) fit VEC_STAGE_BYTES; 0 where the path does not apply (``im2col_vec_plan``
+    on the host)."""
+    if h_k * w_k != kk or c_in % 8 != 0 or c_in == 0 or w_out == 0 or stride == 0:
+        return usize(0)
+    cols = usize(VEC_STAGE_BYTES) // (VEC_NV * 16 * h_k) // 8 * 8
+    reach = (w_k - 1) * dilation + 1
+    if cols < reach + 3:
+        return usize(0)
+    return min(w_out, (cols - reach - 3) // stride + 1)
+
+
+@pk.func
+def vec_layout_ok(info: ConstPtr[usize], src: ConstPtr[T]) -> bool:
+    """The fill's 8-byte chunks apply: rows contiguous along w; the width and every batch, channel and
+    row stride whole chunks of 4 elements; ``src`` 8-byte aligned. (The stage's u32 arithmetic needs no
+    size check: ``vec_pixels`` bounds the stride, dilation and pixels by the stage's columns.)"""
+    return (info[7] == 1 and info[3] % 4 == 0 and info[4] % 4 == 0 and info[5] % 4 == 0 and info[6] % 4 == 0
+            and pk.is_aligned(src, 8))
+
+
+@pk.func
+def vec_item(item: usize, c_tiles: usize, w_tiles: usize, h_out: usize) -> tuple[usize, usize, usize, usize]:
+    """Item ``item``'s (batch, output row, w tile, channel tile)."""
+    r = item // c_tiles
+    return r // w_tiles // h_out, r // w_tiles % h_out, r % w_tiles, item % c_tiles
+
+
+@pk.func
+def vec_fill_load(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64], base: ConstPtr[T],
+                  row0: usize, pos0: usize, origin: usize, nvn: u32, nck: u32, dil_h: usize, pad_h: usize,
+                  geo: Ptr[usize], *, L):
+    """A fill batch: L tasks (the thread's f0, f0 + ngrp, ...), each two channels (pair ``wd`` of vector
+    ``cv``) x 4 aligned source columns as two 8-byte loads into ``vals``. Task g is (staged row, vector,
+    chunk group) = g's place in h_k x VEC_NV x nckg, its chunk ``group * 8 + ckl`` (staged columns 4 chunk
+    .. 4 chunk + 3, source column ``pos0 + 4 chunk - origin``; 0 outside the source). ``geo``: height,
+    width, channel and row strides, read once a kernel (a reload of ``info`` would follow each of the
+    write's stores)."""
+    hi = geo[0]
+    wi = geo[1]
+    b64 = pk.bitcast(base, ConstPtr[u64])
+    for u in pk.static_range(L):
+        g = f0 + u32(u) * ngrp
+        rc = g // max(nckg, u32(1))
+        ck = (g - rc * nckg) * 8 + ckl
+        cv = rc % u32(VEC_NV)
+        ih = padded_source(row0 + usize(rc // u32(VEC_NV)) * dil_h, pad_h, hi)
+        pos = pos0 + usize(ck) * 4
+        inside = g < total and ih < hi and pos >= origin and pos - origin < wi and cv < nvn and ck < nck
+        o = pk.select(inside, usize(cv * 8 + wd * 2) * geo[2] + ih * geo[3] + (pos - origin), usize(0))
+        vals[2 * u] = pk.select(inside, b64[o >> 2], u64(0))
+        vals[2 * u + 1] = pk.select(inside, b64[(o + geo[2]) >> 2], u64(0))
+
+
+@pk.func
+def vec_fill_store(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64], stage: Ptr[u32],
+                   pitch: u32, nck: u32, *, L):
+    """``vec_fill_load``'s tasks into the stage: the pair's four columns as four words, in slot ``cv ^ ckl``
+    (``cv ^ column // 4 % 8``) of their column, so that a wave's stores of one column offset, and the
+    write's 16-byte loads of one column's vectors, each hit every bank once."""
+    for u in pk.static_range(L):
+        g = f0 + u32(u) * ngrp
+        rc = g // max(nckg, u32(1))
+        ck = (g - rc * nckg) * 8 + ckl
+        if g < total and ck < nck:
+            a = vals[2 * u]
+            b = vals[2 * u + 1]
+            v = ((rc // u32(VEC_NV)) * pitch + ck * 4) * u32(VEC_NV) + ((rc % u32(VEC_NV)) ^ ckl)
+            for i in pk.static_range(4):
+                stage[(v + u32(i * VEC_NV)) * 4 + wd] = (u32(a >> u64(16 * i)) & 0xFFFF) | (u32(b >> u64(16 * i)) << 16)
+
+
+@pk.func
+def vec_fill_item(item: usize, c_tiles: usize, w_tiles: usize, h_out: usize, pw: usize, stride: usize, pm: usize,
+                  batches: u32, grp: u32, per: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64],
+                  src: ConstPtr[T], s0: usize, cg: usize, c_in: usize, stride_h: usize, nck: u32, dil_h: usize,
+                  pad_h: usize, padding: usize, geo: Ptr[usize], stage: Ptr[u32], pitch: u32, *, T, L):
+    """Item ``item``'s stage, batch after batch (the caller's barrier follows)."""
+    b, oh, wt, ct = vec_item(item, c_tiles, w_tiles, h_out)
+    sh = (wt * pw * stride % 4 + 4 - pm) % 4
+    base = src + b * s0 + ct * cg * geo[2]
+    nvn = u32(min(cg, c_in - ct * cg) // usize(16 // T.nbytes))
+    for j in range(u32(0), batches):
+        vec_fill_load(grp + j * per, total, nckg, ngrp, ckl, wd, vals, base, oh * stride_h, wt * pw * stride,
+                      padding + sh, nvn, nck, dil_h, pad_h, geo, L=L)
+        vec_fill_store(grp + j * per, total, nckg, ngrp, ckl, wd, vals, stage, pitch, nck, L=L)
+
+
+@pk.func
+def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride: usize, pad_h: usize,
+               padding: usize, dil_h: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T],
+               pw: usize, stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L):
+    """Items go to blocks in turn (block-uniform loop and barriers). The stage holds the item's ``h_k``
+    source rows x ``pitch`` columns x VEC_NV vectors, staged column 0 being ``sh`` (0-3) columns before
+    the item's first so that the fill's chunks are aligned; vector ``cv`` of column x sits in slot
+    ``cv ^ x // 4 % 8``. Fill: a group of 32 threads takes 8 chunks x a vector's 4 channel pairs
+    (``vec_fill_load``). Write, in rounds of a unit a thread: unit (pixel q, vector cv) loads its KK taps'
+    vectors and interleaves them into its KK output vectors in its wave's part of ``ob``; after the
+    barrier the wave copies its units' output, one contiguous run of dst a pixel, in 16-byte tiles."""
+    V = 16 // T.nbytes
+    c_in = info[1]
+    sw = (pw - 1) * stride + (w_k - 1) * dilation + 1
+    t = pk.thread_idx.x
+    nt = pk.block_dim.x
+    grp = t // 32
+    ngrp = nt // 32
+    wd = t % 4
+    ckl = (t // 4) % 8
+    pitch = u32((sw + 3 + 7) // 8 * 8)
+    nck = pitch // 4  # chunks a staged row
+    nckg = (nck + 7) // 8
+    total = u32(h_k * VEC_NV) * nckg
+    per = ngrp * u32(L)
+    batches = (total + per - 1) // per
+    cg = usize(VEC_NV * V)
+    c_tiles = (c_in + cg - 1) // cg
+    w_tiles = (w_out + pw - 1) // pw
+    items = info[0] * h_out * w_tiles * c_tiles
+    ws = u32(pk.wave_size)
+    lane = t % ws
+    wob = (t - lane) * u32(4 * KK)  # the wave's part of ob, in words
+    rowlen = c_in * usize(KK)
+    obt = pk.bitcast(ob, Ptr[T])
+    vals = pk.local.array(2 * L, u64)
+    tw = pk.local.array(4 * KK, u32)
+    geo = pk.local.array(4, usize)
+    geo[0] = info[2]
+    geo[1] = info[3]
+    geo[2] = info[5]
+    geo[3] = info[6]
+    s0 = info[4]
+    pm = padding % 4
+    sc = u32(stride)
+    item = usize(pk.block_idx.x)
+    while item < items:
+        vec_fill_item(item, c_tiles, w_tiles, h_out, pw, stride, pm, batches, grp, per, total, nckg, ngrp, ckl, wd, vals,
+                      src, s0, cg, c_in, stride_h, nck, dil_h, pad_h, padding, geo, stage, pitch, T=T, L=L)
+        pk.syncthreads()
+        b, oh, wt, ct = vec_item(item, c_tiles, w_tiles, h_out)
+        c0 = ct * cg
+        nvn = u32(min(cg, c_in - c0) // usize(V))
+        ow0 = wt * pw
+        pn = u32(min(pw, w_out - ow0))
+        sh = (ow0 * stride % 4 + 4 - pm) % 4
+        units = pn * nvn
+        for u0 in range(u32(0), units, nt):
+            unit = u0 + t
+            if unit < units:
+                q = unit // nvn
+                cv = unit - q * nvn
+                for tap in pk.static_range(KK):
+                    kh = u32(tap) // u32(w_k)
+                    x = u32(sh) + q * sc + (u32(tap) - kh * u32(w_k)) * u32(dilation)
+                    v = ((kh * pitch + x) * u32(VEC_NV) + (cv ^ ((x >> 2) % 8))) * 4
+                    for i in pk.static_range(4):
+                        tw[tap * 4 + i] = stage[v + u32(i)]
+                for i in pk.static_range(4 * KK):  # output word i: elements 2i, 2i + 1 = (channel, tap) pairs
+                    lo = (tw[(2 * i) % KK * 4 + (2 * i) // KK // 2] >> (16 * ((2 * i) // KK % 2))) & 0xFFFF
+                    hi = tw[(2 * i + 1) % KK * 4 + (2 * i + 1) // KK // 2] >> (16 * ((2 * i + 1) // KK % 2))
+                    ob[wob + lane * u32(4 * KK) + u32(i)] = lo | (hi << 16)
+            pk.syncthreads()
+            w0 = u0 + (t - lane)  # the wave's units [w0, w1): one contiguous run of dst a pixel
+            w1 = min(w0 + ws, units)
+            if w0 < w1:
+                for qq in range(w0 // nvn, (w1 - 1) // nvn + 1):
+                    ua = max(w0, qq * nvn)
+                    ub = min(w1, (qq + 1) * nvn)
+                    seg = dst + (((b * h_out + oh) * w_out + ow0 + usize(qq)) * rowlen
+                                 + (c0 + usize((ua - qq * nvn) * u32(V))) * usize(KK))
+                    run = obt + usize((wob + (ua - w0) * u32(4 * KK)) * 2)
+                    for e in pk.parallel_range(usize(0), usize((ub - ua) * u32(V * KK)), usize(lane), usize(ws)):
+                        seg[e] = run[e]
+            pk.syncthreads()
+        item += usize(pk.grid_dim.x)
+
+
+@pk.func
+def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize,
+                     stride: usize, pad_h: usize, padding: usize, dil_h: usize, dilation: usize, info: ConstPtr[usize],
+                     src: ConstPtr[T], dst: Ptr[T], stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L):
+    """Both kernels' checks (``im2col_vec_ok`` on the host); arguments outside the path's domain, and
+    blocks that are not whole waves or over VEC_BLOCK, write nothing."""
+    pw = vec_pixels(info[1], h_k, w_k, w_out, stride, dilation, usize(KK))
+    if (pw > 0 and dst_numel > 0 and pk.is_aligned(dst, 16) and pk.block_dim.x <= VEC_BLOCK
+            and pk.block_dim.x % u32(pk.wave_size) == 0 and vec_layout_ok(info, src)):
+        im2col_vec(h_out, w_out, h_k, w_k, stride_h, stride, pad_h, padding, dil_h, dilation, info, src, dst, pw, stage,
+                   ob, T=T, KK=KK, L=L)
+
+
+@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
+def im2col_3x3_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
+                  dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+    """The wrappers' im2col for 3x3 windows (``im2col_3x3_{T}``, candle's signature and semantics):
+    ``im2col_vec``."""
+    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
+    ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
+    im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
+                     dst, stage, ob, T=T, KK=9, L=VEC_TASKS_2D)
+
+
+@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
+def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+                   info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+    """The wrappers' im2col1d for 3-tap windows (``im2col1d_k3_{T}``, candle's signature): ``im2col_vec``
+    on the input seen as height 1."""
+    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
+    ob = pk.shared.array(VEC_BLOCK * 4 * 3, u32)
+    as_2d = pk.local.array(8, usize)
+    layout_1d_as_2d(info, as_2d)
+    im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
+                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=VEC_TASKS_1D)
+
+
 #: the same kernel for the pipelined path (NS = 2), its registers sized for ROWS_PIPE_BLOCKS_PER_SM
 im2col_rows_pipe_op = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_PIPE_BLOCKS_PER_SM})(
     im2col_rows_op.__wrapped__)
@@ -2023,6 +2255,11 @@ for _t in ROWS_PAIRS_DTYPES:
         TB=pk.per_target(amdgpu=ROWS_TAB, default=ROWS_PIPE_TAB_16), PR=pk.per_target(amdgpu=0, default=1)))
     CONV.add(im2col1d_rows_op.instance(kernel_name("im2col1d_rows_pairs", _t), T=_t, SB=ROWS_STAGE_BYTES,
                                        L=ROWS_LOADS, NS=1, TB=ROWS_TAB, PR=pk.per_target(amdgpu=0, default=1)))
+#: and the 16-bit 3x3 / 3-tap windows staged channels-last (``im2col_vec``), which the wrappers take where
+#: ``im2col_vec_ok`` holds
+for _t in VEC_DTYPES:
+    CONV.add(im2col_3x3_op.instance(kernel_name("im2col_3x3", _t), T=_t))
+    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3", _t), T=_t))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
@@ -2127,6 +2364,41 @@ def im2col_rows_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k:
     if stages == 2:
         items = min(items, (getattr(device, "multiprocessors", None) or 132) * ROWS_PIPE_BLOCKS_PER_SM)
     return max(1, items), ROWS_BLOCK
+
+
+def im2col_vec_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dilation: int, kk: int) -> int:
+    """``vec_pixels`` on the host: an item's pixels, 0 where ``im2col_vec`` does not apply."""
+    if h_k * w_k != kk or c_in == 0 or c_in % 8 or w_out == 0 or stride == 0:
+        return 0
+    cols = VEC_STAGE_BYTES // (VEC_NV * 16 * h_k) // 8 * 8
+    reach = (w_k - 1) * dilation + 1
+    return 0 if cols < reach + 3 else min(w_out, (cols - reach - 3) // stride + 1)
+
+
+def im2col_vec_ok(x, h_out: int, w_out: int, h_k: int, w_k: int, stride: int, padding: int, dilation: int) -> bool:
+    """Whether the wrappers take ``im2col_3x3_*`` (x (b, c, h, w), a 3x3 window) or ``im2col1d_k3_*`` (x (b, c,
+    l), 3 taps) for the device array ``x`` (the kernels' ``vec_layout_ok`` and ``vec_pixels``): f16 or
+    bf16, channels a multiple of 8, rows contiguous, the width and every stride a multiple of 4, the
+    array 8-byte aligned, sizes below 2**31; not on AMDGPU, where the rows kernels stay (their 24 KiB
+    of LDS a block was chosen for CDNA's 64 KiB a CU; these kernels are correct there, untimed)."""
+    kk = 9 if x.ndim == 4 else 3
+    if x.ndim not in (3, 4) or x.dtype not in VEC_DTYPES or h_out * w_out == 0 or x.shape[0] == 0:
+        return False
+    if x.device.target.name == "amdgpu":  # 31-43 KB of LDS a block: 1-2 blocks a CDNA CU (docs/targets/amdgpu.md)
+        return False
+    if x.strides[-1] != 1 or x.shape[-1] % 4 or x.ptr % 8 or any(s % 4 for s in x.strides[:-1]):
+        return False
+    reach = max(h_out * stride + h_k * dilation, w_out * stride + w_k * dilation, padding + max(x.shape[2:]))
+    return (im2col_vec_plan(x.shape[1], h_k, w_k, w_out, stride, dilation, kk) > 0
+            and max(*x.shape, *x.strides, h_out, w_out, stride, padding, dilation, reach) <= INDEX_31)
+
+
+def im2col_vec_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: int, stride: int,
+                      dilation: int) -> tuple[int, int]:
+    """The wrappers' grid for ``im2col_3x3_*`` / ``im2col1d_k3_*`` (h_out = h_k = 1): a block of VEC_BLOCK an
+    item."""
+    pixels = im2col_vec_plan(c_in, h_k, w_k, w_out, stride, dilation, h_k * w_k)
+    return max(1, b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // (VEC_NV * 8))), VEC_BLOCK
 
 
 def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -> tuple[int, int]:

@@ -423,6 +423,15 @@ def _im2col(dev):
                                                           pairs=True)):
                 _launch(dev, sk.CONV, f"im2col_rows_pairs_{t}", *shape, out.size, h_out, w_out, kh, kw, stride, pad,
                         dil, _info(dev, x), x, out)
+        if dtype in conv.VEC_DTYPES:  # the 16-bit 3x3 / 3-tap kernels: channels in 8s, contiguous rows in 4s
+            x = dev.to_device(_conv_values(dtype, (1, 8, 5, 8), gen))
+            out = dev.empty((1, 5, 8, 8, 3, 3), dtype)
+            for shape in ((2, 64), conv.im2col_vec_launch(1, 8, 5, 8, 3, 3, 1, 1)):
+                _launch(dev, sk.CONV, f"im2col_3x3_{t}", *shape, out.size, 5, 8, 3, 3, 1, 1, 1, _info(dev, x), x, out)
+            x = dev.to_device(_conv_values(dtype, (2, 8, 12), gen))
+            out = dev.empty((2, 12, 8, 3), dtype)
+            for shape in ((2, 64), conv.im2col_vec_launch(2, 8, 1, 12, 1, 3, 1, 1)):
+                _launch(dev, sk.CONV, f"im2col1d_k3_{t}", *shape, 2 * 12 * 8, 12, 3, 1, 1, 1, _info(dev, x), x, out)
         # col2im1d (b, l_in, c_out, k) -> (b, c_out, l_out): a sum in T over l_in
         col = dev.to_device(_conv_values(dtype, (2, 5, 3, 3), gen))
         l_out = (5 - 1) * 2 + 3

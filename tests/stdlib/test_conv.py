@@ -26,6 +26,7 @@ from _elementwise import ABI, RNG, abi_mismatches, assert_bits
 
 DTYPES = conv.DTYPES
 IDS = [t.tag for t in DTYPES]
+VEC_IDS = [t.tag for t in conv.VEC_DTYPES]
 
 
 # ---- data and layouts -------------------------------------------------------------------------------
@@ -799,6 +800,23 @@ def test_wrapper_pair_fill(wave_device, dtype):
               conv_ref(absolute(x1), absolute(w1), 2, 1, 1), 7 * 3, dtype, "conv1d wrapper, pair fill")
 
 
+
+@pytest.mark.parametrize("dtype", conv.VEC_DTYPES, ids=VEC_IDS)
+def test_wrapper_vec(wave_device, dtype):
+    """conv2d 3x3 / conv1d k3 on contiguous 16-bit inputs with channels in 8s and rows in 4s: the
+    wrappers take ``im2col_3x3_*`` / ``im2col1d_k3_*`` (stride 2 and padding 1: an odd alignment shift)."""
+    dev = wave_device
+    x2, w2 = values(dtype, (2, 16, 6, 12)), values(dtype, (4, 16, 3, 3))
+    xd = dev.to_device(x2)
+    assert conv.im2col_vec_ok(xd, 3, 6, 3, 3, 2, 1, 1)
+    check_sum(cl.conv2d(xd, dev.to_device(w2), 2, 1, 1).to_host(), conv_ref(x2, w2, 2, 1, 1),
+              conv_ref(absolute(x2), absolute(w2), 2, 1, 1), 16 * 9, dtype, "conv2d wrapper, channels-last")
+    x1, w1 = values(dtype, (2, 8, 24)), values(dtype, (3, 8, 3))
+    xd = dev.to_device(x1)
+    assert conv.im2col_vec_ok(xd, 1, 24, 1, 3, 1, 1, 1)
+    check_sum(cl.conv1d(xd, dev.to_device(w1), 1, 1, 1).to_host(), conv_ref(x1, w1, 1, 1, 1),
+              conv_ref(absolute(x1), absolute(w1), 1, 1, 1), 8 * 3, dtype, "conv1d wrapper, channels-last")
+
 def test_wrapper_unbatched_and_gemm_paths(device):
     """An unbatched input; the fast conv_transpose1d path (contiguous weight, no padding or dilation)
     and the direct one agree with the reference."""
@@ -913,34 +931,25 @@ def test_wide_index_path(dtype):
     run_upsample_bilinear2d(dev, dtype, True, WIDE)
 
 
-def im2col_cl_probe():
-    """benchmarks/im2col_cl_probe.py (its GPU figures are in docs/targets/cuda.md: they stand only if the
-    kernel is right), loaded from the file."""
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "im2col_cl_probe.py"
-    spec = importlib.util.spec_from_file_location("bench_im2col_cl_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-@pytest.mark.parametrize("dtype", [bf16, f32], ids=["bf16", "f32"])
-def test_im2col_cl_probe(wave_device, dtype):
-    """The channels-last im2col probe (``im2col_cl9_*``, ``im2col1d_cl3_*``; bf16 also ``*_chunks_*``, the
-    8-byte chunk fill, where ``im2col_cl_ok(chunks=True)`` holds and nothing written elsewhere) against
-    the reference: several channel groups (a partial last one), several items a row, stride, dilation,
-    padding of the window's size, contiguous / permuted / offset sources, more items than blocks; blocks
-    that are not whole waves write nothing."""
-    dev, probe = wave_device, im2col_cl_probe()
-    chunked = 0
-    cases = [((2, 16, 5, 7), 1, 1, 1, "contiguous"), ((1, 24, 6, 9), 2, 1, 1, "permuted"),
-             ((1, 72, 4, 70), 1, 1, 1, "offset"), ((1, 8, 5, 6), 1, 3, 2, "contiguous"),
-             ((2, 16, 5, 8), 1, 1, 1, "contiguous"), ((1, 24, 6, 12), 2, 1, 1, "contiguous"),
-             ((1, 8, 4, 64), 1, 3, 2, "contiguous"), ((2, 16, 37), 1, 1, 1, "contiguous"),
-             ((1, 24, 50), 2, 2, 1, "permuted"), ((1, 72, 400), 1, 1, 2, "offset"), ((2, 8, 5), 1, 4, 1, "contiguous"),
+@pytest.mark.parametrize("dtype", conv.VEC_DTYPES, ids=VEC_IDS)
+def test_im2col_vec(wave_device, dtype):
+    """The wrappers' ``im2col_3x3_*`` / ``im2col1d_k3_*`` (the source staged channels-last) where
+    ``im2col_vec_ok`` holds, and nothing written where it does not (permuted and offset sources, a width
+    not a multiple of 4, channels not a multiple of 8): several channel groups (a partial last one),
+    several items a row, stride, dilation, padding of the window's size and more, odd ``sh`` (the fill's
+    alignment shift), batch 2; under the wrappers' grid, fewer blocks than items (a block loops), blocks
+    of one wave and of 128 threads; blocks that are not whole waves write nothing."""
+    dev = wave_device
+    cases = [((2, 16, 5, 8), 1, 1, 1, "contiguous"), ((1, 24, 6, 12), 2, 1, 1, "contiguous"),
+             ((1, 72, 4, 64), 1, 3, 2, "contiguous"), ((1, 8, 3, 4), 1, 4, 1, "contiguous"),
+             ((2, 16, 5, 7), 1, 1, 1, "contiguous"), ((1, 24, 6, 12), 1, 1, 1, "permuted"),
+             ((1, 12, 4, 8), 1, 1, 1, "contiguous"),
              ((2, 16, 36), 1, 1, 1, "contiguous"), ((1, 24, 52), 2, 2, 1, "contiguous"),
-             ((1, 72, 400), 1, 1, 2, "contiguous"), ((2, 8, 8), 1, 4, 1, "contiguous")]
+             ((1, 72, 400), 1, 1, 2, "contiguous"), ((2, 8, 8), 1, 4, 1, "contiguous"), ((1, 16, 40), 3, 2, 1, "offset"),
+             ((1, 8, 38), 1, 1, 1, "contiguous")]
+    taken = 0
     for shape, stride, pad, dil, lay in cases:
         one_d = len(shape) == 3
         x = values(dtype, shape)
@@ -949,23 +958,19 @@ def test_im2col_cl_probe(wave_device, dtype):
         geo = (1, want.shape[1], 1, 3) if one_d else (*want.shape[1:3], 3, 3)
         n = shape[0] * want.shape[1] * shape[1] if one_d else want.size
         scalars = (want.shape[1], 3, stride, pad, dil) if one_d else (*geo, stride, pad, dil)
-        kind = "im2col1d_cl3" if one_d else "im2col_cl9"
-        assert probe.im2col_cl_ok(xd, *geo, stride, pad, dil)
-        for chunks in (False, True) if dtype.nbytes == 2 else (False,):
-            ok = probe.im2col_cl_ok(xd, *geo, stride, pad, dil, chunks=chunks)
-            assert ok or chunks, (shape, lay)
-            chunked += ok and chunks
-            own = probe.im2col_cl_launch(shape[0], shape[1], *geo, stride, dil, dtype, chunks=chunks)
-            name = f"{kind}{'_chunks' if chunks else ''}_{dtype.tag}"
-            for launch_shape in (own, (1, 64), (3, 128)):
-                out = dev.to_device(np.full(want.shape, 7, dtype.np))
-                launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape, module=probe.PROBE)
-                assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
-                            f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
-    assert chunked == (7 if dtype.nbytes == 2 else 0)  # the contiguous rows of a width a multiple of 4
+        name = f"{'im2col1d_k3' if one_d else 'im2col_3x3'}_{dtype.tag}"
+        ok = conv.im2col_vec_ok(xd, *geo, stride, pad, dil)
+        taken += ok
+        own = conv.im2col_vec_launch(shape[0], shape[1], *geo, stride, dil)
+        for launch_shape in (own, (1, 64), (3, 128)):
+            out = dev.to_device(np.full(want.shape, 7, dtype.np))
+            launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape)
+            assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
+                        f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+    assert taken == 8  # the contiguous cases with whole chunks and channel vectors
     if dev.target.name == "cpu" and dev.target.wave_size == 64:  # a block of 96: not whole waves
-        x = values(dtype, (1, 8, 4, 4))
+        x = dev.to_device(values(dtype, (1, 8, 4, 4)))
         out = dev.to_device(np.full((1, 4, 4, 8, 3, 3), 7, dtype.np))
-        launch(dev, f"im2col_cl9_{dtype.tag}", out.size, out.size, 4, 4, 3, 3, 1, 1, 1, info_of(dev, dev.to_device(x)),
-               dev.to_device(x), out, shape=(1, 96), module=probe.PROBE)
-        assert (out.to_host() == np.full(out.shape, 7, dtype.np)).all()
+        launch(dev, f"im2col_3x3_{dtype.tag}", out.size, out.size, 4, 4, 3, 3, 1, 1, 1, info_of(dev, x), x, out,
+               shape=(1, 96))
+        assert (out.to_host() == 7).all()

@@ -1,0 +1,109 @@
+"""Variants of the 16-bit 3x3 / 3-tap im2col staged channels-last (``conv.im2col_vec``), beside the kernels
+the wrappers took before it.
+
+Run on the GPU machine:  python benchmarks/im2col_vec_probe.py [--quick]
+
+On benchmarks/conv.py's buffers ([32,256,56,56] 3x3 p1, [32,256,8192] k3 p1), bf16, each % of the copy
+bandwidth measured in the same run, outputs compared with ``F.unfold``: the wrappers' kernels
+(``im2col_3x3_bf16`` / ``im2col1d_k3_bf16``), the pair-fill rows kernels they replaced for these windows
+(``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``), and ``im2col_vec`` with other fill tasks a batch
+(``L``) and register budgets (blocks an SM on CUDA). The design's earlier forms (a word a thread fill,
+the fill pipelined over two stages, the fill or the write alone) are in git history (commit 7a44ba0,
+``benchmarks/im2col_cl_probe.py``) and their figures in docs/targets/cuda.md, "Ninth pass".
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import pykern as pk
+from pykern import ConstPtr, Ptr, bf16, u32, usize
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stdlib_kernels import conv  # noqa: E402
+from stdlib_kernels.conv import VEC_BLOCK, VEC_STAGE_BYTES, im2col_vec_entry, layout_1d_as_2d  # noqa: E402
+
+T = pk.TypeVar("T")
+
+
+def _vec3x3(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
+            dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L):
+    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
+    ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
+    im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
+                     dst, stage, ob, T=T, KK=9, L=L)
+
+
+def _vec1d(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
+           info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L):
+    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
+    ob = pk.shared.array(VEC_BLOCK * 4 * 3, u32)
+    as_2d = pk.local.array(8, usize)
+    layout_1d_as_2d(info, as_2d)
+    im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
+                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=L)
+
+
+#: label -> (fill tasks a batch, blocks an SM the registers are sized for on CUDA, 0: uncapped), per window
+VARIANTS = {"3x3": {"4 tasks a batch": (4, 5), "6 tasks, uncapped registers": (6, 0)},
+            "k3": {"4 tasks a batch": (4, 5), "6 tasks a batch": (6, 5), "2 tasks a batch": (2, 5),
+                   "3 tasks, registers for 6 blocks/SM": (3, 6), "4 tasks, registers for 6 blocks/SM": (4, 6)}}
+PROBE = pk.Module("im2col_vec_probe")
+for _win, _fn in (("3x3", _vec3x3), ("k3", _vec1d)):
+    for _n, (_l, _mb) in enumerate(VARIANTS[_win].values()):
+        _opts = {"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}
+        PROBE.add(pk.kernel(max_block_size=conv.VEC_BLOCK, **_opts)(_fn).instance(f"vec_{_win}_v{_n}", T=bf16, L=_l))
+
+
+def run(b, quick: bool) -> None:
+    import torch.nn.functional as F
+
+    from conv import Lazy, as_array, info  # benchmarks/conv.py
+    from stdlib_kernels import CONV
+    torch, dev = b.torch, b.dev
+    batch, ln = (8 if quick else 32), 8192
+    for win in ("3x3", "k3"):
+        if win == "k3":
+            x = torch.randn(batch, 256, ln, device="cuda").to(torch.bfloat16)
+            cols = torch.empty(batch, ln, 256, 3, device="cuda", dtype=torch.bfloat16)
+            geo, own, pairs = (1, ln, 1, 3), "im2col1d_k3_bf16", "im2col1d_rows_pairs_bf16"
+            label = f"im2col1d k3 p1 [{batch},256,{ln}] bf16"
+            ref = lambda: F.unfold(x.unsqueeze(2), (1, 3), padding=(0, 1))  # noqa: E731
+            mine = lambda: cols.view(batch, ln, 256 * 3).transpose(1, 2)  # noqa: E731
+            args = (batch * ln * 256, ln, 3, 1, 1, 1, info(torch, x), x.data_ptr(), cols.data_ptr())
+        else:
+            x = torch.randn(batch, 256, 56, 56, device="cuda").to(torch.bfloat16)
+            cols = torch.empty(batch, 56, 56, 256, 3, 3, device="cuda", dtype=torch.bfloat16)
+            geo, own, pairs = (56, 56, 3, 3), "im2col_3x3_bf16", "im2col_rows_pairs_bf16"
+            label = f"im2col 3x3 p1 [{batch},256,56,56] bf16"
+            ref = lambda: F.unfold(x, 3, padding=1)  # noqa: E731
+            mine = lambda: cols.view(batch, 56 * 56, 256 * 9).transpose(1, 2)  # noqa: E731
+            args = (cols.numel(), 56, 56, 3, 3, 1, 1, 1, info(torch, x), x.data_ptr(), cols.data_ptr())
+        xa = as_array(dev, x)
+        assert conv.im2col_vec_ok(xa, *geo, 1, 1, 1) and conv.im2col_rows_pairs_ok(xa, *geo, 1, 1, 1)
+        grid = conv.im2col_vec_launch(batch, 256, *geo, 1, 1)
+        cases = {"wrappers' (im2col_vec)": (Lazy(dev, own, CONV), grid),
+                 "pair-fill rows kernel": (Lazy(dev, pairs, CONV), conv.im2col_rows_launch(
+                     batch, 256, *geo, 1, 1, xa.dtype, dev, one_d=win == "k3", pairs=True))}
+        for n, name in enumerate(VARIANTS[win]):
+            cases[name] = (Lazy(dev, f"vec_{win}_v{n}", PROBE), grid)
+        for name, (fn, (g, bl)) in cases.items():
+            cols.fill_(float("nan"))
+            b.case(f"{label} [{name}]", x.nbytes + cols.nbytes, lambda fn=fn, g=g, bl=bl: fn[g, bl](*args), ref,
+                   lambda: (mine(), ref()))
+
+
+def main() -> None:
+    import torch
+
+    from conv import Bench  # benchmarks/conv.py
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    run(Bench(torch, pk.device("cuda"), args.reps), args.quick)
+
+
+if __name__ == "__main__":
+    main()
