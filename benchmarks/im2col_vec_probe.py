@@ -7,7 +7,7 @@ On benchmarks/conv.py's buffers ([32,256,56,56] 3x3 p1, [32,256,8192] k3 p1), bf
 bandwidth measured in the same run, outputs compared with ``F.unfold``: the wrappers' kernels
 (``im2col_3x3_bf16`` / ``im2col1d_k3_bf16``), the pair-fill rows kernels they replaced for these windows
 (``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``), and ``im2col_vec`` with other fill tasks a batch
-(``L``) and register budgets (blocks an SM on CUDA). The design's earlier forms (a word a thread fill,
+(``L``), register budgets (blocks an SM on CUDA) and channels an item (``NV`` vectors). The design's earlier forms (a word a thread fill,
 the fill pipelined over two stages, the fill or the write alone) are in git history (commit 7a44ba0,
 ``benchmarks/im2col_cl_probe.py``) and their figures in docs/targets/cuda.md, "Ninth pass".
 """
@@ -28,32 +28,34 @@ T = pk.TypeVar("T")
 
 
 def _vec3x3(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
-            dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L):
+            dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
     ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
     im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
-                     dst, stage, ob, T=T, KK=9, L=L)
+                     dst, stage, ob, T=T, KK=9, L=L, NV=NV)
 
 
 def _vec1d(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-           info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L):
+           info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
     ob = pk.shared.array(VEC_BLOCK * 4 * 3, u32)
     as_2d = pk.local.array(8, usize)
     layout_1d_as_2d(info, as_2d)
     im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
-                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=L)
+                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=L, NV=NV)
 
 
-#: label -> (fill tasks a batch, blocks an SM the registers are sized for on CUDA, 0: uncapped), per window
-VARIANTS = {"3x3": {"4 tasks a batch": (4, 5), "6 tasks, uncapped registers": (6, 0)},
-            "k3": {"4 tasks a batch": (4, 5), "6 tasks a batch": (6, 5), "2 tasks a batch": (2, 5),
-                   "3 tasks, registers for 6 blocks/SM": (3, 6), "4 tasks, registers for 6 blocks/SM": (4, 6)}}
+#: label -> (fill tasks a batch, blocks an SM the registers are sized for on CUDA (0: uncapped), vectors of
+#: channels an item), per window
+VARIANTS = {"3x3": {"4 tasks a batch": (4, 5, 8)},
+            "k3": {"8 vectors an item (64 channels)": (3, 5, 8), "16 vectors an item": (3, 5, 16),
+                   "32 vectors, 4 tasks a batch": (4, 5, 32), "32 vectors, 6 tasks a batch": (6, 5, 32),
+                   "32 vectors, registers for 6 blocks/SM": (3, 6, 32)}}
 PROBE = pk.Module("im2col_vec_probe")
 for _win, _fn in (("3x3", _vec3x3), ("k3", _vec1d)):
-    for _n, (_l, _mb) in enumerate(VARIANTS[_win].values()):
+    for _n, (_l, _mb, _nv) in enumerate(VARIANTS[_win].values()):
         _opts = {"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}
-        PROBE.add(pk.kernel(max_block_size=conv.VEC_BLOCK, **_opts)(_fn).instance(f"vec_{_win}_v{_n}", T=bf16, L=_l))
+        PROBE.add(pk.kernel(max_block_size=VEC_BLOCK, **_opts)(_fn).instance(f"vec_{_win}_v{_n}", T=bf16, L=_l, NV=_nv))
 
 
 def run(b, quick: bool) -> None:
@@ -86,8 +88,12 @@ def run(b, quick: bool) -> None:
         cases = {"wrappers' (im2col_vec)": (Lazy(dev, own, CONV), grid),
                  "pair-fill rows kernel": (Lazy(dev, pairs, CONV), conv.im2col_rows_launch(
                      batch, 256, *geo, 1, 1, xa.dtype, dev, one_d=win == "k3", pairs=True))}
-        for n, name in enumerate(VARIANTS[win]):
-            cases[name] = (Lazy(dev, f"vec_{win}_v{n}", PROBE), grid)
+        for n, (name, (_, _, nv)) in enumerate(VARIANTS[win].items()):
+            items = grid[0] * conv.vec_vectors(9 if win == "3x3" else 3) // nv  # the grid for nv vectors an item
+            if win == "k3":
+                pixels = VEC_STAGE_BYTES // (nv * 16) // 8 * 8 - 5
+                items = batch * -(-ln // pixels) * -(-256 // (nv * 8))
+            cases[name] = (Lazy(dev, f"vec_{win}_v{n}", PROBE), (items, VEC_BLOCK))
         for name, (fn, (g, bl)) in cases.items():
             cols.fill_(float("nan"))
             b.case(f"{label} [{name}]", x.nbytes + cols.nbytes, lambda fn=fn, g=g, bl=bl: fn[g, bl](*args), ref,

@@ -1022,6 +1022,9 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
 #: (docs/targets/cuda.md, "Ninth pass")
 VEC_BLOCK = 128
 VEC_NV = 8
+#: ... and for 3-tap windows (32: every channel of a 256-channel input in one item, a wave's units one run
+#: of dst, is correct and not yet timed: benchmarks/im2col_vec_probe.py's variants)
+VEC_NV_1D = 8
 VEC_STAGE_BYTES = 24576
 VEC_BLOCKS_PER_SM = 5
 VEC_TASKS_2D = 6
@@ -1030,13 +1033,14 @@ VEC_DTYPES = (f16, bf16)
 
 
 @pk.func
-def vec_pixels(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize, kk: usize) -> usize:
+def vec_pixels(c_in: usize, h_k: usize, w_k: usize, w_out: usize, stride: usize, dilation: usize, kk: usize,
+               nv: usize) -> usize:
     """An item's pixels: the most consecutive ow whose staged columns (3 more for the fill's alignment;
     the pitch a multiple of 8) fit VEC_STAGE_BYTES; 0 where the path does not apply (``im2col_vec_plan``
     on the host)."""
     if h_k * w_k != kk or c_in % 8 != 0 or c_in == 0 or w_out == 0 or stride == 0:
         return usize(0)
-    cols = usize(VEC_STAGE_BYTES) // (VEC_NV * 16 * h_k) // 8 * 8
+    cols = usize(VEC_STAGE_BYTES) // (nv * 16 * h_k) // 8 * 8
     reach = (w_k - 1) * dilation + 1
     if cols < reach + 3:
         return usize(0)
@@ -1062,10 +1066,10 @@ def vec_item(item: usize, c_tiles: usize, w_tiles: usize, h_out: usize) -> tuple
 @pk.func
 def vec_fill_load(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64], base: ConstPtr[T],
                   row0: usize, pos0: usize, origin: usize, nvn: u32, nck: u32, dil_h: usize, pad_h: usize,
-                  geo: Ptr[usize], *, L):
+                  geo: Ptr[usize], *, L, NV):
     """A fill batch: L tasks (the thread's f0, f0 + ngrp, ...), each two channels (pair ``wd`` of vector
     ``cv``) x 4 aligned source columns as two 8-byte loads into ``vals``. Task g is (staged row, vector,
-    chunk group) = g's place in h_k x VEC_NV x nckg, its chunk ``group * 8 + ckl`` (staged columns 4 chunk
+    chunk group) = g's place in h_k x NV x nckg, its chunk ``group * 8 + ckl`` (staged columns 4 chunk
     .. 4 chunk + 3, source column ``pos0 + 4 chunk - origin``; 0 outside the source). ``geo``: height,
     width, channel and row strides, read once a kernel (a reload of ``info`` would follow each of the
     write's stores)."""
@@ -1076,8 +1080,8 @@ def vec_fill_load(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, 
         g = f0 + u32(u) * ngrp
         rc = g // max(nckg, u32(1))
         ck = (g - rc * nckg) * 8 + ckl
-        cv = rc % u32(VEC_NV)
-        ih = padded_source(row0 + usize(rc // u32(VEC_NV)) * dil_h, pad_h, hi)
+        cv = rc % u32(NV)
+        ih = padded_source(row0 + usize(rc // u32(NV)) * dil_h, pad_h, hi)
         pos = pos0 + usize(ck) * 4
         inside = g < total and ih < hi and pos >= origin and pos - origin < wi and cv < nvn and ck < nck
         o = pk.select(inside, usize(cv * 8 + wd * 2) * geo[2] + ih * geo[3] + (pos - origin), usize(0))
@@ -1087,7 +1091,7 @@ def vec_fill_load(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, 
 
 @pk.func
 def vec_fill_store(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64], stage: Ptr[u32],
-                   pitch: u32, nck: u32, *, L):
+                   pitch: u32, nck: u32, *, L, NV):
     """``vec_fill_load``'s tasks into the stage: the pair's four columns as four words, in slot ``cv ^ ckl``
     (``cv ^ column // 4 % 8``) of their column, so that a wave's stores of one column offset, and the
     write's 16-byte loads of one column's vectors, each hit every bank once."""
@@ -1098,16 +1102,16 @@ def vec_fill_store(f0: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32,
         if g < total and ck < nck:
             a = vals[2 * u]
             b = vals[2 * u + 1]
-            v = ((rc // u32(VEC_NV)) * pitch + ck * 4) * u32(VEC_NV) + ((rc % u32(VEC_NV)) ^ ckl)
+            v = ((rc // u32(NV)) * pitch + ck * 4) * u32(NV) + ((rc % u32(NV)) ^ ckl)
             for i in pk.static_range(4):
-                stage[(v + u32(i * VEC_NV)) * 4 + wd] = (u32(a >> u64(16 * i)) & 0xFFFF) | (u32(b >> u64(16 * i)) << 16)
+                stage[(v + u32(i * NV)) * 4 + wd] = (u32(a >> u64(16 * i)) & 0xFFFF) | (u32(b >> u64(16 * i)) << 16)
 
 
 @pk.func
 def vec_fill_item(item: usize, c_tiles: usize, w_tiles: usize, h_out: usize, pw: usize, stride: usize, pm: usize,
                   batches: u32, grp: u32, per: u32, total: u32, nckg: u32, ngrp: u32, ckl: u32, wd: u32, vals: Ptr[u64],
                   src: ConstPtr[T], s0: usize, cg: usize, c_in: usize, stride_h: usize, nck: u32, dil_h: usize,
-                  pad_h: usize, padding: usize, geo: Ptr[usize], stage: Ptr[u32], pitch: u32, *, T, L):
+                  pad_h: usize, padding: usize, geo: Ptr[usize], stage: Ptr[u32], pitch: u32, *, T, L, NV):
     """Item ``item``'s stage, batch after batch (the caller's barrier follows)."""
     b, oh, wt, ct = vec_item(item, c_tiles, w_tiles, h_out)
     sh = (wt * pw * stride % 4 + 4 - pm) % 4
@@ -1115,16 +1119,16 @@ def vec_fill_item(item: usize, c_tiles: usize, w_tiles: usize, h_out: usize, pw:
     nvn = u32(min(cg, c_in - ct * cg) // usize(16 // T.nbytes))
     for j in range(u32(0), batches):
         vec_fill_load(grp + j * per, total, nckg, ngrp, ckl, wd, vals, base, oh * stride_h, wt * pw * stride,
-                      padding + sh, nvn, nck, dil_h, pad_h, geo, L=L)
-        vec_fill_store(grp + j * per, total, nckg, ngrp, ckl, wd, vals, stage, pitch, nck, L=L)
+                      padding + sh, nvn, nck, dil_h, pad_h, geo, L=L, NV=NV)
+        vec_fill_store(grp + j * per, total, nckg, ngrp, ckl, wd, vals, stage, pitch, nck, L=L, NV=NV)
 
 
 @pk.func
 def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize, stride: usize, pad_h: usize,
                padding: usize, dil_h: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T],
-               pw: usize, stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L):
+               pw: usize, stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L, NV):
     """Items go to blocks in turn (block-uniform loop and barriers). The stage holds the item's ``h_k``
-    source rows x ``pitch`` columns x VEC_NV vectors, staged column 0 being ``sh`` (0-3) columns before
+    source rows x ``pitch`` columns x NV vectors, staged column 0 being ``sh`` (0-3) columns before
     the item's first so that the fill's chunks are aligned; vector ``cv`` of column x sits in slot
     ``cv ^ x // 4 % 8``. Fill: a group of 32 threads takes 8 chunks x a vector's 4 channel pairs
     (``vec_fill_load``). Write, in rounds of a unit a thread: unit (pixel q, vector cv) loads its KK taps'
@@ -1142,10 +1146,10 @@ def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usi
     pitch = u32((sw + 3 + 7) // 8 * 8)
     nck = pitch // 4  # chunks a staged row
     nckg = (nck + 7) // 8
-    total = u32(h_k * VEC_NV) * nckg
+    total = u32(h_k * NV) * nckg
     per = ngrp * u32(L)
     batches = (total + per - 1) // per
-    cg = usize(VEC_NV * V)
+    cg = usize(NV * V)
     c_tiles = (c_in + cg - 1) // cg
     w_tiles = (w_out + pw - 1) // pw
     items = info[0] * h_out * w_tiles * c_tiles
@@ -1167,7 +1171,7 @@ def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usi
     item = usize(pk.block_idx.x)
     while item < items:
         vec_fill_item(item, c_tiles, w_tiles, h_out, pw, stride, pm, batches, grp, per, total, nckg, ngrp, ckl, wd, vals,
-                      src, s0, cg, c_in, stride_h, nck, dil_h, pad_h, padding, geo, stage, pitch, T=T, L=L)
+                      src, s0, cg, c_in, stride_h, nck, dil_h, pad_h, padding, geo, stage, pitch, T=T, L=L, NV=NV)
         pk.syncthreads()
         b, oh, wt, ct = vec_item(item, c_tiles, w_tiles, h_out)
         c0 = ct * cg
@@ -1184,7 +1188,7 @@ def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usi
                 for tap in pk.static_range(KK):
                     kh = u32(tap) // u32(w_k)
                     x = u32(sh) + q * sc + (u32(tap) - kh * u32(w_k)) * u32(dilation)
-                    v = ((kh * pitch + x) * u32(VEC_NV) + (cv ^ ((x >> 2) % 8))) * 4
+                    v = ((kh * pitch + x) * u32(NV) + (cv ^ ((x >> 2) % 8))) * 4
                     for i in pk.static_range(4):
                         tw[tap * 4 + i] = stage[v + u32(i)]
                 for i in pk.static_range(4 * KK):  # output word i: elements 2i, 2i + 1 = (channel, tap) pairs
@@ -1210,14 +1214,14 @@ def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usi
 @pk.func
 def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usize,
                      stride: usize, pad_h: usize, padding: usize, dil_h: usize, dilation: usize, info: ConstPtr[usize],
-                     src: ConstPtr[T], dst: Ptr[T], stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L):
+                     src: ConstPtr[T], dst: Ptr[T], stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L, NV):
     """Both kernels' checks (``im2col_vec_ok`` on the host); arguments outside the path's domain, and
     blocks that are not whole waves or over VEC_BLOCK, write nothing."""
-    pw = vec_pixels(info[1], h_k, w_k, w_out, stride, dilation, usize(KK))
+    pw = vec_pixels(info[1], h_k, w_k, w_out, stride, dilation, usize(KK), usize(NV))
     if (pw > 0 and dst_numel > 0 and pk.is_aligned(dst, 16) and pk.block_dim.x <= VEC_BLOCK
             and pk.block_dim.x % u32(pk.wave_size) == 0 and vec_layout_ok(info, src)):
         im2col_vec(h_out, w_out, h_k, w_k, stride_h, stride, pad_h, padding, dil_h, dilation, info, src, dst, pw, stage,
-                   ob, T=T, KK=KK, L=L)
+                   ob, T=T, KK=KK, L=L, NV=NV)
 
 
 @pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
@@ -1228,7 +1232,7 @@ def im2col_3x3_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k:
     stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
     ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
     im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
-                     dst, stage, ob, T=T, KK=9, L=VEC_TASKS_2D)
+                     dst, stage, ob, T=T, KK=9, L=VEC_TASKS_2D, NV=VEC_NV)
 
 
 @pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
@@ -1241,7 +1245,7 @@ def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, pa
     as_2d = pk.local.array(8, usize)
     layout_1d_as_2d(info, as_2d)
     im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
-                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=VEC_TASKS_1D)
+                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=VEC_TASKS_1D, NV=VEC_NV_1D)
 
 
 #: the same kernel for the pipelined path (NS = 2), its registers sized for ROWS_PIPE_BLOCKS_PER_SM
@@ -2372,7 +2376,7 @@ def im2col_vec_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dila
     """``vec_pixels`` on the host: an item's pixels, 0 where ``im2col_vec`` does not apply."""
     if h_k * w_k != kk or c_in == 0 or c_in % 8 or w_out == 0 or stride == 0:
         return 0
-    cols = VEC_STAGE_BYTES // (VEC_NV * 16 * h_k) // 8 * 8
+    cols = VEC_STAGE_BYTES // (vec_vectors(kk) * 16 * h_k) // 8 * 8
     reach = (w_k - 1) * dilation + 1
     return 0 if cols < reach + 3 else min(w_out, (cols - reach - 3) // stride + 1)
 
@@ -2400,7 +2404,12 @@ def im2col_vec_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: 
     """The wrappers' grid for ``im2col_3x3_*`` / ``im2col1d_k3_*`` (h_out = h_k = 1): a block of VEC_BLOCK an
     item."""
     pixels = im2col_vec_plan(c_in, h_k, w_k, w_out, stride, dilation, h_k * w_k)
-    return max(1, b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // (VEC_NV * 8))), VEC_BLOCK
+    return max(1, b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // (vec_vectors(h_k * w_k) * 8))), VEC_BLOCK
+
+
+def vec_vectors(kk: int) -> int:
+    """16-byte vectors of channels an item of ``im2col_vec`` stages for a window of ``kk`` taps."""
+    return VEC_NV if kk == 9 else VEC_NV_1D
 
 
 def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -> tuple[int, int]:

@@ -937,7 +937,8 @@ def test_wide_index_path(dtype):
 def test_im2col_vec(wave_device, dtype):
     """The wrappers' ``im2col_3x3_*`` / ``im2col1d_k3_*`` (the source staged channels-last) where
     ``im2col_vec_ok`` holds, and nothing written where it does not (permuted and offset sources, a width
-    not a multiple of 4, channels not a multiple of 8): several channel groups (a partial last one),
+    not a multiple of 4, channels not a multiple of 8): several channel groups (a partial last one; 3 taps:
+    groups of 256 channels),
     several items a row, stride, dilation, padding of the window's size and more, odd ``sh`` (the fill's
     alignment shift), batch 2; under the wrappers' grid, fewer blocks than items (a block loops), blocks
     of one wave and of 128 threads; blocks that are not whole waves write nothing."""
@@ -948,7 +949,7 @@ def test_im2col_vec(wave_device, dtype):
              ((1, 12, 4, 8), 1, 1, 1, "contiguous"),
              ((2, 16, 36), 1, 1, 1, "contiguous"), ((1, 24, 52), 2, 2, 1, "contiguous"),
              ((1, 72, 400), 1, 1, 2, "contiguous"), ((2, 8, 8), 1, 4, 1, "contiguous"), ((1, 16, 40), 3, 2, 1, "offset"),
-             ((1, 8, 38), 1, 1, 1, "contiguous")]
+             ((1, 8, 38), 1, 1, 1, "contiguous"), ((1, 264, 20), 1, 1, 1, "contiguous")]
     taken = 0
     for shape, stride, pad, dil, lay in cases:
         one_d = len(shape) == 3
@@ -967,7 +968,7 @@ def test_im2col_vec(wave_device, dtype):
             launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape)
             assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
                         f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
-    assert taken == 8  # the contiguous cases with whole chunks and channel vectors
+    assert taken == 9  # the contiguous cases with whole chunks and channel vectors
     if dev.target.name == "cpu" and dev.target.wave_size == 64:  # a block of 96: not whole waves
         x = dev.to_device(values(dtype, (1, 8, 4, 4)))
         out = dev.to_device(np.full((1, 4, 4, 8, 3, 3), 7, dtype.np))
