@@ -18,32 +18,10 @@ import os
 import sys
 
 import pykern as pk
-from pykern import ConstPtr, Ptr, bf16, u32, usize
+from pykern import bf16
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stdlib_kernels import conv  # noqa: E402
-from stdlib_kernels.conv import VEC_BLOCK, VEC_STAGE_BYTES, im2col_vec_entry, layout_1d_as_2d  # noqa: E402
-
-T = pk.TypeVar("T")
-
-
-def _vec3x3(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
-            dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
-    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
-    ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
-    im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
-                     dst, stage, ob, T=T, KK=9, L=L, NV=NV)
-
-
-def _vec1d(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-           info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
-    stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
-    ob = pk.shared.array(VEC_BLOCK * 4 * 3, u32)
-    as_2d = pk.local.array(8, usize)
-    layout_1d_as_2d(info, as_2d)
-    im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
-                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=L, NV=NV)
-
 
 #: label -> (fill tasks a batch, blocks an SM the registers are sized for on CUDA (0: uncapped), vectors of
 #: channels an item), per window
@@ -52,10 +30,11 @@ VARIANTS = {"3x3": {"4 tasks a batch": (4, 5, 8)},
                    "32 vectors, 4 tasks a batch": (4, 5, 32), "32 vectors, 6 tasks a batch": (6, 5, 32),
                    "32 vectors, registers for 6 blocks/SM": (3, 6, 32)}}
 PROBE = pk.Module("im2col_vec_probe")
-for _win, _fn in (("3x3", _vec3x3), ("k3", _vec1d)):
+for _win, _op in (("3x3", conv.im2col_3x3_op), ("k3", conv.im2col1d_k3_op)):
     for _n, (_l, _mb, _nv) in enumerate(VARIANTS[_win].values()):
         _opts = {"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}
-        PROBE.add(pk.kernel(max_block_size=VEC_BLOCK, **_opts)(_fn).instance(f"vec_{_win}_v{_n}", T=bf16, L=_l, NV=_nv))
+        PROBE.add(pk.kernel(max_block_size=conv.VEC_BLOCK, **_opts)(_op.__wrapped__).instance(
+            f"vec_{_win}_v{_n}", T=bf16, L=_l, NV=_nv))
 
 
 def run(b, quick: bool) -> None:
@@ -91,9 +70,9 @@ def run(b, quick: bool) -> None:
         for n, (name, (_, _, nv)) in enumerate(VARIANTS[win].items()):
             items = grid[0] * conv.vec_vectors(9 if win == "3x3" else 3) // nv  # the grid for nv vectors an item
             if win == "k3":
-                pixels = VEC_STAGE_BYTES // (nv * 16) // 8 * 8 - 5
+                pixels = conv.VEC_STAGE_BYTES // (nv * 16) // 8 * 8 - 5
                 items = batch * -(-ln // pixels) * -(-256 // (nv * 8))
-            cases[name] = (Lazy(dev, f"vec_{win}_v{n}", PROBE), (items, VEC_BLOCK))
+            cases[name] = (Lazy(dev, f"vec_{win}_v{n}", PROBE), (items, conv.VEC_BLOCK))
         for name, (fn, (g, bl)) in cases.items():
             cols.fill_(float("nan"))
             b.case(f"{label} [{name}]", x.nbytes + cols.nbytes, lambda fn=fn, g=g, bl=bl: fn[g, bl](*args), ref,

@@ -1226,18 +1226,18 @@ def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w
 
 @pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
 def im2col_3x3_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
-                  dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+                  dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     """The wrappers' im2col for 3x3 windows (``im2col_3x3_{T}``, candle's signature and semantics):
-    ``im2col_vec``."""
+    ``im2col_vec``, L fill tasks a batch, NV channel vectors an item."""
     stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
     ob = pk.shared.array(VEC_BLOCK * 4 * 9, u32)
     im2col_vec_entry(dst_numel, h_out, w_out, h_k, w_k, stride, stride, padding, padding, dilation, dilation, info, src,
-                     dst, stage, ob, T=T, KK=9, L=VEC_TASKS_2D, NV=VEC_NV)
+                     dst, stage, ob, T=T, KK=9, L=L, NV=NV)
 
 
 @pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
 def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
-                   info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T):
+                   info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     """The wrappers' im2col1d for 3-tap windows (``im2col1d_k3_{T}``, candle's signature): ``im2col_vec``
     on the input seen as height 1."""
     stage = pk.shared.array(VEC_STAGE_BYTES // 4, u32)
@@ -1245,7 +1245,7 @@ def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, pa
     as_2d = pk.local.array(8, usize)
     layout_1d_as_2d(info, as_2d)
     im2col_vec_entry(dst_numel, usize(1), l_out, usize(1), l_k, usize(1), stride, usize(0), padding, usize(1),
-                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=VEC_TASKS_1D, NV=VEC_NV_1D)
+                     dilation, as_2d, src, dst, stage, ob, T=T, KK=3, L=L, NV=NV)
 
 
 #: the same kernel for the pipelined path (NS = 2), its registers sized for ROWS_PIPE_BLOCKS_PER_SM
@@ -2264,8 +2264,8 @@ for _t in ROWS_PAIRS_DTYPES:
 #: and the 16-bit 3x3 / 3-tap windows staged channels-last (``im2col_vec``), which the wrappers take where
 #: ``im2col_vec_ok`` holds
 for _t in VEC_DTYPES:
-    CONV.add(im2col_3x3_op.instance(kernel_name("im2col_3x3", _t), T=_t))
-    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3", _t), T=_t))
+    CONV.add(im2col_3x3_op.instance(kernel_name("im2col_3x3", _t), T=_t, L=VEC_TASKS_2D, NV=VEC_NV))
+    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3", _t), T=_t, L=VEC_TASKS_1D, NV=VEC_NV_1D))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:

@@ -782,40 +782,39 @@ def test_wrapper_convolutions(wave_device, dtype):
                   f"conv_transpose2d wrapper case {n}")
 
 
+def check_wrappers_take(dev, dtype, ok, case2, case1, label):
+    """conv2d on ``case2`` and conv1d on ``case1`` ((x shape, weight shape, stride, padding), contiguous
+    inputs) where ``ok`` (the wrappers' test for the kernel under test) holds, against the reference."""
+    for (xs, ws, stride, pad), conv_fn in ((case2, cl.conv2d), (case1, cl.conv1d)):
+        x, w = values(dtype, xs), values(dtype, ws)
+        xd = dev.to_device(x)
+        geo = [out_size(xs[-1], ws[-1], stride, pad, 1), ws[-1], stride, pad, 1]
+        if len(xs) == 4:
+            geo = [out_size(xs[2], ws[2], stride, pad, 1), geo[0], ws[2], *geo[1:]]
+        else:
+            geo = [1, geo[0], 1, *geo[1:]]
+        assert ok(xd, *geo), (label, xs)
+        check_sum(conv_fn(xd, dev.to_device(w), stride, pad, 1).to_host(), conv_ref(x, w, stride, pad, 1),
+                  conv_ref(absolute(x), absolute(w), stride, pad, 1), int(np.prod(ws[1:])), dtype,
+                  f"conv{len(xs) - 2}d wrapper, {label}")
+
+
 @pytest.mark.parametrize("dtype", conv.ROWS_PAIRS_DTYPES, ids=[t.tag for t in conv.ROWS_PAIRS_DTYPES])
 def test_wrapper_pair_fill(wave_device, dtype):
     """conv2d / conv1d on contiguous 16-bit inputs of an even width: the wrappers take
     ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (odd padding: the staged rows start a column
-    before the windows' first)."""
-    dev = wave_device
-    x2, w2 = values(dtype, (2, 5, 6, 10)), values(dtype, (4, 5, 3, 3))
-    xd = dev.to_device(x2)
-    assert conv.im2col_rows_pairs_ok(xd, 6, 10, 3, 3, 1, 1, 1)
-    check_sum(cl.conv2d(xd, dev.to_device(w2), 1, 1, 1).to_host(), conv_ref(x2, w2, 1, 1, 1),
-              conv_ref(absolute(x2), absolute(w2), 1, 1, 1), 5 * 9, dtype, "conv2d wrapper, pair fill")
-    x1, w1 = values(dtype, (2, 7, 24)), values(dtype, (3, 7, 3))
-    xd = dev.to_device(x1)
-    assert conv.im2col_rows_pairs_ok(xd, 1, 12, 1, 3, 2, 1, 1)
-    check_sum(cl.conv1d(xd, dev.to_device(w1), 2, 1, 1).to_host(), conv_ref(x1, w1, 2, 1, 1),
-              conv_ref(absolute(x1), absolute(w1), 2, 1, 1), 7 * 3, dtype, "conv1d wrapper, pair fill")
-
+    before the windows' first; 7 channels: not the channels-last kernels)."""
+    check_wrappers_take(wave_device, dtype, conv.im2col_rows_pairs_ok, ((2, 5, 6, 10), (4, 5, 3, 3), 1, 1),
+                        ((2, 7, 24), (3, 7, 3), 2, 1), "pair fill")
 
 
 @pytest.mark.parametrize("dtype", conv.VEC_DTYPES, ids=VEC_IDS)
 def test_wrapper_vec(wave_device, dtype):
     """conv2d 3x3 / conv1d k3 on contiguous 16-bit inputs with channels in 8s and rows in 4s: the
     wrappers take ``im2col_3x3_*`` / ``im2col1d_k3_*`` (stride 2 and padding 1: an odd alignment shift)."""
-    dev = wave_device
-    x2, w2 = values(dtype, (2, 16, 6, 12)), values(dtype, (4, 16, 3, 3))
-    xd = dev.to_device(x2)
-    assert conv.im2col_vec_ok(xd, 3, 6, 3, 3, 2, 1, 1)
-    check_sum(cl.conv2d(xd, dev.to_device(w2), 2, 1, 1).to_host(), conv_ref(x2, w2, 2, 1, 1),
-              conv_ref(absolute(x2), absolute(w2), 2, 1, 1), 16 * 9, dtype, "conv2d wrapper, channels-last")
-    x1, w1 = values(dtype, (2, 8, 24)), values(dtype, (3, 8, 3))
-    xd = dev.to_device(x1)
-    assert conv.im2col_vec_ok(xd, 1, 24, 1, 3, 1, 1, 1)
-    check_sum(cl.conv1d(xd, dev.to_device(w1), 1, 1, 1).to_host(), conv_ref(x1, w1, 1, 1, 1),
-              conv_ref(absolute(x1), absolute(w1), 1, 1, 1), 8 * 3, dtype, "conv1d wrapper, channels-last")
+    check_wrappers_take(wave_device, dtype, conv.im2col_vec_ok, ((2, 16, 6, 12), (4, 16, 3, 3), 2, 1),
+                        ((2, 8, 24), (3, 8, 3), 1, 1), "channels-last")
+
 
 def test_wrapper_unbatched_and_gemm_paths(device):
     """An unbatched input; the fast conv_transpose1d path (contiguous weight, no padding or dilation)
