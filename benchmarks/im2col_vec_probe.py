@@ -7,9 +7,10 @@ On benchmarks/conv.py's buffers ([32,256,56,56] 3x3 p1, [32,256,8192] k3 p1), bf
 bandwidth measured in the same run, outputs compared with ``F.unfold``: the wrappers' kernels
 (``im2col_3x3_bf16`` / ``im2col1d_k3_bf16``), the pair-fill rows kernels they replaced for these windows
 (``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``), and ``im2col_vec`` with other fill tasks a batch
-(``L``), register budgets (blocks an SM on CUDA) and channels an item (``NV`` vectors). The design's earlier forms (a word a thread fill,
-the fill pipelined over two stages, the fill or the write alone) are in git history (commit 7a44ba0,
-``benchmarks/im2col_cl_probe.py``) and their figures in docs/targets/cuda.md, "Ninth pass".
+(``L``), register budgets (blocks an SM on CUDA) and channels an item (``NV`` vectors). The design's
+earlier forms (a word a thread fill, the fill pipelined over two stages, the fill or the write alone)
+are in git history (commit 7a44ba0, ``benchmarks/im2col_cl_probe.py``) and their figures in
+docs/targets/cuda.md, "Ninth pass".
 """
 from __future__ import annotations
 

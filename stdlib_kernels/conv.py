@@ -1170,8 +1170,8 @@ def im2col_vec(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: usi
     sc = u32(stride)
     item = usize(pk.block_idx.x)
     while item < items:
-        vec_fill_item(item, c_tiles, w_tiles, h_out, pw, stride, pm, batches, grp, per, total, nckg, ngrp, ckl, wd, vals,
-                      src, s0, cg, c_in, stride_h, nck, dil_h, pad_h, padding, geo, stage, pitch, T=T, L=L, NV=NV)
+        vec_fill_item(item, c_tiles, w_tiles, h_out, pw, stride, pm, batches, grp, per, total, nckg, ngrp, ckl, wd,
+                      vals, src, s0, cg, c_in, stride_h, nck, dil_h, pad_h, padding, geo, stage, pitch, T=T, L=L, NV=NV)
         pk.syncthreads()
         b, oh, wt, ct = vec_item(item, c_tiles, w_tiles, h_out)
         c0 = ct * cg
