@@ -734,14 +734,17 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
-    ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*`` and
-    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (each with its candle kernel's signature)."""
+    ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*``,
+    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` and ``im2col_3x3_*`` / ``im2col1d_k3_*`` (each with its
+    candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
     own += [(f"{op}_rows", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_IM2COL_DTYPES]
     own += [("col2im1d_rows", "col2im1d", t) for t in conv.ROWS_COL2IM_DTYPES]
     own += [(f"{op}_rows_pairs", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_PAIRS_DTYPES]
+    own += [(name, op, t) for name, op in (("im2col_3x3", "im2col"), ("im2col1d_k3", "im2col1d"))
+            for t in conv.VEC_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
