@@ -1022,13 +1022,16 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
 #: (docs/targets/cuda.md, "Ninth pass")
 VEC_BLOCK = 128
 VEC_NV = 8
-#: ... and for 3-tap windows (32: every channel of a 256-channel input in one item, a wave's units one run
-#: of dst, is correct and not yet timed: benchmarks/im2col_vec_probe.py's variants)
-VEC_NV_1D = 8
+#: ... and for 3-tap windows over more than VEC_NARROW channels (``im2col1d_k3_*``); the wrappers take
+#: ``im2col1d_k3_narrow_*`` (8 vectors, VEC_TASKS_NARROW tasks a batch) for at most VEC_NARROW, whose
+#: stage would be mostly empty with 16 (both correct for any channels: ``vec_kernel``)
+VEC_NV_1D = 16
+VEC_NARROW = 64
 VEC_STAGE_BYTES = 24576
 VEC_BLOCKS_PER_SM = 5
 VEC_TASKS_2D = 6
-VEC_TASKS_1D = 3
+VEC_TASKS_1D = 4
+VEC_TASKS_NARROW = 3
 VEC_DTYPES = (f16, bf16)
 
 
@@ -1216,7 +1219,10 @@ def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w
                      stride: usize, pad_h: usize, padding: usize, dil_h: usize, dilation: usize, info: ConstPtr[usize],
                      src: ConstPtr[T], dst: Ptr[T], stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L, NV):
     """Both kernels' checks (``im2col_vec_ok`` on the host); arguments outside the path's domain, and
-    blocks that are not whole waves or over VEC_BLOCK, write nothing."""
+    blocks that are not whole waves or over VEC_BLOCK, write nothing. (NV is a compile-time constant
+    for the stage's stride: one known only at run time cost the 3-tap kernel a tenth of its speed on the
+    GPU; a kernel with two bodies, for 16 and 8 vectors, ran the narrow inputs' one 10% slower than
+    alone.)"""
     pw = vec_pixels(info[1], h_k, w_k, w_out, stride, dilation, usize(KK), usize(NV))
     if (pw > 0 and dst_numel > 0 and pk.is_aligned(dst, 16) and pk.block_dim.x <= VEC_BLOCK
             and pk.block_dim.x % u32(pk.wave_size) == 0 and vec_layout_ok(info, src)):
@@ -2266,6 +2272,7 @@ for _t in ROWS_PAIRS_DTYPES:
 for _t in VEC_DTYPES:
     CONV.add(im2col_3x3_op.instance(kernel_name("im2col_3x3", _t), T=_t, L=VEC_TASKS_2D, NV=VEC_NV))
     CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3", _t), T=_t, L=VEC_TASKS_1D, NV=VEC_NV_1D))
+    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3_narrow", _t), T=_t, L=VEC_TASKS_NARROW, NV=8))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
@@ -2376,7 +2383,7 @@ def im2col_vec_plan(c_in: int, h_k: int, w_k: int, w_out: int, stride: int, dila
     """``vec_pixels`` on the host: an item's pixels, 0 where ``im2col_vec`` does not apply."""
     if h_k * w_k != kk or c_in == 0 or c_in % 8 or w_out == 0 or stride == 0:
         return 0
-    cols = VEC_STAGE_BYTES // (vec_vectors(kk) * 16 * h_k) // 8 * 8
+    cols = VEC_STAGE_BYTES // (vec_vectors(kk, c_in) * 16 * h_k) // 8 * 8
     reach = (w_k - 1) * dilation + 1
     return 0 if cols < reach + 3 else min(w_out, (cols - reach - 3) // stride + 1)
 
@@ -2404,12 +2411,20 @@ def im2col_vec_launch(b: int, c_in: int, h_out: int, w_out: int, h_k: int, w_k: 
     """The wrappers' grid for ``im2col_3x3_*`` / ``im2col1d_k3_*`` (h_out = h_k = 1): a block of VEC_BLOCK an
     item."""
     pixels = im2col_vec_plan(c_in, h_k, w_k, w_out, stride, dilation, h_k * w_k)
-    return max(1, b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // (vec_vectors(h_k * w_k) * 8))), VEC_BLOCK
+    return max(1, b * h_out * -(-w_out // max(pixels, 1)) * -(-c_in // (vec_vectors(h_k * w_k, c_in) * 8))), VEC_BLOCK
 
 
-def vec_vectors(kk: int) -> int:
-    """16-byte vectors of channels an item of ``im2col_vec`` stages for a window of ``kk`` taps."""
-    return VEC_NV if kk == 9 else VEC_NV_1D
+def vec_kernel(kk: int, c_in: int) -> tuple[str, int]:
+    """The wrappers' ``im2col_vec`` kernel (its name less the dtype) for a window of ``kk`` taps over
+    ``c_in`` channels, and the 16-byte vectors of channels its items stage."""
+    if kk == 9:
+        return "im2col_3x3", VEC_NV
+    return ("im2col1d_k3", VEC_NV_1D) if c_in > VEC_NARROW else ("im2col1d_k3_narrow", 8)
+
+
+def vec_vectors(kk: int, c_in: int) -> int:
+    """``vec_kernel``'s vectors of channels an item."""
+    return vec_kernel(kk, c_in)[1]
 
 
 def col2im1d_launch(b: int, l_in: int, c_out: int, k: int, stride: int, dtype) -> tuple[int, int]:

@@ -4,10 +4,10 @@ with PyTorch's argument names (``stride``, ``padding``, ``dilation``, ``output_p
 * ``conv1d`` / ``conv2d``: im2col1d / im2col (the wrappers' own ``im2col1d_rows_*`` / ``im2col_rows_*``
   where ``im2col_rows_ok`` holds; 16-bit inputs with contiguous, aligned rows of an even width
   ``im2col1d_rows_pairs_*`` / ``im2col_rows_pairs_*``, ``im2col_rows_pairs_ok``; 16-bit 3-tap / 3x3
-  windows over channels in 8s and rows in 4s ``im2col1d_k3_*`` / ``im2col_3x3_*``, ``im2col_vec_ok``), pykern's GEMM
-  (``matmul``) with the weight as ``(c_in*k, c_out)``, then the permuting copy (``ucopy``) to
-  ``(b, c_out, ...)``. dtypes the GEMM lacks (f64, u8, u32) take the direct ``conv1d_*`` / ``conv2d_*``
-  kernel.
+  windows over channels in 8s and rows in 4s ``im2col1d_k3[_narrow]_*`` / ``im2col_3x3_*``,
+  ``im2col_vec_ok``), pykern's GEMM (``matmul``) with the weight as ``(c_in*k, c_out)``, then the
+  permuting copy (``ucopy``) to ``(b, c_out, ...)``. dtypes the GEMM lacks (f64, u8, u32) take the
+  direct ``conv1d_*`` / ``conv2d_*`` kernel.
 * ``conv_transpose1d``: the GEMM ``(b, l_in, c_in) x (c_in, c_out*k)`` then col2im1d (pykern's own
   ``col2im1d_rows_*`` where ``col2im1d_rows_ok`` holds, else ``col2im1d_staged_*``; candle's semantics)
   where candle takes it (dilation 1, no padding or output
@@ -31,7 +31,7 @@ from . import CONV, kernel_name
 from ._common import operands
 from .conv import (DTYPES, col2im1d_launch, col2im1d_rows_launch, col2im1d_rows_ok, im2col_launch, im2col_rows_launch,
                    im2col_rows_ok, im2col_rows_pairs_ok, im2col_vec_launch, im2col_vec_ok, nearest_launch, pool_vec_ok,
-                   rows_launch)
+                   rows_launch, vec_kernel)
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
 from .unary import copy as ucopy
@@ -121,7 +121,7 @@ def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
         threads = b * l_out * c_in
         cols = dev.empty((b * l_out, c_in * k), dt)  # (b, l_out, c_in, k)
         if im2col_vec_ok(x, 1, l_out, 1, k, stride, padding, dilation):  # 16-bit, 3 taps, channels-last (conv.py)
-            fn = dev.get_or_load_func(kernel_name("im2col1d_k3", dt), CONV)
+            fn = dev.get_or_load_func(kernel_name(vec_kernel(3, c_in)[0], dt), CONV)
             grid = im2col_vec_launch(b, c_in, 1, l_out, 1, k, stride, dilation)
         elif im2col_rows_pairs_ok(x, 1, l_out, 1, k, stride, padding, dilation):  # 16-bit, pairs (conv.py)
             fn = dev.get_or_load_func(kernel_name("im2col1d_rows_pairs", dt), CONV)

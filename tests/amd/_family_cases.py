@@ -431,7 +431,8 @@ def _im2col(dev):
             x = dev.to_device(_conv_values(dtype, (2, 8, 12), gen))
             out = dev.empty((2, 12, 8, 3), dtype)
             for shape in ((2, 64), conv.im2col_vec_launch(2, 8, 1, 12, 1, 3, 1, 1)):
-                _launch(dev, sk.CONV, f"im2col1d_k3_{t}", *shape, 2 * 12 * 8, 12, 3, 1, 1, 1, _info(dev, x), x, out)
+                for name in ("im2col1d_k3", "im2col1d_k3_narrow"):
+                    _launch(dev, sk.CONV, f"{name}_{t}", *shape, 2 * 12 * 8, 12, 3, 1, 1, 1, _info(dev, x), x, out)
         # col2im1d (b, l_in, c_out, k) -> (b, c_out, l_out): a sum in T over l_in
         col = dev.to_device(_conv_values(dtype, (2, 5, 3, 3), gen))
         l_out = (5 - 1) * 2 + 3

@@ -735,16 +735,16 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
     ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*``,
-    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` and ``im2col_3x3_*`` / ``im2col1d_k3_*`` (each with its
-    candle kernel's signature)."""
+    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` and ``im2col_3x3_*`` / ``im2col1d_k3[_narrow]_*`` (each
+    with its candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
     own += [(f"{op}_rows", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_IM2COL_DTYPES]
     own += [("col2im1d_rows", "col2im1d", t) for t in conv.ROWS_COL2IM_DTYPES]
     own += [(f"{op}_rows_pairs", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_PAIRS_DTYPES]
-    own += [(name, op, t) for name, op in (("im2col_3x3", "im2col"), ("im2col1d_k3", "im2col1d"))
-            for t in conv.VEC_DTYPES]
+    own += [(name, op, t) for name, op in (("im2col_3x3", "im2col"), ("im2col1d_k3", "im2col1d"),
+                                           ("im2col1d_k3_narrow", "im2col1d")) for t in conv.VEC_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
@@ -787,8 +787,12 @@ def test_wrapper_convolutions(wave_device, dtype):
 
 def check_wrappers_take(dev, dtype, ok, case2, case1, label):
     """conv2d on ``case2`` and conv1d on ``case1`` ((x shape, weight shape, stride, padding), contiguous
-    inputs) where ``ok`` (the wrappers' test for the kernel under test) holds, against the reference."""
-    for (xs, ws, stride, pad), conv_fn in ((case2, cl.conv2d), (case1, cl.conv1d)):
+    inputs; None: none) where ``ok`` (the wrappers' test for the kernel under test) holds, against the
+    reference."""
+    for case, conv_fn in ((case2, cl.conv2d), (case1, cl.conv1d)):
+        if case is None:
+            continue
+        xs, ws, stride, pad = case
         x, w = values(dtype, xs), values(dtype, ws)
         xd = dev.to_device(x)
         geo = [out_size(xs[-1], ws[-1], stride, pad, 1), ws[-1], stride, pad, 1]
@@ -814,9 +818,12 @@ def test_wrapper_pair_fill(wave_device, dtype):
 @pytest.mark.parametrize("dtype", conv.VEC_DTYPES, ids=VEC_IDS)
 def test_wrapper_vec(wave_device, dtype):
     """conv2d 3x3 / conv1d k3 on contiguous 16-bit inputs with channels in 8s and rows in 4s: the
-    wrappers take ``im2col_3x3_*`` / ``im2col1d_k3_*`` (stride 2 and padding 1: an odd alignment shift)."""
+    wrappers take ``im2col_3x3_*`` / ``im2col1d_k3_narrow_*`` (stride 2 and padding 1: an odd alignment
+    shift), and ``im2col1d_k3_*`` past 64 channels."""
     check_wrappers_take(wave_device, dtype, conv.im2col_vec_ok, ((2, 16, 6, 12), (4, 16, 3, 3), 2, 1),
                         ((2, 8, 24), (3, 8, 3), 1, 1), "channels-last")
+    check_wrappers_take(wave_device, dtype, conv.im2col_vec_ok, None, ((1, 72, 16), (2, 72, 3), 1, 1),
+                        "channels-last, 72 channels")
 
 
 def test_wrapper_unbatched_and_gemm_paths(device):
@@ -937,10 +944,11 @@ def test_wide_index_path(dtype):
 
 @pytest.mark.parametrize("dtype", conv.VEC_DTYPES, ids=VEC_IDS)
 def test_im2col_vec(wave_device, dtype):
-    """The wrappers' ``im2col_3x3_*`` / ``im2col1d_k3_*`` (the source staged channels-last) where
+    """The wrappers' ``im2col_3x3_*`` / ``im2col1d_k3_*`` / ``im2col1d_k3_narrow_*`` (the source staged
+    channels-last; each 3-tap kernel on every input, the wrappers' choice under their grid) where
     ``im2col_vec_ok`` holds, and nothing written where it does not (permuted and offset sources, a width
     not a multiple of 4, channels not a multiple of 8): several channel groups (a partial last one; 3 taps:
-    groups of 256 channels),
+    groups of 128 channels past 64, else of 64),
     several items a row, stride, dilation, padding of the window's size and more, odd ``sh`` (the fill's
     alignment shift), batch 2; under the wrappers' grid, fewer blocks than items (a block loops), blocks
     of one wave and of 128 threads; blocks that are not whole waves write nothing."""
@@ -951,7 +959,8 @@ def test_im2col_vec(wave_device, dtype):
              ((1, 12, 4, 8), 1, 1, 1, "contiguous"),
              ((2, 16, 36), 1, 1, 1, "contiguous"), ((1, 24, 52), 2, 2, 1, "contiguous"),
              ((1, 72, 400), 1, 1, 2, "contiguous"), ((2, 8, 8), 1, 4, 1, "contiguous"), ((1, 16, 40), 3, 2, 1, "offset"),
-             ((1, 8, 38), 1, 1, 1, "contiguous"), ((1, 264, 20), 1, 1, 1, "contiguous")]
+             ((1, 8, 38), 1, 1, 1, "contiguous"), ((1, 264, 20), 1, 1, 1, "contiguous"),
+             ((1, 136, 12), 1, 1, 1, "contiguous")]
     taken = 0
     for shape, stride, pad, dil, lay in cases:
         one_d = len(shape) == 3
@@ -961,16 +970,18 @@ def test_im2col_vec(wave_device, dtype):
         geo = (1, want.shape[1], 1, 3) if one_d else (*want.shape[1:3], 3, 3)
         n = shape[0] * want.shape[1] * shape[1] if one_d else want.size
         scalars = (want.shape[1], 3, stride, pad, dil) if one_d else (*geo, stride, pad, dil)
-        name = f"{'im2col1d_k3' if one_d else 'im2col_3x3'}_{dtype.tag}"
+        pick = conv.vec_kernel(3 if one_d else 9, shape[1])[0]
         ok = conv.im2col_vec_ok(xd, *geo, stride, pad, dil)
         taken += ok
         own = conv.im2col_vec_launch(shape[0], shape[1], *geo, stride, dil)
-        for launch_shape in (own, (1, 64), (3, 128)):
-            out = dev.to_device(np.full(want.shape, 7, dtype.np))
-            launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape)
-            assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
-                        f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
-    assert taken == 9  # the contiguous cases with whole chunks and channel vectors
+        for base in ("im2col1d_k3", "im2col1d_k3_narrow") if one_d else ("im2col_3x3",):
+            name = f"{base}_{dtype.tag}"
+            for launch_shape in ((own, (1, 64), (3, 128)) if base == pick else ((2, 64),)):
+                out = dev.to_device(np.full(want.shape, 7, dtype.np))
+                launch(dev, name, n, n, *scalars, info_of(dev, xd), xd, out, shape=launch_shape)
+                assert_bits(out.to_host(), want if ok else np.full(want.shape, 7, dtype.np),
+                            f"{name} {shape} s{stride} p{pad} d{dil} {lay} {launch_shape}")
+    assert taken == 10  # the contiguous cases with whole chunks and channel vectors
     if dev.target.name == "cpu" and dev.target.wave_size == 64:  # a block of 96: not whole waves
         x = dev.to_device(values(dtype, (1, 8, 4, 4)))
         out = dev.to_device(np.full((1, 4, 4, 8, 3, 3), 7, dtype.np))
