@@ -1,13 +1,14 @@
-"""upsample_bilinear2d's row kernel with each way of taking a row's outputs (``conv.BILINEAR_TILES``).
+"""upsample_bilinear2d's strips (``conv.bilinear_strips``) against its rows kernel (``conv.bilinear_rows``).
 
 Run on the GPU machine:  python benchmarks/bilinear_probe.py [--quick]
 
 On benchmarks/conv.py's buffers ([32,256,56,56] -> 112x112, align_corners off; and 56x56 -> 84x84, a
 scale of 1.5), f32 and bf16, each % of the copy bandwidth measured in the same run and x
-``F.interpolate``, outputs compared with torch's: ``TILES`` 0 (one ``pk.parallel_range`` element at a time:
-four f32 -> f64 conversions an output), 1 (``conv.bilinear_tiles``: a thread's 16-byte tile of outputs in
-order, each source column converted once for the tile; element stores) and 2 (the same, 8-byte stores
-where the row is 16-byte aligned), all under the wrappers' launch (``conv.rows_launch``).
+``F.interpolate``, outputs compared with torch's: ``STRIPS`` 0 (``bilinear_rows``: each output's four
+source values gathered and converted to f64) and 1 (the wrappers' ``bilinear_strips``: a strip's source
+rows interpolated along w once, each output from two of them), under the wrappers' launch
+(``conv.rows_launch``). An earlier probe (commit c0b9e16: tiles of outputs in order, each column converted
+once a tile; and the arithmetic in f32) is in docs/targets/cuda.md.
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stdlib_kernels import conv, kernel_name  # noqa: E402
 
 PROBE = pk.Module("bilinear_probe")
-for _tiles in (0, 1, 2):
+for _strips in (0, 1):
     for _t in (f32, bf16):
-        PROBE.add(conv.upsample_bilinear2d_op.instance(f"{kernel_name('upsample_bilinear2d', _t)}_tiles{_tiles}", T=_t,
-                                                       NARROW=conv.NARROW, TILES=_tiles))
+        PROBE.add(conv.upsample_bilinear2d_op.instance(f"{kernel_name('upsample_bilinear2d', _t)}_strips{_strips}",
+                                                       T=_t, NARROW=conv.NARROW, PER=0,
+                                                       STRIPS=_strips * conv.BILINEAR_STRIP_ENTRIES))
 
 
 def run(b, quick: bool) -> None:
@@ -41,10 +43,10 @@ def run(b, quick: bool) -> None:
             infu = info(torch, xu)
             grid = conv.rows_launch(batch * 256 * size, size, as_array(dev, ou).dtype, dev)
             ref = lambda s=size: F.interpolate(xu, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
-            for tiles in (0, 1, 2):
-                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_tiles{tiles}", PROBE)
+            for strips in (0, 1):
+                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_strips{strips}", PROBE)
                 ou.fill_(float("nan"))
-                b.case(f"upsample_bilinear2d 56->{size} [{batch},256] {tag} [tiles {tiles}]", xu.nbytes + ou.nbytes,
+                b.case(f"upsample_bilinear2d 56->{size} [{batch},256] {tag} [strips {strips}]", xu.nbytes + ou.nbytes,
                        lambda fn=fn, s=size: fn[grid](s, s, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
                                                       ou.data_ptr()), ref, lambda r=ref: (ou, r()))
 
