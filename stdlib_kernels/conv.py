@@ -1710,10 +1710,6 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
-#: ``bilinear_strips``: f64 entries of a strip's interpolated source rows (16 KiB; the kernels' ``STRIPS``,
-#: 0: ``bilinear_rows``' per-output interpolation), and the most output rows a strip takes
-BILINEAR_STRIP_ENTRIES = 2048
-BILINEAR_STRIP_ROWS = 64
 
 
 @pk.func
@@ -1991,7 +1987,13 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
         return
     t = usize(pk.thread_idx.x)
     h_in = u32(info[2])
-    bilinear_columns(w_out, scale_w, align_corners, info, t0, t1, tl)
+    w_in = u32(info[3])
+    for j in range(t, w_out, nt):
+        wr = bilinear_source(u32(j), scale_w, align_corners)
+        w0 = min(u32(wr), w_in - 1)
+        t0[j] = w0 * u32(info[7])
+        t1[j] = min(w0 + 1, w_in - 1) * u32(info[7])
+        tl[j] = min(max(wr - f64(w0), 0.0), 1.0)
     pk.syncthreads()
     grp = t // g
     if grp >= groups:
@@ -2014,82 +2016,6 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
         out = dst + row * w_out
         for e in pk.parallel_range(usize(0), w_out, lane, g):
             out[e] = bilinear_point(src, r0, r1, usize(t0[e]), usize(t1[e]), tl[e], lh)
-
-
-@pk.func
-def bilinear_columns(w_out: usize, scale_w: f64, align_corners: bool, info: ConstPtr[usize], t0: Ptr[u32],
-                     t1: Ptr[u32], tl: Ptr[f64]):
-    """Each output column's two source offsets along w and its weight, into the block's tables."""
-    w_in = u32(info[3])
-    for j in range(usize(pk.thread_idx.x), w_out, usize(pk.block_dim.x)):
-        wr = bilinear_source(u32(j), scale_w, align_corners)
-        w0 = min(u32(wr), w_in - 1)
-        t0[j] = w0 * u32(info[7])
-        t1[j] = min(w0 + 1, w_in - 1) * u32(info[7])
-        tl[j] = min(max(wr - f64(w0), 0.0), 1.0)
-
-
-@pk.func
-def bilinear_strips(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
-                    info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64],
-                    hs: Ptr[f64], r0s: Ptr[u32], r1s: Ptr[u32], rl: Ptr[f64], *, E, PER):
-    """bilinear_rows by strips: a block takes a strip of a plane's output rows (units ``block_idx.x, +
-    grid_dim.x, ...``), interpolates each source row the strip reads along w once (``hs``: the
-    ``top`` / ``bottom`` of bilinear_point, the same f64 operations) and then each output between
-    its two rows' entries. A source value is read and converted once a strip, not at each of the (for
-    an upscale by 2) four outputs it feeds. A strip's rows are as many as keep its source rows within
-    ``E`` entries (at most BILINEAR_STRIP_ROWS); a strip whose rows still do not fit (the f64 rounding of
-    the scale; in the tests, ``PER`` rows a strip forced) takes bilinear_point's per-output way."""
-    t = usize(pk.thread_idx.x)
-    nt = usize(pk.block_dim.x)
-    h_in = u32(info[2])
-    fit = usize(E) // w_out  # source rows a strip may hold (the caller: >= 2)
-    # output rows a strip: their sources within fit at this scale (0 at align_corners' one row)
-    per = min(min(usize(min(f64(fit - 2) / max(scale_h, 1e-9), f64(BILINEAR_STRIP_ROWS))) + 1,
-                  usize(BILINEAR_STRIP_ROWS)), h_out)
-    if PER:
-        per = min(usize(PER), h_out)
-    strips = (h_out + per - 1) // per
-    units = info[0] * info[1] * strips
-    wo = u32(w_out)
-    m_w = divisor_magic(w_out)
-    bilinear_columns(w_out, scale_w, align_corners, info, t0, t1, tl)
-    unit = usize(pk.block_idx.x)
-    while unit < units:
-        plane = unit // strips
-        o0 = (unit - plane * strips) * per
-        rows = min(per, h_out - o0)
-        base = plane // info[1] * info[4] + plane % info[1] * info[5]
-        hb = min(u32(bilinear_source(u32(o0), scale_h, align_corners)), h_in - 1)
-        he = min(min(u32(bilinear_source(u32(o0 + rows - 1), scale_h, align_corners)), h_in - 1) + 1, h_in - 1)
-        span = usize(he - hb + 1)
-        for j in range(t, rows, nt):
-            hr = bilinear_source(u32(o0 + j), scale_h, align_corners)
-            h0 = min(u32(hr), h_in - 1)
-            r0s[j] = h0 - hb
-            r1s[j] = min(h0 + 1, h_in - 1) - hb
-            rl[j] = min(max(hr - f64(h0), 0.0), 1.0)
-        pk.syncthreads()  # the column tables (first unit) and the row tables
-        out = dst + (plane * h_out + o0) * w_out
-        if span <= fit:
-            for k in range(u32(t), u32(span * w_out), u32(nt)):
-                hh, ow = div_mod(k, wo, m_w)
-                row = src + base + usize(hb + hh) * info[6]
-                lw = tl[ow]
-                hs[k] = (1.0 - lw) * f64(row[usize(t0[ow])]) + lw * f64(row[usize(t1[ow])])
-            pk.syncthreads()
-            for k in range(u32(t), u32(rows * w_out), u32(nt)):
-                r, ow = div_mod(k, wo, m_w)
-                lh = rl[r]
-                out[k] = T((1.0 - lh) * hs[r0s[r] * wo + ow] + lh * hs[r1s[r] * wo + ow])
-        else:
-            for k in range(u32(t), u32(rows * w_out), u32(nt)):
-                r, ow = div_mod(k, wo, m_w)
-                a = src + base + usize(hb) * info[6]
-                out[k] = bilinear_point(a, usize(r0s[r]) * info[6], usize(r1s[r]) * info[6], usize(t0[ow]),
-                                        usize(t1[ow]), tl[ow], rl[r])
-        pk.syncthreads()  # the strip's tables read before the next unit's writes
-        unit += usize(pk.grid_dim.x)
 
 
 @pk.func
@@ -2254,7 +2180,7 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
-                           dst: Ptr[T], *, T, NARROW, STRIPS, PER):
+                           dst: Ptr[T], *, T, NARROW):
     """Genuine NCHW naming here: h is dim 2, w dim 3."""
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
         return
@@ -2264,15 +2190,6 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     t0 = pk.shared.array(BILINEAR_TABLE, u32)
     t1 = pk.shared.array(BILINEAR_TABLE, u32)
     tl = pk.shared.array(BILINEAR_TABLE, f64)
-    if (STRIPS and numel <= NARROW and small_layout(info, usize(8)) and w_out * 2 <= STRIPS
-            and w_out <= BILINEAR_TABLE and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
-        hs = pk.shared.array(max(STRIPS, 1), f64)
-        r0s = pk.shared.array(BILINEAR_STRIP_ROWS, u32)
-        r1s = pk.shared.array(BILINEAR_STRIP_ROWS, u32)
-        rl = pk.shared.array(BILINEAR_STRIP_ROWS, f64)
-        bilinear_strips(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl, hs, r0s, r1s, rl,
-                        E=STRIPS, PER=PER)
-        return
     if (numel <= NARROW and small_layout(info, usize(8)) and w_out <= BILINEAR_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
         bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl)
@@ -2300,8 +2217,7 @@ OPS = {
     "avg_pool2d": (pool2d_op, dict(accumulate=True, MAX=False, NARROW=NARROW)),
     "max_pool2d": (pool2d_op, dict(accumulate=True, MAX=True, NARROW=NARROW)),
     "upsample_nearest2d": (upsample_nearest2d_op, dict(NARROW=NARROW)),
-    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW, STRIPS=BILINEAR_STRIP_ENTRIES,
-                                                                  PER=0)),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW)),
 }
 
 
