@@ -1710,9 +1710,6 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
-#: ``bilinear_walk``: output rows a thread walks down a column a unit (the kernels' ``WALK``; 0: the rows
-#: kernel, ``bilinear_rows``, wherever it applies)
-BILINEAR_WALK_ROWS = 32
 
 
 @pk.func
@@ -2022,73 +2019,6 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
 
 
 @pk.func
-def bilinear_walk(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], rh: Ptr[u32], rw: Ptr[f64], *, R):
-    """bilinear_loop down columns: a unit is (plane, R output rows, a group of adjacent columns), a
-    thread one column of it (its source columns and weight in registers, each output row's source
-    row and weight from a table filled once a block). Walking down, the thread keeps its last two
-    source rows interpolated along w (``top`` / ``bottom`` of bilinear_point, the same f64 operations
-    in the same order), so an output row reads and converts only the source row it has not seen: for
-    an upscale by 2, two values an output, not four, with adjacent lanes reading adjacent values and
-    storing adjacent outputs."""
-    nt = usize(pk.block_dim.x)
-    t = usize(pk.thread_idx.x)
-    h_in = u32(info[2])
-    w_in = u32(info[3])
-    for j in range(t, h_out, nt):
-        hr = bilinear_source(u32(j), scale_h, align_corners)
-        h0 = min(u32(hr), h_in - 1)
-        rh[j] = h0
-        rw[j] = min(max(hr - f64(h0), 0.0), 1.0)
-    pk.syncthreads()
-    g = min((w_out + 31) // 32 * 32, nt)  # threads a column group
-    groups = nt // g
-    grp = t // g
-    if grp >= groups:
-        return
-    lane = t % g
-    col_groups = (w_out + g - 1) // g
-    strips = (h_out + usize(R) - 1) // usize(R)
-    units = info[0] * info[1] * strips * col_groups
-    for unit in range(usize(pk.block_idx.x) * groups + grp, units, usize(pk.grid_dim.x) * groups):
-        q = unit // col_groups
-        ow = (unit - q * col_groups) * g + lane
-        plane = q // strips
-        o0 = (q - plane * strips) * usize(R)
-        if ow < w_out:
-            wr = bilinear_source(u32(ow), scale_w, align_corners)
-            w0 = min(u32(wr), w_in - 1)
-            a0 = usize(w0) * info[7]
-            a1 = usize(min(w0 + 1, w_in - 1)) * info[7]
-            lw = min(max(wr - f64(w0), 0.0), 1.0)
-            base = src + plane // info[1] * info[4] + plane % info[1] * info[5]
-            out = dst + plane * h_out * w_out + ow
-            ka = u32(0xFFFFFFFF)
-            kb = u32(0xFFFFFFFF)
-            xa = f64(0.0)
-            xb = f64(0.0)
-            for oh in range(o0, min(o0 + usize(R), h_out)):
-                h0 = rh[oh]
-                h1 = min(h0 + 1, h_in - 1)
-                lh = rw[oh]
-                x0 = xb
-                if h0 == ka:
-                    x0 = xa
-                elif h0 != kb:
-                    r0 = base + usize(h0) * info[6]
-                    x0 = (1.0 - lw) * f64(r0[a0]) + lw * f64(r0[a1])
-                x1 = xb
-                if h1 != kb:
-                    r1 = base + usize(h1) * info[6]
-                    x1 = (1.0 - lw) * f64(r1[a0]) + lw * f64(r1[a1])
-                ka = h0
-                xa = x0
-                kb = h1
-                xb = x1
-                out[oh * w_out] = T((1.0 - lh) * x0 + lh * x1)
-
-
-@pk.func
 def bilinear_point(src: ConstPtr[T], r0: usize, r1: usize, a0: usize, a1: usize, lw: f64, lh: f64) -> T:
     """bilinear_loop's interpolation of one output (rows r0, r1; columns a0, a1), in f64."""
     v00 = f64(src[r0 + a0])
@@ -2250,7 +2180,7 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
-                           dst: Ptr[T], *, T, NARROW, WALK):
+                           dst: Ptr[T], *, T, NARROW):
     """Genuine NCHW naming here: h is dim 2, w dim 3."""
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
         return
@@ -2260,9 +2190,6 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     t0 = pk.shared.array(BILINEAR_TABLE, u32)
     t1 = pk.shared.array(BILINEAR_TABLE, u32)
     tl = pk.shared.array(BILINEAR_TABLE, f64)
-    if WALK and h_out <= BILINEAR_TABLE:
-        bilinear_walk(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, tl, R=WALK)
-        return
     if (numel <= NARROW and small_layout(info, usize(8)) and w_out <= BILINEAR_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
         bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl)
@@ -2290,7 +2217,7 @@ OPS = {
     "avg_pool2d": (pool2d_op, dict(accumulate=True, MAX=False, NARROW=NARROW)),
     "max_pool2d": (pool2d_op, dict(accumulate=True, MAX=True, NARROW=NARROW)),
     "upsample_nearest2d": (upsample_nearest2d_op, dict(NARROW=NARROW)),
-    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW, WALK=BILINEAR_WALK_ROWS)),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW)),
 }
 
 
