@@ -1710,6 +1710,9 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
+#: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for (the kernels' ``RT``; 1 to 32 in
+#: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
+BILINEAR_ROW_TILES = 8
 
 
 @pk.func
@@ -1975,10 +1978,12 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
 
 @pk.func
 def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64]):
+                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64], *,
+                  RT):
     """bilinear_loop by rows (u32 indices): each column's two source offsets and weight from tables,
-    each row's once a row; the same f64 arithmetic in the same order."""
-    g = row_group(w_out, usize(16 // T.nbytes))
+    each row's once a row; the same f64 arithmetic in the same order. A row's group of threads is
+    sized for RT 16-byte tiles a thread, over which a thread's share of the row setup spreads."""
+    g = row_group(w_out, usize(RT * (16 // T.nbytes)))
     nt = usize(pk.block_dim.x)
     groups = nt // g
     rows = info[0] * info[1] * h_out
@@ -2180,7 +2185,7 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
-                           dst: Ptr[T], *, T, NARROW):
+                           dst: Ptr[T], *, T, NARROW, RT):
     """Genuine NCHW naming here: h is dim 2, w dim 3."""
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
         return
@@ -2192,7 +2197,7 @@ def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_
     tl = pk.shared.array(BILINEAR_TABLE, f64)
     if (numel <= NARROW and small_layout(info, usize(8)) and w_out <= BILINEAR_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
-        bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl)
+        bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl, RT=RT)
         return
     if numel <= NARROW and small_layout(info, usize(8)):
         bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, divisor_magic(w_out),
@@ -2217,7 +2222,7 @@ OPS = {
     "avg_pool2d": (pool2d_op, dict(accumulate=True, MAX=False, NARROW=NARROW)),
     "max_pool2d": (pool2d_op, dict(accumulate=True, MAX=True, NARROW=NARROW)),
     "upsample_nearest2d": (upsample_nearest2d_op, dict(NARROW=NARROW)),
-    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW)),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW, RT=BILINEAR_ROW_TILES)),
 }
 
 
