@@ -1023,7 +1023,7 @@ def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, 
 VEC_BLOCK = 128
 VEC_NV = 8
 #: ... and for 3-tap windows over more than VEC_NARROW channels (``im2col1d_k3_*``); the wrappers take
-#: ``im2col1d_k3_narrow_*`` (8 vectors, VEC_TASKS_NARROW tasks a batch) for at most VEC_NARROW, whose
+#: ``im2col1d_k3_narrow_*`` (VEC_NV_NARROW vectors, VEC_TASKS_NARROW tasks a batch) for at most VEC_NARROW, whose
 #: stage would be mostly empty with 16 (both correct for any channels: ``vec_kernel``)
 VEC_NV_1D = 16
 VEC_NARROW = 64
@@ -1032,6 +1032,7 @@ VEC_BLOCKS_PER_SM = 5
 VEC_TASKS_2D = 6
 VEC_TASKS_1D = 4
 VEC_TASKS_NARROW = 3
+VEC_NV_NARROW = 8
 VEC_DTYPES = (f16, bf16)
 
 
@@ -2277,7 +2278,8 @@ for _t in ROWS_PAIRS_DTYPES:
 for _t in VEC_DTYPES:
     CONV.add(im2col_3x3_op.instance(kernel_name("im2col_3x3", _t), T=_t, L=VEC_TASKS_2D, NV=VEC_NV))
     CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3", _t), T=_t, L=VEC_TASKS_1D, NV=VEC_NV_1D))
-    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3_narrow", _t), T=_t, L=VEC_TASKS_NARROW, NV=8))
+    CONV.add(im2col1d_k3_op.instance(kernel_name("im2col1d_k3_narrow", _t), T=_t, L=VEC_TASKS_NARROW,
+                                     NV=VEC_NV_NARROW))
 #: and col2im1d's rows path (``col2im1d_rows``), for the dtypes conv_transpose1d takes through the GEMM
 ROWS_COL2IM_DTYPES = (f32, f16, bf16)
 for _t in ROWS_COL2IM_DTYPES:
@@ -2424,7 +2426,7 @@ def vec_kernel(kk: int, c_in: int) -> tuple[str, int]:
     ``c_in`` channels, and the 16-byte vectors of channels its items stage."""
     if kk == 9:
         return "im2col_3x3", VEC_NV
-    return ("im2col1d_k3", VEC_NV_1D) if c_in > VEC_NARROW else ("im2col1d_k3_narrow", 8)
+    return ("im2col1d_k3", VEC_NV_1D) if c_in > VEC_NARROW else ("im2col1d_k3_narrow", VEC_NV_NARROW)
 
 
 def vec_vectors(kk: int, c_in: int) -> int:

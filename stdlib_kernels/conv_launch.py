@@ -159,7 +159,7 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1):
     if dt in GEMM_DTYPES:
         cols = dev.empty((b * h_out * w_out, c_in * kh * kw), dt)  # (b, h_out, w_out, c_in, kh, kw)
         if im2col_vec_ok(x, h_out, w_out, kh, kw, stride, padding, dilation):  # 16-bit 3x3, channels-last (conv.py)
-            fn = dev.get_or_load_func(kernel_name("im2col_3x3", dt), CONV)
+            fn = dev.get_or_load_func(kernel_name(vec_kernel(9, c_in)[0], dt), CONV)
             grid = im2col_vec_launch(b, c_in, h_out, w_out, kh, kw, stride, dilation)
         elif im2col_rows_pairs_ok(x, h_out, w_out, kh, kw, stride, padding, dilation):  # 16-bit, pairs (conv.py)
             fn = dev.get_or_load_func(kernel_name("im2col_rows_pairs", dt), CONV)
