@@ -1,15 +1,15 @@
-"""upsample_bilinear2d's rows kernel (``conv.bilinear_rows``) with row groups sized for 1 to 16 tiles a thread.
+"""upsample_bilinear2d's rows kernels: ``conv.bilinear_rows`` (a unit a row) against ``conv.bilinear_runs``
+(a unit the output rows of one source row, GR of them at a time), with row groups sized for RT tiles a thread.
 
-Run on the GPU machine:  python benchmarks/bilinear_probe.py [--quick]
+Run on the GPU machine:  python benchmarks/bilinear_probe.py [--quick] [--match REGEX]
 
-On benchmarks/conv.py's buffers ([32,256,56,56] -> 112x112, align_corners off; and 56x56 -> 84x84, a scale of
-1.5), f32 and bf16, each % of the copy bandwidth measured in the same run and x ``F.interpolate``, outputs
-compared with torch's: ``RT`` (``conv.BILINEAR_ROW_TILES``, the wrappers' 8) 1 to 16 16-byte tiles of a row a
-thread, so that a thread's share of a row's setup (its source rows, weight, offsets) spreads over more
-outputs, and registers capped for 6 blocks of 256 an SM (the kernel: 64 registers, 4 blocks), under the
-wrappers' launch (``conv.rows_launch``). Earlier probes (commits c0b9e16, 7bc85de and 05ce912: tiles of
-outputs in order, strips in shared memory, walks down columns, the arithmetic in f32) are in
-docs/targets/cuda.md.
+On benchmarks/conv.py's buffers ([32,256,56,56] -> 112x112, align_corners off; 56x56 -> 84x84, a scale of 1.5;
+[8,256,56,56] -> 224x224, 4x; [32,256,112,112] -> 56x56, a downscale), f32 and bf16, each % of the copy
+bandwidth measured in the same run and x ``F.interpolate``, outputs compared with torch's, under the
+wrappers' launch (``conv.rows_launch``): GR 1 (``bilinear_rows``, the kernel before the runs) and 2 to 4
+(``conv.BILINEAR_ROW_RUN``, the wrappers' 2), RT (``conv.BILINEAR_ROW_TILES``, the wrappers' 8) 4 and 8.
+Earlier probes (commits c0b9e16, 7bc85de, 05ce912 and f7dc886: tiles of outputs in order, strips in shared
+memory, walks down columns, the arithmetic in f32, RT 1 to 16 and register caps) are in docs/targets/cuda.md.
 """
 from __future__ import annotations
 
@@ -24,14 +24,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stdlib_kernels import conv, kernel_name  # noqa: E402
 
 PROBE = pk.Module("bilinear_probe")
-#: (the kernels' RT: 16-byte tiles of a row a thread is sized for, blocks of 256 an SM its registers are
-#: capped for on CUDA; 0: the 64 of blocks up to 1024)
-RTS = ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 6), (4, 6))
-for _rt, _mb in RTS:
-    _opts = {"max_block_size": conv.ROW_BLOCK, "min_blocks_per_sm": {"cuda": _mb}} if _mb else {}
+#: (the kernels' RT: 16-byte tiles of a row a thread is sized for; GR: output rows a unit interpolates at once,
+#: 1 for bilinear_rows; the largest block it is compiled for: 1024 (candle's blocks) caps a thread at 64
+#: registers, 256 (the wrappers' blocks) leaves it up to 255)
+VARIANTS = ((8, 1, 1024), (8, 2, 1024), (8, 3, 1024), (8, 4, 1024), (4, 2, 1024), (8, 1, 256), (8, 2, 256),
+            (8, 4, 256), (4, 2, 256))
+for _rt, _gr, _mb in VARIANTS:
     for _t in (f32, bf16):
-        PROBE.add(pk.kernel(**_opts)(conv.upsample_bilinear2d_op.__wrapped__).instance(
-            f"{kernel_name('upsample_bilinear2d', _t)}_rt{_rt}_{_mb}", T=_t, NARROW=conv.NARROW, RT=_rt))
+        PROBE.add(pk.kernel(max_block_size=_mb)(conv.upsample_bilinear2d_op.__wrapped__).instance(
+            f"{kernel_name('upsample_bilinear2d', _t)}_rt{_rt}_gr{_gr}_{_mb}", T=_t, NARROW=conv.NARROW, RT=_rt, GR=_gr))
 
 
 def run(b, quick: bool) -> None:
@@ -40,19 +41,21 @@ def run(b, quick: bool) -> None:
     from conv import Lazy, as_array, info  # benchmarks/conv.py
     torch, dev = b.torch, b.dev
     batch = 8 if quick else 32
+    cases = ((batch, 56, 112), (batch, 56, 84), (batch // 4, 56, 224), (batch, 112, 56))
     for tag, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
-        for size in (112, 84):
-            xu = torch.randn(batch, 256, 56, 56, device="cuda").to(dt)
-            ou = torch.empty(batch, 256, size, size, device="cuda", dtype=dt)
+        for n, h, size in cases:
+            xu = torch.randn(n, 256, h, h, device="cuda").to(dt)
+            ou = torch.empty(n, 256, size, size, device="cuda", dtype=dt)
             infu = info(torch, xu)
-            grid = conv.rows_launch(batch * 256 * size, size, as_array(dev, ou).dtype, dev)
-            ref = lambda s=size: F.interpolate(xu, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
-            for rt, mb in RTS:
-                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_rt{rt}_{mb}", PROBE)
+            grid = conv.rows_launch(n * 256 * size, size, as_array(dev, ou).dtype, dev)
+            ref = lambda x=xu, s=size: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
+            for rt, gr, mb in VARIANTS:
+                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_rt{rt}_gr{gr}_{mb}", PROBE)
                 ou.fill_(float("nan"))
-                b.case(f"upsample_bilinear2d 56->{size} [{batch},256] {tag} [row tiles {rt}, blocks/SM {mb}]", xu.nbytes + ou.nbytes,
-                       lambda fn=fn, s=size: fn[grid](s, s, False, False, 0.0, False, 0.0, infu, xu.data_ptr(),
-                                                      ou.data_ptr()), ref, lambda r=ref: (ou, r()))
+                b.case(f"bilinear {h}->{size} [{n},256] {tag} [RT {rt}, GR {gr}, block <= {mb}]", xu.nbytes + ou.nbytes,
+                       lambda fn=fn, s=size, x=xu, o=ou, i=infu: fn[grid](s, s, False, False, 0.0, False, 0.0, i,
+                                                                          x.data_ptr(), o.data_ptr()),
+                       ref, lambda r=ref, o=ou: (o, r()))
 
 
 def main() -> None:
@@ -62,8 +65,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--match", default="", help="only the cases whose label matches this regex")
     args = ap.parse_args()
-    run(Bench(torch, pk.device("cuda"), args.reps), args.quick)
+    b = Bench(torch, pk.device("cuda"), args.reps)
+    b.match = args.match
+    run(b, args.quick)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@ early|rows_sweep|q6k|dequant_q3|ncu|...] [--iters 50]
   group (``mul_mat_vec_warps``) and the planar-activation kernel at one column; outputs compared.
 * read_sizes: torch.mv f16, torch.sum and a copy of as many bytes as each format's 14336 x 4096
   weights (what reading that many bytes reaches at all).
+* floor: the simplest kernel of the batch-1 MMVQ's shape (``read_floor``: its grid and block, the
+  weight bytes and nothing else) alone and after ``quantize_q8_1``, plain and programmatic, beside the
+  wrappers' pair: what the pair's launch shape allows at all.
 * blocks: the wrappers' batch-1 MMVQ under (32, 2), (32, 4), (32, 8) at 4096 x 14336 and 14336 x 4096.
 * probes: the q4_K / q6_K pair with an empty kernel in the quantize's place (what a second kernel
   costs by itself), the device's dp4a rate (the arithmetic bound of a dp4a MMQ), and the wrappers'
@@ -1199,6 +1202,74 @@ def pdl(b: Bench) -> None:
             del ws
 
 
+@pk.kernel
+def read_floor(w: pk.ConstPtr[pk.u32], flag: pk.Ptr[pk.u32], words: pk.usize, per_block: pk.usize, *, WAIT):
+    """The simplest kernel of the batch-1 MMVQ's shape: block b reads its rows' ``per_block`` words
+    (the weight rows are adjacent) in 16-byte tiles spread over the block's threads and folds them
+    into nothing (``flag`` is written only if a thread's fold hits a constant): no activations, no
+    products, no reduction. ``WAIT``: it waits for the kernel before as the wrappers' MMVQ does."""
+    if WAIT:
+        pk.grid_dependency_wait()
+    nt = pk.usize(pk.block_dim.x * pk.block_dim.y)
+    t = pk.usize(pk.thread_idx.y * pk.block_dim.x + pk.thread_idx.x)
+    lo = pk.usize(pk.block_idx.x) * per_block
+    mine = w + lo
+    acc = pk.u32(0)
+    for i in pk.parallel_range(pk.usize(0), min(per_block, words - lo), t, nt):
+        acc ^= mine[i]
+    if acc == pk.u32(0x9E3779B9):
+        flag[0] = acc
+
+
+FLOOR_PROBES = pk.Module("quantized_floor").add(read_floor.instance("read_floor", WAIT=False),
+                                                read_floor.instance("read_floor_wait", WAIT=True))
+
+
+def floor(b: Bench) -> None:
+    """What the batch-1 pair's shape allows at all: ``read_floor`` (the wrappers' MMVQ grid and block,
+    reading the same weight bytes and nothing else) alone and after ``quantize_q8_1`` (plain, and
+    programmatic with the wait, as the wrappers launch the pair), beside the wrappers' pair itself
+    (programmatic): % of copy counting the weight bytes, as the issue's target does."""
+    torch, rng = b.torch, np.random.default_rng(6)
+    quant = b.fn("quantize_q8_1")
+    probe, probe_wait = (b.dev.get_or_load_func(n, FLOOR_PROBES) for n in ("read_floor", "read_floor_wait"))
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    print("\nthe pair's floor: read_floor (the MMVQ's grid, the weight bytes only) alone and after quantize_q8_1")
+    for nrows, ncols in ((14336, 4096), (4096, 4096)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
+            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
+            wbytes = ws[0].numel()
+            rows, block = Q.MMVQ_WRAPPER_ROWS[qtype], Q.mmvq_wrapper_block(qtype, ncols)
+            grid, words, per_block = -(-nrows // rows), wbytes // 4, rows * (wbytes // 4 // nrows)
+            fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
+
+            def quantize(s):
+                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+
+            def read(i, s, kernel=probe, programmatic=False, ws=ws, grid=grid, block=block, words=words,
+                     per_block=per_block):
+                kernel.launch(grid, block, ws[i % len(ws)].data_ptr(), flag.data_ptr(), words, per_block, stream=s,
+                              programmatic=programmatic)
+
+            def mmvq(i, s, fn=fn, ws=ws, grid=grid, block=block):
+                fn.launch(grid, block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows,
+                          k_padded, nrows, stream=s, programmatic=True)
+
+            cases = (("read_floor alone", read),
+                     ("quantize_q8_1 + read_floor, plain", lambda i, s, read=read: (quantize(s), read(i, s))),
+                     ("quantize_q8_1 + read_floor_wait, programmatic",
+                      lambda i, s, read=read: (quantize(s), read(i, s, probe_wait, True))),
+                     ("quantize_q8_1 + MMVQ (the wrappers' pair)", lambda i, s, mmvq=mmvq: (quantize(s), mmvq(i, s))))
+            for label, f in cases:
+                b.report(f"{qtype} {nrows}x{ncols} {label}", min(b.time(f) for _ in range(2)), wbytes)
+            assert int(flag.item()) == 0
+            del ws
+
+
 # ---- MMQ on pk.mma (issue 26: the tensor cores' i8 products, block-scaled) ---------------------------
 def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int, tile) -> None:
     """``mul_mat_mma_{q}`` under the wrappers' launch (quantized_api.matmul's) for tile ``tile``."""
@@ -1735,7 +1806,7 @@ def main() -> None:
     global MMA_BATCHES, MMA_FORMATS
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
-                                           "tile", "warps", "pdl", "read_sizes",
+                                           "tile", "warps", "pdl", "read_sizes", "floor",
                                            "blocks", "mma", "early", "dequant_q3", "ncu", "rows_sweep", "q6k"])
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--mma-batches", default=",".join(map(str, MMA_BATCHES)), help="--only mma: activation rows")
@@ -1750,7 +1821,7 @@ def main() -> None:
     b = Bench(torch, pk.device("cuda"), args.iters)
     parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
              "planar": planar, "tile": tile, "warps": warps, "pdl": pdl,
-             "read_sizes": read_sizes, "blocks": blocks, "mma": mma, "early": early, "dequant_q3": dequant_q3,
+             "read_sizes": read_sizes, "floor": floor, "blocks": blocks, "mma": mma, "early": early, "dequant_q3": dequant_q3,
              "rows_sweep": rows_sweep, "q6k": q6k, "ncu": ncu_launches}
     for name, part in parts.items():
         if args.only == name or (args.only is None and name != "ncu"):

@@ -138,11 +138,25 @@ def _unconditional_loads(body: list[N.Stmt], var: str, pointers: set[str]) -> li
     return found
 
 
-def _final_store(body: list[N.Stmt], var: str, pointers: set[str]) -> N.Store | None:
-    """The body's last statement when it is ``q[var] = ...`` (of a stageable body, so every copy
-    reaches it): its stores can wait until all copies have computed."""
-    last = body[-1] if body else None
-    return last if isinstance(last, N.Store) and _is_element(last, var, pointers) else None
+def _final_stores(body: list[N.Stmt], var: str, pointers: set[str]) -> list[N.Store]:
+    """The body's trailing ``q[var] = ...`` statements (of a stageable body, so every copy reaches
+    them): their stores can wait until all copies have computed, one statement's at a time. Stores
+    to several rows of one output (``out0[e] = a; out1[e] = b``) are merged into vector stores only
+    so: interleaved, a store to a row that may be the other row stops each row's run of stores."""
+    found: list[N.Store] = []
+    for s in reversed(body):
+        if not (isinstance(s, N.Store) and _is_element(s, var, pointers)):
+            break
+        found.append(s)
+        if _reads(s):  # an earlier store, deferred, would not be there yet for this one to read
+            break
+    return found[::-1]
+
+
+def _reads(s: N.Store) -> bool:
+    """Whether computing ``s``'s index or value may read memory (conservatively: any call)."""
+    return any(isinstance(n, (N.Load, N.Call)) or (isinstance(n, N.Intrinsic) and any(
+        isinstance(a.ty, T.PtrType) for a in n.args)) for n in N.walk([s.value, s.index]))
 
 
 class GridTiles:
@@ -153,7 +167,8 @@ class GridTiles:
     #: id(Load) -> its value in each copy of the current tile (hoisted loads)
     staged_loads: dict[int, list[ir.Value]] = {}
     #: (the final Store, where its copies' (address, value) pairs are collected)
-    deferred_store: tuple[N.Store, list] | None = None
+    #: id(Store) -> the (address, value, elem) of each copy, for the tile's trailing stores
+    deferred_stores: dict[int, list] = {}
     tile_copy: int = 0
     tile_streaming: bool = False
 
@@ -270,8 +285,13 @@ class GridTiles:
         self.b.store(i if self.tile_offset is None else self.b.add(self.tile_offset, i), self.scope[s.var][0])
 
     def grid_copies(self, s: N.ForRange, indices, nxt, done) -> None:
-        """The loop body once per index: ``continue`` goes to the next copy."""
+        """The loop body once per index: ``continue`` goes to the next copy. A streaming tile (no
+        control flow) that ends in stores through two or more pointers stores after its copies, one
+        statement's elements after another (``_final_stores``)."""
         b = self.b
+        finals = _final_stores(s.body, s.var, {name for name, _ in self.tile_pointers(s)}) \
+            if len(indices) > 1 and self.tile_streaming else []
+        self.deferred_stores = {id(st): [] for st in finals} if len(finals) > 1 else {}
         for i in indices:
             after = b.append_basic_block("grid.copy")
             self.set_loop_var(s, i)
@@ -281,6 +301,11 @@ class GridTiles:
             if not b.block.is_terminated:
                 b.branch(after)
             b.position_at_end(after)
+        deferred, self.deferred_stores = self.deferred_stores, {}
+        for st in finals if deferred else ():
+            for ptr, value, elem in deferred[id(st)]:
+                self.guarded(ptr, elem, lambda ptr=ptr, value=value: self.memory_store(value, ptr, st.eviction),
+                             st.ptr.ty.space)
         b.branch(nxt)
 
     def staged_copies(self, s: N.ForRange, indices: list[ir.Value], nxt) -> None:
@@ -290,7 +315,7 @@ class GridTiles:
         uses by the optimiser, each behind the previous copy's branches."""
         b = self.b
         pointers = {name for name, _ in self.tile_pointers(s)}
-        final = _final_store(s.body, s.var, pointers)
+        finals = _final_stores(s.body, s.var, pointers)
         self.set_loop_var(s, indices[0])
         hoisted: dict[int, list[ir.Value]] = {}
         for ld in _unconditional_loads(s.body, s.var, pointers):
@@ -301,19 +326,20 @@ class GridTiles:
             hoisted[id(ld)] = [self.from_memory(b.extract_element(vec, ir.Constant(I32, k)), elem)
                                for k in range(len(indices))]
         self.staged_loads = hoisted
-        stores: list = []
-        self.deferred_store = (final, stores) if final is not None else None
+        self.deferred_stores = {id(st): [] for st in finals}
         for k, i in enumerate(indices):
             self.tile_copy = k
             self.set_loop_var(s, i)
             self.stmts(s.body)  # stageable: no break or continue to wire up
-        self.staged_loads, self.deferred_store = {}, None
-        if stores:
+        deferred, self.staged_loads, self.deferred_stores = self.deferred_stores, {}, {}
+        for st in finals:
+            stores = deferred[id(st)]
             (ptr, _, elem) = stores[0]
             vec = ir.Constant(ir.VectorType(storage_type(elem), len(stores)), None)
             for k, (_, value, _) in enumerate(stores):
                 vec = b.insert_element(vec, value, ir.Constant(I32, k))
-            self.guarded_bytes(ptr, elem.nbytes * len(stores), lambda: b.store(vec, ptr, align=len(stores) * elem.nbytes))
+            self.guarded_bytes(ptr, elem.nbytes * len(stores),
+                               lambda ptr=ptr, vec=vec, n=len(stores), elem=elem: b.store(vec, ptr, align=n * elem.nbytes))
         b.branch(nxt)
 
     def staged_load(self, e: N.Load) -> ir.Value | None:
@@ -322,8 +348,9 @@ class GridTiles:
         return None if values is None else values[self.tile_copy]
 
     def defer_store(self, s: N.Store, ptr: ir.Value, value: ir.Value, elem) -> bool:
-        """Collect ``s``'s store for after the copies when it is the tile's final store."""
-        if self.deferred_store is None or self.deferred_store[0] is not s:
+        """Collect ``s``'s store for after the copies when it is one of the tile's trailing stores."""
+        stores = self.deferred_stores.get(id(s))
+        if stores is None:
             return False
-        self.deferred_store[1].append((ptr, value, elem))
+        stores.append((ptr, value, elem))
         return True

@@ -128,6 +128,23 @@ def k_visit_order(n: u32, seq: Ptr[u32], worker: Ptr[u32]):
         k += u32(1)
 
 
+@pk.kernel
+def k_two_rows(n: usize, a: usize, b: usize, x: ConstPtr[f32], out: Ptr[f32], *, STAGED):
+    """Two trailing stores through pointers into one array, rows a and b of n (a == b: one row,
+    where each element's second store is the one that stays)."""
+    r0 = out + a * n
+    r1 = out + b * n
+    for i in pk.parallel_range(usize(0), n, usize(pk.thread_idx.x), usize(pk.block_dim.x)):
+        v = x[i] * 2.0
+        if STAGED:
+            v = pkm.exp(x[i])
+        r0[i] = v + 1.0
+        r1[i] = v - 1.0
+
+
+TWO_ROWS = {staged: k_two_rows.instance(f"two_rows_{staged}", STAGED=staged) for staged in (False, True)}
+
+
 def launch(kern, grid, block, *args, dev=None):
     dev = dev or tiled()
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
@@ -194,6 +211,34 @@ def test_staged_load_after_a_store_to_the_same_element_sees_it(n):
         q, r = launch(k_read_after_write, grid, block, n, 7, np.full(n, 99, np.uint64), np.full(n, 99, np.uint64))
         np.testing.assert_array_equal(q, i // 7 + 1)
         np.testing.assert_array_equal(r, i % 7 * 2 + i // 7 + 1)
+
+
+@pytest.mark.parametrize("staged", (False, True))
+@pytest.mark.parametrize("n", (1, 5, 64, 1025))
+def test_trailing_stores_to_two_rows(staged, n):
+    """A tile's trailing stores wait for all its copies, one statement's elements after another
+    (so each row's stores merge into vector stores): rows apart, adjacent, and the same row."""
+    x = np.random.default_rng(n).uniform(-3, 3, n).astype(np.float32)
+    plain = pk.device("cpu")
+    for a, b in ((0, 2), (1, 0), (1, 1)):
+        want = plain.zeros(3 * n, f32)
+        TWO_ROWS[staged].launch(1, 64, n, a, b, plain.to_device(x), want, device=plain)
+        want = want.to_host()
+        for block in (1, 32, 96):
+            got = launch(TWO_ROWS[staged], 1, block, n, a, b, x, np.zeros(3 * n, np.float32))[1]
+            np.testing.assert_array_equal(got, want, err_msg=f"rows {a}, {b}, block {block}")
+    if staged:  # rows (1, 1): the second store stays
+        np.testing.assert_allclose(want[n:2 * n], np.exp(x.astype(np.float64)) - 1, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(want[n:2 * n], x * np.float32(2) - np.float32(1))
+
+
+def test_trailing_stores_to_two_rows_are_vector_stores():
+    ptx = compile_kernels([TWO_ROWS[False], TWO_ROWS[True]], make_target("cuda"), "tiles")[0].decode()
+    for name in ("two_rows_False", "two_rows_True"):
+        body = ptx[ptx.index(f".entry {name}"):]
+        body = body[:body.index("\n}")]
+        assert body.count("st.global.v4.b32") >= 2, name
 
 
 def test_continue_keeps_one_element_per_step():

@@ -731,6 +731,26 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
             assert_bits(out.to_host(), want, f"upsample_bilinear2d case {n} scales {scales}")
 
 
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_upsample_bilinear2d_runs_of_rows(wave_device, align_corners):
+    """``bilinear_runs``' units: upscales by 1.3 to 4.5 (runs of 1 to 5 rows a source row, past and
+    within BILINEAR_ROW_RUN), a downscale (a row a unit), and source rows past its table (a row a
+    unit), under the wrappers' launch and candle's."""
+    from stdlib_kernels import conv_launch as cl
+    cases = (((2, 3, 7, 8), (31, 12)), ((1, 2, 10, 4), (13, 8)), ((1, 2, 30, 8), (11, 4)), ((1, 1, 1100, 3), (1201, 8)))
+    for n, (shape, (oh, ow)) in enumerate(cases):
+        for dtype in (f32, bf16):
+            x = values(dtype, shape)
+            want = bilinear_ref(x, oh, ow, align_corners)
+            xd = view(wave_device, x, LAYOUTS[n % 2])
+            out = wave_device.empty(want.shape, dtype)
+            launch(wave_device, f"upsample_bilinear2d_{dtype.tag}", out.size, ow, oh, align_corners, False, 0.0, False,
+                   0.0, info_of(wave_device, xd), xd, out)
+            assert_bits(out.to_host(), want, f"bilinear {shape} -> {oh}x{ow} {dtype}")
+            assert_bits(cl.upsample_bilinear2d(xd, size=(oh, ow), align_corners=align_corners).to_host(), want,
+                        f"bilinear wrapper {shape} -> {oh}x{ow} {dtype}")
+
+
 # ---- the module -------------------------------------------------------------------------------------
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
