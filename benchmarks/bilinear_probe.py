@@ -1,15 +1,16 @@
-"""upsample_bilinear2d's rows kernels: ``conv.bilinear_rows`` (a unit a row) against ``conv.bilinear_runs``
-(a unit the output rows of one source row, GR of them at a time), with row groups sized for RT tiles a thread.
+"""upsample_bilinear2d's rows kernel (``conv.bilinear_rows``) with row groups sized for 2 to 16 tiles a thread.
 
 Run on the GPU machine:  python benchmarks/bilinear_probe.py [--quick] [--match REGEX]
 
 On benchmarks/conv.py's buffers ([32,256,56,56] -> 112x112, align_corners off; 56x56 -> 84x84, a scale of 1.5;
 [8,256,56,56] -> 224x224, 4x; [32,256,112,112] -> 56x56, a downscale), f32 and bf16, each % of the copy
 bandwidth measured in the same run and x ``F.interpolate``, outputs compared with torch's, under the
-wrappers' launch (``conv.rows_launch``): GR 1 (``bilinear_rows``, the kernel before the runs) and 2 to 4
-(``conv.BILINEAR_ROW_RUN``, the wrappers' 2), RT (``conv.BILINEAR_ROW_TILES``, the wrappers' 8) 4 and 8.
-Earlier probes (commits c0b9e16, 7bc85de, 05ce912 and f7dc886: tiles of outputs in order, strips in shared
-memory, walks down columns, the arithmetic in f32, RT 1 to 16 and register caps) are in docs/targets/cuda.md.
+wrappers' launch (``conv.rows_launch``): ``RT`` 16-byte tiles of a row a thread (which sets the threads a row,
+``conv.row_group``) fixed at 2 to 16, and 0: the wrappers' rule (``conv.bilinear_row_tiles``, 4 times the
+upscale along w). Earlier probes are in
+docs/targets/cuda.md: tiles of outputs in order, strips in shared memory, walks down columns, the
+arithmetic in f32 (commits c0b9e16, 7bc85de, 05ce912), RT 1 to 16 with register caps (f7dc886), and a
+unit the output rows of one source row (``bilinear_runs``, commit beb1429).
 """
 from __future__ import annotations
 
@@ -24,15 +25,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stdlib_kernels import conv, kernel_name  # noqa: E402
 
 PROBE = pk.Module("bilinear_probe")
-#: (the kernels' RT: 16-byte tiles of a row a thread is sized for; GR: output rows a unit interpolates at once,
-#: 1 for bilinear_rows; the largest block it is compiled for: 1024 (candle's blocks) caps a thread at 64
-#: registers, 256 (the wrappers' blocks) leaves it up to 255)
-VARIANTS = ((8, 1, 1024), (8, 2, 1024), (8, 3, 1024), (8, 4, 1024), (4, 2, 1024), (8, 1, 256), (8, 2, 256),
-            (8, 4, 256), (4, 2, 256))
-for _rt, _gr, _mb in VARIANTS:
+#: the kernels' RT: 16-byte tiles of a row a thread is sized for (0: conv.bilinear_row_tiles' rule)
+VARIANTS = (0, 2, 4, 8, 16)
+for _rt in VARIANTS:
     for _t in (f32, bf16):
-        PROBE.add(pk.kernel(max_block_size=_mb)(conv.upsample_bilinear2d_op.__wrapped__).instance(
-            f"{kernel_name('upsample_bilinear2d', _t)}_rt{_rt}_gr{_gr}_{_mb}", T=_t, NARROW=conv.NARROW, RT=_rt, GR=_gr))
+        PROBE.add(conv.upsample_bilinear2d_op.instance(f"{kernel_name('upsample_bilinear2d', _t)}_rt{_rt}", T=_t,
+                                                       NARROW=conv.NARROW, RT=_rt))
 
 
 def run(b, quick: bool) -> None:
@@ -49,10 +47,10 @@ def run(b, quick: bool) -> None:
             infu = info(torch, xu)
             grid = conv.rows_launch(n * 256 * size, size, as_array(dev, ou).dtype, dev)
             ref = lambda x=xu, s=size: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
-            for rt, gr, mb in VARIANTS:
-                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_rt{rt}_gr{gr}_{mb}", PROBE)
+            for rt in VARIANTS:
+                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_rt{rt}", PROBE)
                 ou.fill_(float("nan"))
-                b.case(f"bilinear {h}->{size} [{n},256] {tag} [RT {rt}, GR {gr}, block <= {mb}]", xu.nbytes + ou.nbytes,
+                b.case(f"bilinear {h}->{size} [{n},256] {tag} [RT {rt or 'rule'}]", xu.nbytes + ou.nbytes,
                        lambda fn=fn, s=size, x=xu, o=ou, i=infu: fn[grid](s, s, False, False, 0.0, False, 0.0, i,
                                                                           x.data_ptr(), o.data_ptr()),
                        ref, lambda r=ref, o=ou: (o, r()))

@@ -1711,11 +1711,11 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
-#: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for (the kernels' ``RT``; 1 to 32 in
-#: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
-BILINEAR_ROW_TILES = 8
-#: output rows of a source row ``bilinear_runs`` interpolates at once (1: ``bilinear_rows``, a row a unit)
-BILINEAR_ROW_RUN = 2
+#: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
+#: w, as a power of two from 1 to BILINEAR_ROW_TILES_MAX (``bilinear_row_tiles``; the kernels' ``RT``, 0,
+#: takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
+BILINEAR_ROW_TILES_PER_SCALE = 4
+BILINEAR_ROW_TILES_MAX = 16
 
 
 @pk.func
@@ -1980,13 +1980,30 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
 
 
 @pk.func
+def bilinear_row_tiles(w_in: usize, w_out: usize) -> usize:
+    """Tiles a thread of ``bilinear_rows`` takes along a row: the more outputs a source element feeds,
+    the more of them a thread's row setup should serve (measured: a downscale by 2 best at 2 tiles, a
+    1.5x upscale at 4, 2x at 8, 4x at 16), the fewer, the more threads a row for the loads in flight."""
+    want = usize(BILINEAR_ROW_TILES_PER_SCALE) * w_out // w_in
+    rt = usize(1)
+    while rt * 2 <= want and rt < BILINEAR_ROW_TILES_MAX:
+        rt *= 2
+    return rt
+
+
+@pk.func
 def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
                   info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64], *,
                   RT):
     """bilinear_loop by rows (u32 indices): each column's two source offsets and weight from tables,
     each row's once a row; the same f64 arithmetic in the same order. A row's group of threads is
-    sized for RT 16-byte tiles a thread, over which a thread's share of the row setup spreads."""
-    g = row_group(w_out, usize(RT * (16 // T.nbytes)))
+    sized for ``bilinear_row_tiles`` 16-byte tiles a thread (RT, when not 0), over which a thread's
+    share of the row setup spreads."""
+    if RT:
+        rt = usize(RT)
+    else:
+        rt = bilinear_row_tiles(info[3], w_out)
+    g = row_group(w_out, rt * usize(16 // T.nbytes))
     nt = usize(pk.block_dim.x)
     groups = nt // g
     rows = info[0] * info[1] * h_out
@@ -2024,114 +2041,6 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
         out = dst + row * w_out
         for e in pk.parallel_range(usize(0), w_out, lane, g):
             out[e] = bilinear_point(src, r0, r1, usize(t0[e]), usize(t1[e]), tl[e], lh)
-
-
-@pk.func
-def source_row(o: u32, scale: f64, align_corners: bool, n_in: u32) -> u32:
-    """The first source row (or column) of output ``o``, as every bilinear path takes it."""
-    return min(u32(bilinear_source(o, scale, align_corners)), n_in - 1)
-
-
-@pk.func
-def first_row_from(v: u32, n_out: u32, scale: f64, align_corners: bool, n_in: u32) -> u32:
-    """The first output row whose source row is at least ``v`` (``n_out`` if none): source rows
-    grow with the output row, so a binary search finds it."""
-    lo = u32(0)
-    hi = n_out
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if source_row(mid, scale, align_corners, n_in) < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@pk.func
-def bilinear_runs(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
-                  info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], t0: Ptr[u32], t1: Ptr[u32], tl: Ptr[f64],
-                  starts: Ptr[u32], *, RT, GR):
-    """bilinear_rows for output rows that share their source rows: upscaling, every output row of a
-    source row h0 interpolates the same two source rows along w (``top`` and ``bottom`` of
-    bilinear_point), so a unit is (plane, h0) and a thread interpolates its columns of the two source
-    rows once for up to GR of the unit's output rows at a time: for a 2x upscale half the loads, f64
-    conversions and multiplies an output. The same f64 operations in the same order as
-    bilinear_point. A run shorter than GR stores its last row again (the same value; straight-line
-    tiles). Downscaling (no rows share a source row) or source rows past the table: a unit a row."""
-    g = row_group(w_out, usize(RT * (16 // T.nbytes)))
-    nt = usize(pk.block_dim.x)
-    groups = nt // g
-    h_in = u32(info[2])
-    w_in = u32(info[3])
-    ho = u32(h_out)
-    last = source_row(ho - 1, scale_h, align_corners, h_in)
-    shared_rows = scale_h <= 1.0 and last + 2 <= u32(BILINEAR_TABLE)
-    per_plane = last + 1 if shared_rows else ho
-    units = info[0] * info[1] * usize(per_plane)
-    first = usize(pk.block_idx.x) * groups
-    if first >= units:  # the whole block idle (before its barrier)
-        return
-    t = usize(pk.thread_idx.x)
-    for j in range(t, w_out, nt):
-        wr = bilinear_source(u32(j), scale_w, align_corners)
-        w0 = min(u32(wr), w_in - 1)
-        t0[j] = w0 * u32(info[7])
-        t1[j] = min(w0 + 1, w_in - 1) * u32(info[7])
-        tl[j] = min(max(wr - f64(w0), 0.0), 1.0)
-    if shared_rows:
-        for v in range(u32(t), per_plane + 1, u32(nt)):
-            starts[v] = first_row_from(v, ho, scale_h, align_corners, h_in)
-    pk.syncthreads()
-    grp = t // g
-    if grp >= groups:
-        return
-    lane = t % g
-    cn = u32(info[1])
-    m_u = divisor_magic(usize(per_plane))
-    m_c = divisor_magic(info[1])
-    for unit in range(first + grp, units, usize(pk.grid_dim.x) * groups):
-        q, v = div_mod(u32(unit), per_plane, m_u)
-        b, c = div_mod(q, cn, m_c)
-        base = usize(b) * info[4] + usize(c) * info[5]
-        h0 = v
-        lo = v
-        hi = v + 1
-        if shared_rows:
-            lo = starts[v]
-            hi = starts[v + 1]
-        else:
-            h0 = source_row(v, scale_h, align_corners, h_in)
-        r0 = base + usize(h0) * info[6]
-        r1 = base + usize(min(h0 + 1, h_in - 1)) * info[6]
-        plane = dst + usize(q) * h_out * w_out
-        for o in range(lo, hi, u32(GR)):
-            lh0 = min(max(bilinear_source(o, scale_h, align_corners) - f64(h0), 0.0), 1.0)
-            out0 = plane + usize(o) * w_out
-            if GR > 1:
-                o1 = min(o + 1, hi - 1)
-                lh1 = min(max(bilinear_source(o1, scale_h, align_corners) - f64(h0), 0.0), 1.0)
-                out1 = plane + usize(o1) * w_out
-            if GR > 2:
-                o2 = min(o + 2, hi - 1)
-                lh2 = min(max(bilinear_source(o2, scale_h, align_corners) - f64(h0), 0.0), 1.0)
-                out2 = plane + usize(o2) * w_out
-            if GR > 3:
-                o3 = min(o + 3, hi - 1)
-                lh3 = min(max(bilinear_source(o3, scale_h, align_corners) - f64(h0), 0.0), 1.0)
-                out3 = plane + usize(o3) * w_out
-            for e in pk.parallel_range(usize(0), w_out, lane, g):
-                a0 = usize(t0[e])
-                a1 = usize(t1[e])
-                lw = tl[e]
-                top = (1.0 - lw) * f64(src[r0 + a0]) + lw * f64(src[r0 + a1])
-                bottom = (1.0 - lw) * f64(src[r1 + a0]) + lw * f64(src[r1 + a1])
-                out0[e] = T((1.0 - lh0) * top + lh0 * bottom)
-                if GR > 1:
-                    out1[e] = T((1.0 - lh1) * top + lh1 * bottom)
-                if GR > 2:
-                    out2[e] = T((1.0 - lh2) * top + lh2 * bottom)
-                if GR > 3:
-                    out3[e] = T((1.0 - lh3) * top + lh3 * bottom)
 
 
 @pk.func
@@ -2296,26 +2205,19 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
-                           dst: Ptr[T], *, T, NARROW, RT, GR):
+                           dst: Ptr[T], *, T, NARROW, RT):
     """Genuine NCHW naming here: h is dim 2, w dim 3."""
     if info[2] == 0 or info[3] == 0:  # nothing to read (the wrapper refuses this)
         return
     scale_h = bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor)
     scale_w = bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor)
     numel = info[0] * info[1] * h_out * w_out
-    if numel == 0:
-        return
     t0 = pk.shared.array(BILINEAR_TABLE, u32)
     t1 = pk.shared.array(BILINEAR_TABLE, u32)
     tl = pk.shared.array(BILINEAR_TABLE, f64)
-    starts = pk.shared.array(BILINEAR_TABLE, u32)
     if (numel <= NARROW and small_layout(info, usize(8)) and w_out <= BILINEAR_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
-        if GR > 1:
-            bilinear_runs(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl, starts,
-                          RT=RT, GR=GR)
-        else:
-            bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl, RT=RT)
+        bilinear_rows(w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, t0, t1, tl, RT=RT)
         return
     if numel <= NARROW and small_layout(info, usize(8)):
         bilinear_loop(numel, w_out, h_out, align_corners, scale_h, scale_w, info, src, dst, divisor_magic(w_out),
@@ -2340,7 +2242,7 @@ OPS = {
     "avg_pool2d": (pool2d_op, dict(accumulate=True, MAX=False, NARROW=NARROW)),
     "max_pool2d": (pool2d_op, dict(accumulate=True, MAX=True, NARROW=NARROW)),
     "upsample_nearest2d": (upsample_nearest2d_op, dict(NARROW=NARROW)),
-    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW, RT=BILINEAR_ROW_TILES, GR=BILINEAR_ROW_RUN)),
+    "upsample_bilinear2d": (upsample_bilinear2d_op, dict(NARROW=NARROW, RT=0)),
 }
 
 

@@ -732,10 +732,10 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_upsample_bilinear2d_runs_of_rows(wave_device, align_corners):
-    """``bilinear_runs``' units: upscales by 1.3 to 4.5 (runs of 1 to 5 rows a source row, past and
-    within BILINEAR_ROW_RUN), a downscale (a row a unit), and source rows past its table (a row a
-    unit), under the wrappers' launch and candle's."""
+def test_upsample_bilinear2d_row_tiles(wave_device, align_corners):
+    """Upscales by 1.3 to 4.5 and a downscale (``bilinear_row_tiles``: 16, 4, 1 and 2 tiles a thread,
+    and so 1 to 4 threads a row) and a source taller than the tables, under the wrappers' launch and
+    candle's."""
     from stdlib_kernels import conv_launch as cl
     cases = (((2, 3, 7, 8), (31, 12)), ((1, 2, 10, 4), (13, 8)), ((1, 2, 30, 8), (11, 4)), ((1, 1, 1100, 3), (1201, 8)))
     for n, (shape, (oh, ow)) in enumerate(cases):
