@@ -1712,10 +1712,10 @@ POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
-#: w, as a power of two from 1 to BILINEAR_ROW_TILES_MAX (``bilinear_row_tiles``; the kernels' ``RT``, 0,
-#: takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
+#: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
+#: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
 BILINEAR_ROW_TILES_PER_SCALE = 4
-BILINEAR_ROW_TILES_MAX = 16
+BILINEAR_ROW_TILES_MAX_LOG2 = 4
 
 
 @pk.func
@@ -1984,10 +1984,10 @@ def bilinear_row_tiles(w_in: usize, w_out: usize) -> usize:
     """Tiles a thread of ``bilinear_rows`` takes along a row: the more outputs a source element feeds,
     the more of them a thread's row setup should serve (measured: a downscale by 2 best at 2 tiles, a
     1.5x upscale at 4, 2x at 8, 4x at 16), the fewer, the more threads a row for the loads in flight."""
-    want = usize(BILINEAR_ROW_TILES_PER_SCALE) * w_out // w_in
+    scaled = usize(BILINEAR_ROW_TILES_PER_SCALE) * w_out  # rt * w_in <= scaled: no division
     rt = usize(1)
-    while rt * 2 <= want and rt < BILINEAR_ROW_TILES_MAX:
-        rt *= 2
+    for k in pk.static_range(1, BILINEAR_ROW_TILES_MAX_LOG2 + 1):
+        rt = pk.select((1 << k) * w_in <= scaled, usize(1 << k), rt)
     return rt
 
 
