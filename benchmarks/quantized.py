@@ -1113,6 +1113,19 @@ def tile(b: Bench) -> None:
         del ws
 
 
+def batch1_cases(b: Bench, rng):
+    """The batch-1 pair's buffers at 14336 x 4096, then 4096 x 4096, a format at a time (q4_0, q4_K,
+    q6_K, q8_0): (nrows, ncols, x, k_padded, vy, dst, qtype, the rotated weights; the caller drops them)."""
+    torch = b.torch
+    for nrows, ncols in ((14336, 4096), (4096, 4096)):
+        x = torch.randn(ncols, device="cuda")
+        k_padded = -(-ncols // 512) * 512
+        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
+        dst = torch.empty(nrows, device="cuda")
+        for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
+            yield nrows, ncols, x, k_padded, vy, dst, qtype, b.rotated(random_blocks(rng, qtype, nrows, ncols))
+
+
 @pk.kernel
 def overlap_producer(out: pk.Ptr[pk.u32], n: pk.u32, seed: pk.u32, zero: pk.u32):
     """``out[i]`` = ``seed`` after a slow loop (a hash times ``zero``, 0 at run time: the compiler
@@ -1165,41 +1178,35 @@ def pdl(b: Bench) -> None:
             print(f"{'':48} wait {wait!s:5} programmatic {programmatic!s:5}: {int(seen.item())} stale")
     print("\nq8_1 + MMVQ pair, batch 1, the wrappers' launch: plain / programmatic (GB/s of weight bytes)")
     quant = b.fn("quantize_q8_1")
-    for nrows, ncols in ((14336, 4096), (4096, 4096)):
-        x = torch.randn(ncols, device="cuda")
-        k_padded = -(-ncols // 512) * 512
-        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
-        dst = torch.empty(nrows, device="cuda")
-        for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
-            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
-            wbytes = ws[0].numel()
-            fn, rows = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype]
-            block = Q.MMVQ_WRAPPER_BLOCK[qtype]
+    for nrows, ncols, x, k_padded, vy, dst, qtype, ws in batch1_cases(b, rng):
+        wbytes = ws[0].numel()
+        fn, rows = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1"), Q.MMVQ_WRAPPER_ROWS[qtype]
+        block = Q.MMVQ_WRAPPER_BLOCK[qtype]
 
-            def pair(i, s, programmatic, fn=fn, rows=rows, block=block, ws=ws):
-                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
-                fn.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
-                          ncols, nrows, k_padded, nrows, stream=s, programmatic=programmatic)
+        def pair(i, s, programmatic, fn=fn, rows=rows, block=block, ws=ws):
+            quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+            fn.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(),
+                      ncols, nrows, k_padded, nrows, stream=s, programmatic=programmatic)
 
-            outs = []
+        outs = []
+        for programmatic in (False, True):
+            dst.fill_(float("nan"))
+            pair(0, None, programmatic)
+            torch.cuda.synchronize()
+            outs.append(dst.cpu().numpy().copy())
+        assert np.array_equal(outs[0], outs[1]), f"{qtype}: programmatic pair differs"
+        times = {False: [], True: []}
+        for _ in range(2):  # alternated, so drift shows as a spread rather than a gain
             for programmatic in (False, True):
-                dst.fill_(float("nan"))
-                pair(0, None, programmatic)
-                torch.cuda.synchronize()
-                outs.append(dst.cpu().numpy().copy())
-            assert np.array_equal(outs[0], outs[1]), f"{qtype}: programmatic pair differs"
-            times = {False: [], True: []}
-            for _ in range(2):  # alternated, so drift shows as a spread rather than a gain
-                for programmatic in (False, True):
-                    times[programmatic].append(b.time(lambda i, s, p=programmatic: pair(i, s, p)))
-            hosts = {p: loop_time(torch, lambda i, s, p=p: pair(i, s, p), b.iters) for p in (False, True)}
-            for programmatic, label in ((False, "plain"), (True, "programmatic")):
-                t = min(times[programmatic])
-                b.report(f"{qtype} {nrows}x{ncols} {label}", t, wbytes)
-                print(f"{'':48} runs {' / '.join(f'{v * 1e6:.2f}' for v in times[programmatic])} us;"
-                      f" host loop {hosts[programmatic] * 1e6:6.2f} us a pair")
-            print(f"{'':48} programmatic at {min(times[False]) / min(times[True]):.3f}x the plain pair's speed")
-            del ws
+                times[programmatic].append(b.time(lambda i, s, p=programmatic: pair(i, s, p)))
+        hosts = {p: loop_time(torch, lambda i, s, p=p: pair(i, s, p), b.iters) for p in (False, True)}
+        for programmatic, label in ((False, "plain"), (True, "programmatic")):
+            t = min(times[programmatic])
+            b.report(f"{qtype} {nrows}x{ncols} {label}", t, wbytes)
+            print(f"{'':48} runs {' / '.join(f'{v * 1e6:.2f}' for v in times[programmatic])} us;"
+                  f" host loop {hosts[programmatic] * 1e6:6.2f} us a pair")
+        print(f"{'':48} programmatic at {min(times[False]) / min(times[True]):.3f}x the plain pair's speed")
+        del ws
 
 
 @pk.kernel
@@ -1235,39 +1242,33 @@ def floor(b: Bench) -> None:
     probe, probe_wait = (b.dev.get_or_load_func(n, FLOOR_PROBES) for n in ("read_floor", "read_floor_wait"))
     flag = torch.zeros(1, dtype=torch.int32, device="cuda")
     print("\nthe pair's floor: read_floor (the MMVQ's grid, the weight bytes only) alone and after quantize_q8_1")
-    for nrows, ncols in ((14336, 4096), (4096, 4096)):
-        x = torch.randn(ncols, device="cuda")
-        k_padded = -(-ncols // 512) * 512
-        vy = torch.empty(k_padded // 32 * 36, dtype=torch.uint8, device="cuda")
-        dst = torch.empty(nrows, device="cuda")
-        for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
-            ws = b.rotated(random_blocks(rng, qtype, nrows, ncols))
-            wbytes = ws[0].numel()
-            rows, block = Q.MMVQ_WRAPPER_ROWS[qtype], Q.mmvq_wrapper_block(qtype, ncols)
-            grid, words, per_block = -(-nrows // rows), wbytes // 4, rows * (wbytes // 4 // nrows)
-            fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
+    for nrows, ncols, x, k_padded, vy, dst, qtype, ws in batch1_cases(b, rng):
+        wbytes = ws[0].numel()
+        rows, block = Q.MMVQ_WRAPPER_ROWS[qtype], Q.mmvq_wrapper_block(qtype, ncols)
+        grid, words, per_block = -(-nrows // rows), wbytes // 4, rows * (wbytes // 4 // nrows)
+        fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
 
-            def quantize(s):
-                quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+        def quantize(s):
+            quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
 
-            def read(i, s, kernel=probe, programmatic=False, ws=ws, grid=grid, block=block, words=words,
-                     per_block=per_block):
-                kernel.launch(grid, block, ws[i % len(ws)].data_ptr(), flag.data_ptr(), words, per_block, stream=s,
-                              programmatic=programmatic)
+        def read(i, s, kernel=probe, programmatic=False, ws=ws, grid=grid, block=block, words=words,
+                 per_block=per_block):
+            kernel.launch(grid, block, ws[i % len(ws)].data_ptr(), flag.data_ptr(), words, per_block, stream=s,
+                          programmatic=programmatic)
 
-            def mmvq(i, s, fn=fn, ws=ws, grid=grid, block=block):
-                fn.launch(grid, block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows,
-                          k_padded, nrows, stream=s, programmatic=True)
+        def mmvq(i, s, fn=fn, ws=ws, grid=grid, block=block):
+            fn.launch(grid, block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols, nrows,
+                      k_padded, nrows, stream=s, programmatic=True)
 
-            cases = (("read_floor alone", read),
-                     ("quantize_q8_1 + read_floor, plain", lambda i, s, read=read: (quantize(s), read(i, s))),
-                     ("quantize_q8_1 + read_floor_wait, programmatic",
-                      lambda i, s, read=read: (quantize(s), read(i, s, probe_wait, True))),
-                     ("quantize_q8_1 + MMVQ (the wrappers' pair)", lambda i, s, mmvq=mmvq: (quantize(s), mmvq(i, s))))
-            for label, f in cases:
-                b.report(f"{qtype} {nrows}x{ncols} {label}", min(b.time(f) for _ in range(2)), wbytes)
-            assert int(flag.item()) == 0
-            del ws
+        cases = (("read_floor alone", read),
+                 ("quantize_q8_1 + read_floor, plain", lambda i, s, read=read: (quantize(s), read(i, s))),
+                 ("quantize_q8_1 + read_floor_wait, programmatic",
+                  lambda i, s, read=read: (quantize(s), read(i, s, probe_wait, True))),
+                 ("quantize_q8_1 + MMVQ (the wrappers' pair)", lambda i, s, mmvq=mmvq: (quantize(s), mmvq(i, s))))
+        for label, f in cases:
+            b.report(f"{qtype} {nrows}x{ncols} {label}", min(b.time(f) for _ in range(2)), wbytes)
+        assert int(flag.item()) == 0
+        del ws
 
 
 # ---- MMQ on pk.mma (issue 26: the tensor cores' i8 products, block-scaled) ---------------------------
