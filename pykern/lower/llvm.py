@@ -225,8 +225,11 @@ class FunctionLowering(GridTiles):
     def stmt_Store(self, s: N.Store):
         ptr, elem = self.address(s.ptr, s.index)
         value = self.to_memory(self.expr(s.value), elem)
-        if self.defer_store(s, ptr, value, elem):
-            return
+        if not self.defer_store(s, ptr, value, elem):
+            self.store_element(s, ptr, value, elem)
+
+    def store_element(self, s: N.Store, ptr: ir.Value, value: ir.Value, elem) -> None:
+        """``s``'s store of ``value`` at ``ptr`` (now, or after a tile's copies: ``defer_store``)."""
         self.guarded(ptr, elem, lambda: self.memory_store(value, ptr, s.eviction), s.ptr.ty.space)
 
     def stmt_If(self, s: N.If):

@@ -304,8 +304,7 @@ class GridTiles:
         deferred, self.deferred_stores = self.deferred_stores, {}
         for st in finals if deferred else ():
             for ptr, value, elem in deferred[id(st)]:
-                self.guarded(ptr, elem, lambda ptr=ptr, value=value: self.memory_store(value, ptr, st.eviction),
-                             st.ptr.ty.space)
+                self.store_element(st, ptr, value, elem)
         b.branch(nxt)
 
     def staged_copies(self, s: N.ForRange, indices: list[ir.Value], nxt) -> None:
