@@ -33,6 +33,46 @@ for _rt in VARIANTS:
                                                        NARROW=conv.NARROW, RT=_rt))
 
 
+#: the exact-2x kernel (``conv.upsample_bilinear2d_2x_op``) under register caps for this many blocks of 256
+#: an SM (0: none, the kernel's own), and the wrappers' grid at this many blocks an SM
+X2_CAPS = (0, 4)
+X2_GRIDS = (8, 12, 16, 24, 32)
+for _mb in X2_CAPS:
+    _k = pk.kernel(max_block_size=conv.ROW_BLOCK, **({"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}))(
+        conv.upsample_bilinear2d_2x_op.__wrapped__)
+    for _t in (f32, bf16):
+        PROBE.add(_k.instance(f"{kernel_name('upsample_bilinear2d_2x', _t)}_cap{_mb}", T=_t, NARROW=conv.NARROW,
+                              RT=0))
+
+
+def run_x2(b, quick: bool) -> None:
+    """The exact-2x kernel at X2_CAPS x X2_GRIDS on benchmarks/conv.py's 2x case, beside the generic
+    kernel under the wrappers' old grid (rows_launch over the output rows)."""
+    import torch.nn.functional as F
+
+    from conv import Lazy, as_array, info  # benchmarks/conv.py
+    torch, dev = b.torch, b.dev
+    n = 8 if quick else 32
+    for tag, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        xu = torch.randn(n, 256, 56, 56, device="cuda").to(dt)
+        ou = torch.empty(n, 256, 112, 112, device="cuda", dtype=dt)
+        infu = info(torch, xu)
+        ref = lambda x=xu: F.interpolate(x, size=(112, 112), mode="bilinear", align_corners=False)  # noqa: E731
+        cases = [(f"generic [rows_launch]", Lazy(dev, f"upsample_bilinear2d_{tag}", conv.CONV),
+                  conv.rows_launch(n * 256 * 112, 112, as_array(dev, ou).dtype, dev))]
+        for mb in X2_CAPS:
+            for per_sm in X2_GRIDS:
+                grid = conv.rows_launch(n * 256 * 56, 56, as_array(dev, xu).dtype, dev, per_sm=per_sm)
+                cases.append((f"2x cap {mb or '-'} grid {per_sm}/SM",
+                              Lazy(dev, f"upsample_bilinear2d_2x_{tag}_cap{mb}", PROBE), grid))
+        for label, fn, grid in cases:
+            ou.fill_(float("nan"))
+            b.case(f"bilinear 2x [{n},256,56,56] {tag} {label}", xu.nbytes + ou.nbytes,
+                   lambda fn=fn, g=grid, x=xu, o=ou, i=infu: fn[g](112, 112, False, False, 0.0, False, 0.0, i,
+                                                                  x.data_ptr(), o.data_ptr()),
+                   ref, lambda r=ref, o=ou: (o, r()))
+
+
 def run(b, quick: bool) -> None:
     import torch.nn.functional as F
 
@@ -62,12 +102,13 @@ def main() -> None:
     from conv import Bench  # benchmarks/conv.py
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--x2", action="store_true", help="the exact-2x kernel under register caps and grids")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--match", default="", help="only the cases whose label matches this regex")
     args = ap.parse_args()
     b = Bench(torch, pk.device("cuda"), args.reps)
     b.match = args.match
-    run(b, args.quick)
+    (run_x2 if args.x2 else run)(b, args.quick)
 
 
 if __name__ == "__main__":

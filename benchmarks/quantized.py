@@ -64,6 +64,7 @@ import sys
 import numpy as np
 
 import pykern as pk
+import pykern.math as pkm
 from stdlib_kernels import QUANTIZED
 from stdlib_kernels import quantized as Q
 
@@ -1271,6 +1272,106 @@ def floor(b: Bench) -> None:
         del ws
 
 
+#: chunks of 32 activations the fused floor's shared q8_1 holds (14336 columns)
+FUSED_MAX_CHUNKS = 448
+
+
+@pk.kernel
+def fused_floor(x: pk.ConstPtr[pk.f32], w: pk.ConstPtr[pk.u32], flag: pk.Ptr[pk.u32], ncols: pk.usize,
+                words: pk.usize, per_block: pk.usize):
+    """``read_floor`` with the activations quantized to q8_1 inside the block first, as a batch-1
+    MMVQ that fused ``quantize_q8_1`` would: each thread whole 32-element chunks (their amax, the
+    butterfly's sum order, 32 divisions and roundings, 8 quant words and d into shared memory), a
+    barrier, then the block's weight words. No second kernel and no wait: what that shape allows."""
+    sq = pk.shared.array(FUSED_MAX_CHUNKS * 9, pk.u32)
+    nt = pk.usize(pk.block_dim.x * pk.block_dim.y)
+    t = pk.usize(pk.thread_idx.y * pk.block_dim.x + pk.thread_idx.x)
+    chunks = ncols // 32
+    for c in range(t, chunks, nt):
+        xs = x + c * 32
+        amax = pk.f32(0)
+        s = pk.local.array(16, pk.f32)
+        for i in pk.static_range(16):
+            a = xs[i]
+            b = xs[i + 16]
+            amax = pk.fmax(amax, pk.fmax(pk.fabs(a), pk.fabs(b)))
+            s[i] = a + b
+        for m in pk.static_range(4):
+            for i in pk.static_range(8 >> m):
+                s[i] = s[i] + s[i + (8 >> m)]
+        d = amax / 127.0
+        for wv in pk.static_range(8):
+            word = pk.u32(0)
+            for k in pk.static_range(4):
+                q = pk.i32(0) if amax == 0.0 else pk.i32(pkm.round(xs[wv * 4 + k] / d))
+                word = word | ((pk.u32(q) & pk.u32(0xFF)) << pk.u32(8 * k))
+            sq[c * 9 + wv] = word
+        sq[c * 9 + 8] = pk.bitcast(d, pk.u32) ^ pk.bitcast(s[0], pk.u32)
+    pk.syncthreads()
+    lo = pk.usize(pk.block_idx.x) * per_block
+    mine = w + lo
+    acc = sq[t % (chunks * 9)]
+    for i in pk.parallel_range(pk.usize(0), min(per_block, words - lo), t, nt):
+        acc ^= mine[i]
+    if acc == pk.u32(0x9E3779B9):
+        flag[0] = acc
+
+
+FUSED_PROBES = pk.Module("quantized_fused_floor").add(fused_floor.instance("fused_floor"))
+#: (rows a block, threads a block) the fused floor runs at
+FUSED_SHAPES = ((2, 64), (4, 64), (4, 128), (8, 128), (8, 256), (16, 256))
+
+
+def fused(b: Bench) -> None:
+    """The pair's floor (``floor``) beside ``fused_floor``: one kernel that quantizes the activations
+    in each block and reads the weights, at several rows and threads a block; % of copy counting the
+    weight bytes, and x torch.mv f16 on the same shape."""
+    torch, rng = b.torch, np.random.default_rng(6)
+    quant = b.fn("quantize_q8_1")
+    probe_wait = b.dev.get_or_load_func("read_floor_wait", FLOOR_PROBES)
+    fused_fn = b.dev.get_or_load_func("fused_floor", FUSED_PROBES)
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    print("\nthe fused floor: quantize in every block, then the weights (one kernel)")
+    for nrows, ncols, x, k_padded, vy, dst, qtype, ws in batch1_cases(b, rng):
+        if qtype not in ("q4_K", "q6_K"):
+            del ws
+            continue
+        wbytes = ws[0].numel()
+        words = wbytes // 4
+        w16 = [torch.randn(nrows, ncols, device="cuda", dtype=torch.float16) for _ in range(4)]
+        x16 = x.half()
+        t_mv = min(b.time(lambda i, s, w16=w16: torch.mv(w16[i % len(w16)], x16)) for _ in range(2))
+        b.report(f"torch.mv f16 {nrows}x{ncols}", t_mv, nrows * ncols * 2)
+        del w16
+        rows, block = Q.MMVQ_WRAPPER_ROWS[qtype], Q.mmvq_wrapper_block(qtype, ncols)
+        fn = b.fn(f"mul_mat_vec_rows_{qtype}_q8_1")
+
+        def quantize(s):
+            quant.launch((k_padded // 256, 1), 256, x.data_ptr(), vy.data_ptr(), ncols, k_padded, stream=s)
+
+        def pair(i, s, fn=fn, ws=ws, rows=rows, block=block):
+            quantize(s)
+            fn.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), ncols,
+                      nrows, k_padded, nrows, stream=s, programmatic=True)
+
+        def floor_pair(i, s, ws=ws, rows=rows, block=block):
+            quantize(s)
+            probe_wait.launch(-(-nrows // rows), block, ws[i % len(ws)].data_ptr(), flag.data_ptr(), words,
+                              rows * (words // nrows), stream=s, programmatic=True)
+
+        cases = [("the wrappers' pair", pair), ("quantize + read_floor_wait (the pair's floor)", floor_pair)]
+        for r, nt in FUSED_SHAPES:
+            cases.append((f"fused_floor {r} rows, {nt} threads",
+                          lambda i, s, ws=ws, r=r, nt=nt: fused_fn.launch(
+                              -(-nrows // r), nt, x.data_ptr(), ws[i % len(ws)].data_ptr(), flag.data_ptr(), ncols,
+                              words, r * (words // nrows), stream=s)))
+        for label, f in cases:
+            t = min(b.time(f) for _ in range(2))
+            b.report(f"{qtype} {nrows}x{ncols} {label}", t, wbytes, t_mv, "torch.mv")
+        assert int(flag.item()) == 0
+        del ws
+
+
 # ---- MMQ on pk.mma (issue 26: the tensor cores' i8 products, block-scaled) ---------------------------
 def mma_launch(fn, s, w, vy, dst, batch: int, nrows: int, ncols: int, k_padded: int, tile) -> None:
     """``mul_mat_mma_{q}`` under the wrappers' launch (quantized_api.matmul's) for tile ``tile``."""
@@ -1807,7 +1908,7 @@ def main() -> None:
     global MMA_BATCHES, MMA_FORMATS
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["mmvq", "mmq", "dequantize", "get_rows", "probes", "pairs", "planar",
-                                           "tile", "warps", "pdl", "read_sizes", "floor",
+                                           "tile", "warps", "pdl", "read_sizes", "floor", "fused",
                                            "blocks", "mma", "early", "dequant_q3", "ncu", "rows_sweep", "q6k"])
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--mma-batches", default=",".join(map(str, MMA_BATCHES)), help="--only mma: activation rows")
@@ -1822,7 +1923,7 @@ def main() -> None:
     b = Bench(torch, pk.device("cuda"), args.iters)
     parts = {"mmvq": mmvq, "mmq": mmq, "dequantize": dequantize, "get_rows": get_rows, "probes": probes, "pairs": pairs,
              "planar": planar, "tile": tile, "warps": warps, "pdl": pdl,
-             "read_sizes": read_sizes, "floor": floor, "blocks": blocks, "mma": mma, "early": early, "dequant_q3": dequant_q3,
+             "read_sizes": read_sizes, "floor": floor, "fused": fused, "blocks": blocks, "mma": mma, "early": early, "dequant_q3": dequant_q3,
              "rows_sweep": rows_sweep, "q6k": q6k, "ncu": ncu_launches}
     for name, part in parts.items():
         if args.only == name or (args.only is None and name != "ncu"):

@@ -1557,10 +1557,20 @@ def col2im1d_rows(l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride
                     dst[at + e] = col2im1d_rows_value(oa + u32(e), cs, pt, r0, s32, m_s, jmax, h32, li_n, MT=MT)
                 wp = pk.bitcast(dst + (at + head), Ptr[u64])
                 first = oa + u32(head)
+                pairs = s32 % 2 == 0  # col2im1d_rows_word_pairs' even first outputs: below
                 for w in range(lane, full, g):
                     o = first + u32(w) * u32(ew)
                     if FAST and every_tap and o >= lo_all and o + u32(ew) <= hi_all:
-                        wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, A=A, MT=MT, H=H)
+                        if T.nbytes == 2:
+                            if pairs:
+                                wp[w] = col2im1d_rows_word_pairs(o, cs, pt - s32, bias, s32, m_s, h32, T=T, A=A,
+                                                                 MT=MT, H=H)
+                            else:
+                                wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, A=A,
+                                                                MT=MT, H=H)
+                        else:
+                            wp[w] = col2im1d_rows_word_full(o, cs, pt - s32, bias, s32, m_s, h32, T=T, A=A, MT=MT,
+                                                            H=H)
                     else:
                         wp[w] = col2im1d_rows_word(o, cs, pt - s32, bias, s32, m_s, jmax, h32, li_n, T=T, A=A,
                                                    MT=MT, H=H)
@@ -1586,6 +1596,36 @@ def col2im1d_rows_word_full(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_
         wrap = j == s32
         j = pk.select(wrap, u32(0), j)
         at += u32(1) + pk.select(wrap, d, u32(0))
+    return col2im1d_rows_pack(sums, T=T, A=A, H=H)
+
+
+@pk.func
+def col2im1d_rows_word_pairs(o0: u32, cs: Ptr[T], d: u32, bias: u32, s32: u32, m_s: u64, h32: u32, *, T, A, MT,
+                             H) -> u64:
+    """col2im1d_rows_word_full for 16-bit T at an even stride and an even first output: outputs ``o``
+    and ``o + 1`` (``o`` even) take their taps from adjacent stage elements of the same rows (their
+    phases ``j``, ``j + 1`` share ``q``), at an even offset (the stage's pitch, ``c * k`` and ``d`` are
+    even), so one 4-byte stage read gives both a tap: half the shared reads of 16-bit elements, the
+    same sums in the same order. Every word's first output is even at an even stride: ``l_out = (l_in
+    - 1 + MT) * s`` where every output sums MT taps, the items' first outputs are multiples of s, and
+    a word starts at a multiple of 4 elements of an 8-byte aligned dst."""
+    q, j = div_mod(o0, s32, m_s)
+    at = (q - h32) * d + o0 + bias
+    sums = pk.local.array(4, A)
+    words = pk.bitcast(cs, Ptr[u32])
+    for e in pk.static_range(2):
+        lo = A(0)
+        hi = A(0)
+        for m in pk.static_range(MT):
+            v = words[usize((at + u32(m) * d) // 2)]
+            lo += A(pk.bitcast(H(v & u32(0xFFFF)), T))
+            hi += A(pk.bitcast(H(v >> u32(16)), T))
+        sums[2 * e] = lo
+        sums[2 * e + 1] = hi
+        j += 2
+        wrap = j == s32
+        j = pk.select(wrap, u32(0), j)
+        at += u32(2) + pk.select(wrap, d, u32(0))
     return col2im1d_rows_pack(sums, T=T, A=A, H=H)
 
 
@@ -1711,6 +1751,11 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
+#: ``bilinear2x_rows`` takes the elements of a word, at most this many, source rows a unit (each row
+#: interpolated along w once for the output rows on both sides of it): more rows a unit share more of
+#: that work but leave fewer units to spread over the grid; H100, [32,256,56,56] (docs/targets/cuda.md):
+#: f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10)
+BILINEAR2X_UNIT_MAX = 4
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
 #: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
@@ -1771,19 +1816,20 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
     (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
     of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
     16 bytes of output a lane (32 of each source row) where a lane took one output before."""
-    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row)
+    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row, UNIT=1)
 
 
 @pk.func
 def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
-             T, A, MAX, W, H, ROW):
-    """The row loop shared by ``pool_rows_vec`` and ``nearest2x_rows``: groups of lanes (``row_group``,
-    16-byte tiles of ``cols``) take the rows ``(b, c, i2)`` of a ``n2``-row plane in turn, the source row
-    at ``i2 * step2 * info[6]``, and ``ROW`` does a row's tiles (the divisions by multiplication, once a
-    thread)."""
+             T, A, MAX, W, H, ROW, UNIT):
+    """The row loop shared by ``pool_rows_vec``, ``nearest2x_rows`` and ``bilinear2x_rows``: groups of
+    lanes (``row_group``, 16-byte tiles of ``cols``) take the units ``(b, c, i2)`` of a plane in turn,
+    UNIT rows ``i2 * UNIT ...`` of its ``n2`` a unit, the unit's first source row at ``i2 * UNIT * step2
+    * info[6]``, and ``ROW`` does a unit's tiles (the divisions by multiplication, once a thread)."""
     g = row_group(cols, usize(16 // T.nbytes))
     groups = usize(pk.block_dim.x) // g
-    rows = info[0] * info[1] * n2
+    units = (n2 + usize(UNIT - 1)) // usize(UNIT)
+    rows = info[0] * info[1] * units
     t = usize(pk.thread_idx.x)
     grp = t // g
     first = usize(pk.block_idx.x) * groups + grp
@@ -1791,13 +1837,13 @@ def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: C
         return
     lane = t % g
     s6 = info[6]
-    pitch2 = step2 * s6
-    n2u = u32(n2)
+    pitch2 = usize(UNIT) * step2 * s6
+    n2u = u32(units)
     cn = u32(info[1])
-    m_2 = divisor_magic(n2)
+    m_2 = divisor_magic(units)
     m_c = divisor_magic(info[1])
     for row in range(first, rows, usize(pk.grid_dim.x) * groups):
-        q, i2 = div_mod(u32(row), n2u, m_2)  # b * c, and the row along dim 2
+        q, i2 = div_mod(u32(row), n2u, m_2)  # b * c, and the unit along dim 2
         b, c = div_mod(q, cn, m_c)
         s = src + (usize(b) * info[4] + usize(c) * info[5] + usize(i2) * pitch2)
         ROW(row, q, i2, s, lane, g, n2, cols, s6, dst, T=T, A=A, MAX=MAX, W=W, H=H)
@@ -1956,7 +2002,8 @@ def nearest2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, W, H
     16-byte tile of it (one vector load), and stores every element twice as one word of type W (twice
     T's size, built from T's bits as H; ``T`` itself where no such word exists) to both output rows it feeds, ``2 * o2`` and
     ``2 * o2 + 1``. No tables, no per-output index arithmetic, each source element read once."""
-    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row)
+    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row,
+             UNIT=1)
 
 
 @pk.func
@@ -1977,6 +2024,92 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
             for e in pk.parallel_range(usize(0), in3, lane, g):
                 x = W(pk.bitcast(s[e], H))
                 wo[e] = x | (x << W(8 * T.nbytes))
+
+
+@pk.func
+def bilinear2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H):
+    """bilinear_rows for an exact 2x upsampling (``scale_h == scale_w == 0.5``, half-pixel centres) of
+    rows contiguous along w in whole 8-byte words: ``vec_rows`` gives a group of lanes
+    the elements of a word (at most BILINEAR2X_UNIT_MAX) source rows, each lane a word of them at a time (``bilinear2x_row``). At that scale every output's
+    two columns and weight follow from its index (column ``2k`` from ``k - 1, k`` at 0.75, ``2k + 1``
+    from ``k, k + 1`` at 0.25; the first and last clamp as ``bilinear_source`` does), so a word's outputs
+    come from the word and its two neighbours, without tables or gathers, and each source row is
+    interpolated along w once for the output rows on both sides of it."""
+    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear2x_row,
+             UNIT=min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))
+
+
+@pk.func
+def bilinear2x_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
+                   s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
+    """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a
+    time (the row after next loaded while a row's outputs are made): with ``u``'s interpolation along w (``top``) and ``u + 1``'s (``bottom``, the last row's own),
+    output rows ``2u + 1`` (``lh`` 0.25), ``2u + 2`` (0.75, below ``2 h_in``) and, for ``u`` 0, row 0 (0),
+    each ``(1 - lh) * top + lh * bottom``; then ``bottom`` is the next ``top``. Those ``lh`` are
+    bilinear_source's at scale 0.5 (``(oh + 0.5) / 2 - 0.5``, clamped at 0, less its floor), exactly; the
+    arithmetic is bilinear_loop's, in its order. Indices along the row in u32."""
+    w_out = 2 * w_in
+    plane = dst + usize(q) * 2 * h_in * w_out
+    unit = u32(min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))  # vec_rows' UNIT
+    u0 = i2 * unit
+    h32 = u32(h_in)
+    w32 = u32(w_in)
+    lh = pk.local.array(3, f64)
+    lh[0] = 0.0
+    lh[1] = 0.25
+    lh[2] = 0.75
+    for wd in range(u32(lane), w32 // u32(8 // T.nbytes), u32(g)):
+        k0 = wd * u32(8 // T.nbytes)
+        top = pk.local.array(16 // T.nbytes, f64)
+        bottom = pk.local.array(16 // T.nbytes, f64)
+        word, left, right = bilinear2x_load(s, wd, k0, w32, W=W)
+        bilinear2x_along_w(word, left, right, k0, top, T=T, H=H)
+        word, left, right = bilinear2x_load(s + usize(min(u0 + 1, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
+        for u in range(u0, min(u0 + unit, h32)):
+            # the row after next in flight while this one's outputs are made
+            ahead = bilinear2x_load(s + usize(min(u + 2, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
+            bilinear2x_along_w(word, left, right, k0, bottom, T=T, H=H)
+            for slot in pk.static_range(3):
+                if (slot == 1 or (slot == 0 and u == u32(0)) or (slot == 2 and u + 1 < h32)):
+                    oh = pk.select(slot == 0, u32(0), 2 * u + u32(slot))
+                    out = pk.assume_aligned(pk.bitcast(plane + (usize(oh) * w_out + usize(2 * k0)), Ptr[W]), 16)
+                    for half in pk.static_range(2):
+                        packed = W(0)
+                        for i in pk.static_range(8 // T.nbytes):
+                            at = half * (8 // T.nbytes) + i
+                            v = T((1.0 - lh[slot]) * top[at] + lh[slot] * bottom[at])
+                            packed = packed | (W(pk.bitcast(v, H)) << W(8 * T.nbytes * i))
+                        out[half] = packed
+            for j in pk.static_range(16 // T.nbytes):
+                top[j] = bottom[j]
+            word, left, right = ahead
+
+
+@pk.func
+def bilinear2x_load(row: ConstPtr[T], wd: u32, k0: u32, w_in: u32, *, W) -> tuple[W, T, T]:
+    """Word ``wd`` of a source row and its neighbours ``k0 - 1`` and ``k0 + per`` (clamped; at ``k0`` 0
+    the first element again, which ``bilinear2x_along_w`` does not use)."""
+    return (pk.bitcast(row, ConstPtr[W])[usize(wd)], row[usize(k0 - pk.select(k0 > 0, u32(1), u32(0)))],
+            row[usize(min(k0 + u32(8 // T.nbytes), w_in - 1))])
+
+
+@pk.func
+def bilinear2x_along_w(word: u64, left: T, right: T, k0: u32, out: Ptr[f64], *, T, H):
+    """A source row's interpolation along w at output columns ``2 k0 ... 2 (k0 + per) - 1``: elements
+    ``k0 ...`` from ``word``, their neighbours ``k0 - 1`` (``left``) and ``k0 + per`` (``right``, clamped)."""
+    v = pk.local.array(8 // T.nbytes + 2, f64)
+    v[0] = f64(left)
+    for i in pk.static_range(8 // T.nbytes):
+        v[i + 1] = f64(pk.bitcast(H(word >> u64(8 * T.nbytes * i)), T))
+    v[8 // T.nbytes + 1] = f64(right)
+    for i in pk.static_range(8 // T.nbytes):
+        if i == 0:  # column 2 k0: at k0 = 0 the source clamps to 0 (columns 0 and 1, weight 0)
+            edge = k0 == 0
+            lw = pk.select(edge, f64(0.0), f64(0.75))
+            out[0] = (1.0 - lw) * pk.select(edge, v[1], v[0]) + lw * pk.select(edge, v[2], v[1])
+        else:
+            out[2 * i] = (1.0 - 0.75) * v[i] + 0.75 * v[i + 1]
+        out[2 * i + 1] = (1.0 - 0.25) * v[i + 1] + 0.25 * v[i + 2]
 
 
 @pk.func
@@ -2202,6 +2335,48 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
         dst[i] = T((1.0 - lh) * top + lh * bottom)
 
 
+@pk.func
+def bilinear2x(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64, info: ConstPtr[usize],
+               src: ConstPtr[T], dst: Ptr[T], *, NARROW) -> bool:
+    """``bilinear2x_rows`` where it applies (``bilinear2x_ok`` on the host): an exact 2x upsampling with
+    half-pixel centres, rows contiguous along w and every offset whole 8-byte words, dst 16-byte
+    aligned (each output row is then whole 16-byte words, stored as such). False where it does not
+    (nothing written)."""
+    per = usize(8 // T.nbytes)
+    if not (info[0] * info[1] * h_out * w_out <= NARROW and small_layout(info, usize(8)) and not align_corners
+            and scale_h == 0.5 and scale_w == 0.5 and h_out == 2 * info[2] and w_out == 2 * info[3]
+            and info[7] == 1 and (info[3] | info[4] | info[5] | info[6]) % per == 0 and pk.is_aligned(src, 8)
+            and pk.is_aligned(dst, 16) and info[2] * info[6] <= INDEX_31):
+        return False
+    if T.nbytes == 1:
+        bilinear2x_rows(info, src, dst, H=u8)
+    elif T.nbytes == 2:
+        bilinear2x_rows(info, src, dst, H=u16)
+    elif T.nbytes == 4:
+        bilinear2x_rows(info, src, dst, H=u32)
+    else:
+        bilinear2x_rows(info, src, dst, H=u64)
+    return True
+
+
+@pk.kernel(max_block_size=ROW_BLOCK)
+def upsample_bilinear2d_2x_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool,
+                              scale_h_factor: f64, has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize],
+                              src: ConstPtr[T], dst: Ptr[T], *, T, NARROW, RT):
+    """The wrappers' own exact-2x bilinear upsampling (``upsample_bilinear2d_2x_{T}``, candle's signature
+    and semantics): ``bilinear2x`` alone, in blocks of at most ROW_BLOCK. In candle's kernel the same
+    path spilled (its 1024-thread blocks cap registers at 64, its other paths need them) and cost that
+    kernel's other scales their speed; alone it keeps 64 (f32) to 80 (16-bit) registers and no spills
+    (docs/targets/cuda.md). Arguments outside its domain (``bilinear2x_ok``, which the wrapper checks
+    first) write nothing."""
+    if info[2] == 0 or info[3] == 0:
+        return
+    bilinear2x(w_out, h_out, align_corners,
+               bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor),
+               bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor), info, src, dst,
+               NARROW=NARROW)
+
+
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
@@ -2268,6 +2443,11 @@ VEC_POOL_DTYPES = (f32, f16, bf16, u32)
 for _op in ("avg_pool2d", "max_pool2d"):
     for _t in VEC_POOL_DTYPES:
         CONV.add(pool2d_vec_op.instance(kernel_name(f"{_op}_vec", _t), **instance_params(_op, _t)))
+#: and exact 2x bilinear upsampling (``bilinear2x``) for the float types models upsample
+BILINEAR2X_DTYPES = (f32, f16, bf16)
+for _t in BILINEAR2X_DTYPES:
+    CONV.add(upsample_bilinear2d_2x_op.instance(kernel_name("upsample_bilinear2d_2x", _t),
+                                                **instance_params("upsample_bilinear2d", _t)))
 #: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
 #: the GEMM
 ROWS_IM2COL_DTYPES = (f32, f16, bf16)
@@ -2522,6 +2702,30 @@ def pool_vec_ok(x, k: tuple[int, int], s: tuple[int, int], out_size: int) -> boo
     return (x.dtype in VEC_POOL_DTYPES and tuple(k) == (2, 2) and s[1] == 2 and x.strides[3] == 1
             and all(v % 2 == 0 for v in x.strides[:3]) and x.ptr % (2 * x.dtype.nbytes) == 0
             and out_size <= NARROW and max(*x.shape, *x.strides, *s) <= INDEX_31)
+
+
+def bilinear2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bool:
+    """Whether ``upsample_bilinear2d_2x_{dtype}`` takes the device array ``x`` to ``oh x ow`` with
+    ``scales`` (PyTorch's scale factors or None): ``bilinear2x``'s test, on the host (the scale used
+    is 0.5 exactly: in / out, or 1 / 2.0)."""
+    b, c, h, w = x.shape
+    per = 8 // x.dtype.nbytes
+    return (x.dtype in BILINEAR2X_DTYPES and not align_corners and (oh, ow) == (2 * h, 2 * w)
+            and all(v is None or 1.0 / v == 0.5 for v in scales) and x.strides[3] == 1
+            and all(v % per == 0 for v in (w, *x.strides[:3])) and x.ptr % 8 == 0
+            and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
+
+
+#: exact 2x bilinear upsampling's grid (``upsample_bilinear2d_2x_*``): H100 f32 [32,256,56,56], 8 blocks an
+#: SM 78%, 12 81%, 16 83%, 24 85%, 32 86% of copy; bf16 59-60% from 8 to 32 (docs/targets/cuda.md)
+BILINEAR2X_BLOCKS_PER_SM = 24
+
+
+def bilinear2x_launch(x) -> tuple[int, int]:
+    """The wrappers' grid for ``upsample_bilinear2d_2x_*`` of the device array ``x``: ``rows_launch`` over
+    its source rows (a unit of ``bilinear2x_rows`` is a few of them) with BILINEAR2X_BLOCKS_PER_SM."""
+    b, c, h, w = x.shape
+    return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=BILINEAR2X_BLOCKS_PER_SM)
 
 
 #: exact 2x nearest upsampling (``nearest2x_rows``) is the exception: H100, bf16, 16 blocks an SM 69% of

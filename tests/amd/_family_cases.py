@@ -479,6 +479,9 @@ def _pool_upsample(dev):
                         sh is not None, sh or 0.0, sw is not None, sw or 0.0, _info(dev, x), x, out)
             conv_launch.upsample_bilinear2d(x, (o2, o3), align_corners=n == 1)
             conv_launch.upsample_bilinear2d(x, scale_factor=1.5)
+        if dtype in conv.BILINEAR2X_DTYPES:  # exact 2x of whole 8-byte words: upsample_bilinear2d_2x (the wrapper)
+            conv_launch.upsample_bilinear2d(_view(dev, _conv_values(dtype, (1, 2, 5, 8), gen), "contiguous"),
+                                            scale_factor=2.0)
 
 
 @case("conv/wrappers")

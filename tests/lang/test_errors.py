@@ -678,6 +678,16 @@ def e_is_aligned_not_power(p: Ptr[f32]):
 
 
 @pk.kernel
+def e_assume_aligned_not_power(p: Ptr[f32]):
+    pk.assume_aligned(p, 12)[0] = 1.0  # <-
+
+
+@pk.kernel
+def e_assume_aligned_not_pointer(x: f32, p: Ptr[f32]):
+    p[0] = pk.assume_aligned(x, 16)  # <-
+
+
+@pk.kernel
 def e_type_alias_over_variable(p: Ptr[f32]):
     x = p[0]
     x = f32  # <-
@@ -780,6 +790,8 @@ CASES = [
     (e_func_runtime_compile_time, r"scaled\(\)'s compile-time argument 'factor' must be known at compile time"),
     (e_write_through_const_bitcast, "cannot write through a ConstPtr"),
     (e_is_aligned_not_power, r"is_aligned\(\) needs a power of two, got 6"),
+    (e_assume_aligned_not_power, r"assume_aligned\(\) needs a power of two, got 12"),
+    (e_assume_aligned_not_pointer, r"assume_aligned\(\) takes a pointer"),
     (e_type_alias_over_variable, "'x' is a run-time variable; a type needs a name of its own"),
     (e_static_range_runtime_bound, "a pk.static_range\\(\\) bound must be known at compile time"),
     (e_static_range_break, r"'break' in a pk.static_range\(\) body: its copies are not a loop"),

@@ -19,7 +19,7 @@ from .dependent import grid_dependency_wait, launch_dependents
 from .math import (ceil, copysign, dot4_i8, dot4_u8i8, fabs, fast_exp2, fast_rcp, floor, fma, fmax, fmin, isinf,
                    isnan, maximum, minimum, rint, select, sqrt, trunc)
 from .mma import mma
-from .memory import bitcast, is_aligned, load, local, shared, store
+from .memory import assume_aligned, bitcast, is_aligned, load, local, shared, store
 from .sync import syncthreads, threadfence, threadfence_block, threadfence_system
 from .thread import (block_dim, block_idx, global_id, grid_dim, grid_stride, lane_id, parallel_range, static_range,
                      thread_idx, tile_bytes)
@@ -28,7 +28,7 @@ from .wave import wave, wave_size
 __all__ = ["grid_stride", "parallel_range", "global_id", "lane_id", "syncthreads", "threadfence", "threadfence_block",
            "threadfence_system", "bitcast", "sqrt", "fma", "fabs", "floor", "ceil", "trunc", "rint",
            "copysign", "fmin", "fmax", "minimum", "maximum", "isnan", "isinf", "fast_exp2", "fast_rcp", "select",
-           "static_range", "is_aligned", "load", "store", "dot4_i8", "dot4_u8i8",
+           "static_range", "is_aligned", "assume_aligned", "load", "store", "dot4_i8", "dot4_u8i8",
            "thread_idx", "block_idx", "block_dim", "grid_dim", "atomic", "wave", "shared", "local", "wave_size",
            "tile_bytes", "mma", "grid_dependency_wait", "launch_dependents",
            "Builtin", "Dim3", "Namespace", "TargetConstant", "WaveSize", "TileBytes", "OPERATOR_FUNCS", "REGISTRY",

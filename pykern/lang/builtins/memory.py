@@ -1,4 +1,5 @@
-"""Memory: ``pk.load``/``pk.store`` with a cache policy, ``pk.is_aligned``, ``pk.bitcast``, and the
+"""Memory: ``pk.load``/``pk.store`` with a cache policy, ``pk.is_aligned``, ``pk.assume_aligned``,
+``pk.bitcast``, and the
 shared and local arrays (``pk.shared.array``, ``pk.shared.dynamic``, ``pk.local.array``)."""
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from ...ir import types as T
 from ..values import CT, describe
 from .core import Builtin, Namespace, declaration_rule, lowering, typing_rule
 
-load, store, is_aligned, bitcast = (Builtin(n) for n in ("load", "store", "is_aligned", "bitcast"))
+load, store, is_aligned, assume_aligned, bitcast = (Builtin(n) for n in ("load", "store", "is_aligned",
+                                                                         "assume_aligned", "bitcast"))
 shared = Namespace("shared", ["array", "dynamic"])
 local = Namespace("local", ["array"])
 
@@ -92,6 +94,39 @@ def _lower_is_aligned(lo, e):
     b = lo.b
     low = b.and_(b.ptrtoint(lo.expr(e.args[0]), _I64), ir.Constant(_I64, e.attrs["nbytes"] - 1))
     return b.icmp_unsigned("==", low, ir.Constant(_I64, 0))
+
+
+@typing_rule(assume_aligned)
+def _type_assume_aligned(tp, node, _):
+    """``pk.assume_aligned(p, nbytes)``: ``p``, which the caller guarantees is a multiple of ``nbytes``
+    (a compile-time power of two), as a promise to the optimiser: accesses through it at offsets it can
+    see are multiples of ``nbytes`` may then merge into wider ones (two adjacent 8-byte stores into one
+    16-byte store). Where the promise is false the behaviour is undefined: test with ``pk.is_aligned``."""
+    args = node.args
+    if len(args) != 2:
+        raise tp.error(node, "assume_aligned(p, nbytes) takes 2 arguments")
+    p = tp.visit(args[0])
+    if isinstance(p, CT) or not isinstance(p.ty, T.PtrType):
+        raise tp.error(args[0], "assume_aligned() takes a pointer")
+    nbytes = tp.ct_eval(args[1], "assume_aligned()'s byte count")
+    if not (isinstance(nbytes, int) and nbytes > 0 and nbytes & (nbytes - 1) == 0):
+        raise tp.error(args[1], f"assume_aligned() needs a power of two, got {nbytes!r}")
+    return tp.intrinsic(assume_aligned, p.ty, [p], node, nbytes=nbytes)
+
+
+@lowering(assume_aligned)
+def _lower_assume_aligned(lo, e):
+    """``llvm.assume((ptrtoint p & (nbytes - 1)) == 0)``: LLVM's known bits read the pointer's low bits
+    from it (the compare is ephemeral and emits no code)."""
+    b = lo.b
+    p = lo.expr(e.args[0])
+    low = b.and_(b.ptrtoint(p, _I64), ir.Constant(_I64, e.attrs["nbytes"] - 1))
+    holds = b.icmp_unsigned("==", low, ir.Constant(_I64, 0))
+    fn = b.module.globals.get("llvm.assume")
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ir.VoidType(), [ir.IntType(1)]), "llvm.assume")
+    b.call(fn, [holds])
+    return p
 
 
 @typing_rule(bitcast)
