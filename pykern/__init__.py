@@ -12,8 +12,8 @@ from .version import __version__
 from .errors import CompileError, DeviceError, LaunchError, PykernError
 from .ir.types import (ALL_DTYPES, ConstPtr, DType, Ptr, TypeVar, bf16, bool_, f8e4m3, f16, f32, f64, i8, i16,
                        i32, i64, u8, u16, u32, u64, usize)
-from .lang.builtins import (assume_aligned, atomic, bitcast, block_dim, block_idx, ceil, copysign, dot4_i8, dot4_u8i8, fabs, fast_exp2,
-                            fast_rcp, floor,
+from .lang.builtins import (assume_aligned, atomic, bitcast, block_dim, block_idx, ceil, copysign, dot4_i8,
+                            dot4_u8i8, fabs, fast_exp2, fast_rcp, floor,
                             fma, fmax, fmin, global_id, grid_dependency_wait, grid_dim, grid_stride, is_aligned, isinf,
                             isnan, lane_id, launch_dependents, load, local, maximum, minimum, mma, parallel_range, rint,
                             select, shared, sqrt, static_range, store,

@@ -2029,12 +2029,13 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
 @pk.func
 def bilinear2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H):
     """bilinear_rows for an exact 2x upsampling (``scale_h == scale_w == 0.5``, half-pixel centres) of
-    rows contiguous along w in whole 8-byte words: ``vec_rows`` gives a group of lanes
-    the elements of a word (at most BILINEAR2X_UNIT_MAX) source rows, each lane a word of them at a time (``bilinear2x_row``). At that scale every output's
-    two columns and weight follow from its index (column ``2k`` from ``k - 1, k`` at 0.75, ``2k + 1``
-    from ``k, k + 1`` at 0.25; the first and last clamp as ``bilinear_source`` does), so a word's outputs
-    come from the word and its two neighbours, without tables or gathers, and each source row is
-    interpolated along w once for the output rows on both sides of it."""
+    rows contiguous along w in whole 8-byte words: ``vec_rows`` gives a group of lanes a unit of source
+    rows (the elements of a word, at most BILINEAR2X_UNIT_MAX), each lane a word of them at a time
+    (``bilinear2x_row``). At that scale every output's two columns and weight follow from its index
+    (column ``2k`` from ``k - 1, k`` at 0.75, ``2k + 1`` from ``k, k + 1`` at 0.25; the first and last
+    clamp as ``bilinear_source`` does), so a word's outputs come from the word and its two neighbours,
+    without tables or gathers, and each source row is interpolated along w once for the output rows on
+    both sides of it."""
     vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear2x_row,
              UNIT=min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))
 
@@ -2042,12 +2043,14 @@ def bilinear2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H):
 @pk.func
 def bilinear2x_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
                    s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
-    """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a
-    time (the row after next loaded while a row's outputs are made): with ``u``'s interpolation along w (``top``) and ``u + 1``'s (``bottom``, the last row's own),
-    output rows ``2u + 1`` (``lh`` 0.25), ``2u + 2`` (0.75, below ``2 h_in``) and, for ``u`` 0, row 0 (0),
-    each ``(1 - lh) * top + lh * bottom``; then ``bottom`` is the next ``top``. Those ``lh`` are
-    bilinear_source's at scale 0.5 (``(oh + 0.5) / 2 - 0.5``, clamped at 0, less its floor), exactly; the
-    arithmetic is bilinear_loop's, in its order. Indices along the row in u32."""
+    """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a time, the
+    row after next loaded while a row's outputs are made: with ``u``'s interpolation along w (``top``)
+    and ``u + 1``'s (``bottom``, the last row's own), output rows ``2u + 1`` (``lh`` 0.25), ``2u + 2``
+    (0.75, below ``2 h_in``) and, for ``u`` 0, row 0 (0), each ``(1 - lh) * top + lh * bottom``; then
+    ``bottom`` is the next ``top``. Those ``lh`` are bilinear_source's at scale 0.5 (``(oh + 0.5) / 2 -
+    0.5``, clamped at 0, less its floor), exactly; the arithmetic is bilinear_loop's, in its order.
+    Each output row's 16 bytes are one store (dst 16-byte aligned: ``bilinear2x``). Indices along the
+    row in u32."""
     w_out = 2 * w_in
     plane = dst + usize(q) * 2 * h_in * w_out
     unit = u32(min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))  # vec_rows' UNIT
