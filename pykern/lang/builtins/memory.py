@@ -89,11 +89,15 @@ def _type_is_aligned(tp, node, _):
     return tp.intrinsic(is_aligned, T.bool_, [tp.array_as_ptr(p)], node, nbytes=nbytes)
 
 
+def _aligned(b, p, nbytes: int):
+    """``(ptrtoint p & (nbytes - 1)) == 0``: is_aligned's test and assume_aligned's promise."""
+    low = b.and_(b.ptrtoint(p, _I64), ir.Constant(_I64, nbytes - 1))
+    return b.icmp_unsigned("==", low, ir.Constant(_I64, 0))
+
+
 @lowering(is_aligned)
 def _lower_is_aligned(lo, e):
-    b = lo.b
-    low = b.and_(b.ptrtoint(lo.expr(e.args[0]), _I64), ir.Constant(_I64, e.attrs["nbytes"] - 1))
-    return b.icmp_unsigned("==", low, ir.Constant(_I64, 0))
+    return _aligned(lo.b, lo.expr(e.args[0]), e.attrs["nbytes"])
 
 
 @typing_rule(assume_aligned)
@@ -120,8 +124,7 @@ def _lower_assume_aligned(lo, e):
     from it (the compare is ephemeral and emits no code)."""
     b = lo.b
     p = lo.expr(e.args[0])
-    low = b.and_(b.ptrtoint(p, _I64), ir.Constant(_I64, e.attrs["nbytes"] - 1))
-    holds = b.icmp_unsigned("==", low, ir.Constant(_I64, 0))
+    holds = _aligned(b, p, e.attrs["nbytes"])
     fn = b.module.globals.get("llvm.assume")
     if fn is None:
         fn = ir.Function(b.module, ir.FunctionType(ir.VoidType(), [ir.IntType(1)]), "llvm.assume")
