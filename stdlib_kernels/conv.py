@@ -1756,6 +1756,11 @@ BILINEAR_TABLE = 1024
 #: that work but leave fewer units to spread over the grid; H100, [32,256,56,56] (docs/targets/cuda.md):
 #: f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10)
 BILINEAR2X_UNIT_MAX = 4
+#: ``upsample_bilinear2d_2x_*``'s blocks by element size: (threads a block, blocks of them an SM the CUDA
+#: compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
+#: 16-bit kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without spills,
+#: twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly (docs/targets/cuda.md)
+BILINEAR2X_SHAPES = {4: (128, 0, 96), 2: (64, 12, 96)}
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
 #: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
@@ -2362,15 +2367,14 @@ def bilinear2x(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, sc
     return True
 
 
-@pk.kernel(max_block_size=ROW_BLOCK)
 def upsample_bilinear2d_2x_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool,
                               scale_h_factor: f64, has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize],
                               src: ConstPtr[T], dst: Ptr[T], *, T, NARROW, RT):
     """The wrappers' own exact-2x bilinear upsampling (``upsample_bilinear2d_2x_{T}``, candle's signature
-    and semantics): ``bilinear2x`` alone, in blocks of at most ROW_BLOCK. In candle's kernel the same
-    path spilled (its 1024-thread blocks cap registers at 64, its other paths need them) and cost that
-    kernel's other scales their speed; alone it keeps 64 (f32) to 80 (16-bit) registers and no spills
-    (docs/targets/cuda.md). Arguments outside its domain (``bilinear2x_ok``, which the wrapper checks
+    and semantics): ``bilinear2x`` alone, in the blocks of BILINEAR2X_SHAPES. In candle's kernel the
+    same path spilled (its 1024-thread blocks cap registers at 64, its other paths need them) and cost
+    that kernel's other scales their speed; alone it keeps 64 (f32) to 80 (16-bit) registers and no
+    spills (docs/targets/cuda.md). Arguments outside its domain (``bilinear2x_ok``, which the wrapper checks
     first) write nothing."""
     if info[2] == 0 or info[3] == 0:
         return
@@ -2448,9 +2452,13 @@ for _op in ("avg_pool2d", "max_pool2d"):
         CONV.add(pool2d_vec_op.instance(kernel_name(f"{_op}_vec", _t), **instance_params(_op, _t)))
 #: and exact 2x bilinear upsampling (``bilinear2x``) for the float types models upsample
 BILINEAR2X_DTYPES = (f32, f16, bf16)
+#: (a definition of it per element size, with the blocks of BILINEAR2X_SHAPES)
+BILINEAR2X_KERNELS = {nbytes: pk.kernel(upsample_bilinear2d_2x_op, max_block_size=block,
+                                        min_blocks_per_sm={"cuda": min_blocks})
+                      for nbytes, (block, min_blocks, _) in BILINEAR2X_SHAPES.items()}
 for _t in BILINEAR2X_DTYPES:
-    CONV.add(upsample_bilinear2d_2x_op.instance(kernel_name("upsample_bilinear2d_2x", _t),
-                                                **instance_params("upsample_bilinear2d", _t)))
+    CONV.add(BILINEAR2X_KERNELS[_t.nbytes].instance(kernel_name("upsample_bilinear2d_2x", _t),
+                                                    **instance_params("upsample_bilinear2d", _t)))
 #: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
 #: the GEMM
 ROWS_IM2COL_DTYPES = (f32, f16, bf16)
@@ -2719,16 +2727,13 @@ def bilinear2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bo
             and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
 
 
-#: exact 2x bilinear upsampling's grid (``upsample_bilinear2d_2x_*``): H100 f32 [32,256,56,56], 8 blocks an
-#: SM 78%, 12 81%, 16 83%, 24 85%, 32 86% of copy; bf16 59-60% from 8 to 32 (docs/targets/cuda.md)
-BILINEAR2X_BLOCKS_PER_SM = 24
-
-
 def bilinear2x_launch(x) -> tuple[int, int]:
     """The wrappers' grid for ``upsample_bilinear2d_2x_*`` of the device array ``x``: ``rows_launch`` over
-    its source rows (a unit of ``bilinear2x_rows`` is a few of them) with BILINEAR2X_BLOCKS_PER_SM."""
+    its source rows (a unit of ``bilinear2x_rows`` is a few of them) in the blocks of BILINEAR2X_SHAPES
+    (f32's for element sizes it has no kernel for: a grid for candle's kernel over the same rows)."""
     b, c, h, w = x.shape
-    return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=BILINEAR2X_BLOCKS_PER_SM)
+    block, _, per_sm = BILINEAR2X_SHAPES.get(x.dtype.nbytes, BILINEAR2X_SHAPES[4])
+    return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 
 #: exact 2x nearest upsampling (``nearest2x_rows``) is the exception: H100, bf16, 16 blocks an SM 69% of
@@ -2737,17 +2742,17 @@ NEAREST2X_BLOCKS_PER_SM = 64
 
 
 def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
-                per_sm: int = ROW_BLOCKS_PER_SM) -> tuple[int, int]:
+                per_sm: int = ROW_BLOCKS_PER_SM, block: int = ROW_BLOCK) -> tuple[int, int]:
     """The wrappers' grid for the pools and upsamplings over ``rows`` output rows of ``cols``: enough
-    blocks of ROW_BLOCK for every row group (as ``row_group`` splits the block), at most ``per_sm`` a
+    blocks of ``block`` threads for every row group (as ``row_group`` splits the block), at most ``per_sm`` a
     multiprocessor (132 where the device does not say). ``tiles``: 16-byte tiles a thread (the
     upsamplings and ``{op}_vec_*``; candle's pool kernels take one output a step)."""
     width = 16 // dtype.nbytes if tiles else 1
     tiles, g = -(-cols // width), 1
-    while g < tiles and g * 2 <= ROW_BLOCK:
+    while g < tiles and g * 2 <= block:
         g *= 2
     sms = getattr(device, "multiprocessors", None) or 132
-    return max(1, min(-(-rows // (ROW_BLOCK // g)), sms * per_sm)), ROW_BLOCK
+    return max(1, min(-(-rows // (block // g)), sms * per_sm)), block
 
 
 def nearest_launch(x, oh: int, ow: int) -> tuple[int, int]:

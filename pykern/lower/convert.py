@@ -7,7 +7,8 @@ converted with integer arithmetic: round to nearest even, NaN kept quiet, fp8 sa
 
 Conversions from f64 to the 16- and 8-bit floats go through f32 with *round-to-odd*, which makes the
 second rounding exact (f32 keeps more than 2p+2 bits of every narrower format), so the result is the
-correctly rounded one without a libcall the host JIT may not have.
+correctly rounded one without a libcall the host JIT may not have; a target with a single
+instruction for f64 -> f16/bf16 (``Target.round_f64_to_half``) gives the same value in one step.
 """
 from __future__ import annotations
 
@@ -170,5 +171,9 @@ def _narrow(b, v, src: T.DType, dst: T.DType, target=None) -> ir.Value:
             return v
         if dst is T.f32:
             return b.fptrunc(v, F32)
+        if dst.bits == 16 and target is not None:
+            native = target.round_f64_to_half(b, v, bf16=dst is T.bf16)
+            if native is not None:
+                return native
         return from_f32(b, f64_to_f32_odd(b, v), dst, target)
     return from_f32(b, v, dst, target)

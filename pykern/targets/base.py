@@ -126,6 +126,12 @@ class Target(ABC):
         the lowering then rounds with integer arithmetic (lower/convert.py), the same bits everywhere."""
         return None
 
+    def round_f64_to_half(self, b: ir.IRBuilder, v: ir.Value, bf16: bool) -> ir.Value | None:
+        """``v`` (an f64) rounded once to f16 (``bf16`` false: an LLVM half) or to bf16 bits (an i16)
+        by an instruction of this target, or None: the lowering then rounds to f32 by round-to-odd
+        and from there to the 16-bit float (lower/convert.py), the same value in more steps."""
+        return None
+
     def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value | None:
         """``pk.dot4_i8``/``pk.dot4_u8i8`` (i32 operands: four bytes each, ``y``'s signed) by an
         instruction of this target, or None: the lowering then adds the four products in i32

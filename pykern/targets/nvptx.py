@@ -74,6 +74,14 @@ class NvptxTarget(Target):
         # comes out canonical (as from candle's __float2bfloat16), its payload not kept
         return b.bitcast(b.fptrunc(v, BFLOAT), ir.IntType(16))
 
+    def round_f64_to_half(self, b: ir.IRBuilder, v: ir.Value, bf16: bool) -> ir.Value | None:
+        # cvt.rn.f16.f64 (every arch) and cvt.rn.bf16.f64 (sm_90, PTX 7.8): one conversion where the
+        # round-to-odd path takes two and two f64 compares, which bound f64 -> 16-bit kernels such as
+        # bilinear upsampling; below sm_90 LLVM would expand the bf16 one as convert.py does
+        if not bf16:
+            return b.fptrunc(v, ir.HalfType())
+        return b.bitcast(b.fptrunc(v, BFLOAT), ir.IntType(16)) if ARCHS[self.arch] >= (9, 0) else None
+
     def dot4(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value, x_signed: bool) -> ir.Value:
         # dp4a.{s32,u32}.s32 (sm_61+, so every supported arch): one instruction, wrapping like C's int
         name = "llvm.nvvm.idp4a." + ("s.s" if x_signed else "u.s")
