@@ -33,16 +33,16 @@ for _rt in VARIANTS:
                                                        NARROW=conv.NARROW, RT=_rt))
 
 
-#: the exact-2x kernel (``conv.upsample_bilinear2d_2x_op``) under register caps for this many blocks of 256
-#: an SM (0: none, the kernel's own), and the wrappers' grid at this many blocks an SM
-X2_CAPS = (0, 4)
-X2_GRIDS = (8, 12, 16, 24, 32)
-for _mb in X2_CAPS:
-    _k = pk.kernel(max_block_size=conv.ROW_BLOCK, **({"min_blocks_per_sm": {"cuda": _mb}} if _mb else {}))(
-        conv.upsample_bilinear2d_2x_op.__wrapped__)
+#: the exact-2x kernel (``conv.upsample_bilinear2d_2x_op``) in blocks of this many threads with register
+#: bounds for this many of them an SM (0: none), and the wrappers' grid at this many blocks an SM
+#: (``conv.BILINEAR2X_SHAPES`` holds the choice)
+X2_BLOCKS = ((256, 0), (256, 3), (128, 6), (64, 12))
+X2_GRIDS = (24, 48, 96)
+for _block, _mb in X2_BLOCKS:
+    _k = pk.kernel(conv.upsample_bilinear2d_2x_op, max_block_size=_block, min_blocks_per_sm={"cuda": _mb})
     for _t in (f32, bf16):
-        PROBE.add(_k.instance(f"{kernel_name('upsample_bilinear2d_2x', _t)}_cap{_mb}", T=_t, NARROW=conv.NARROW,
-                              RT=0))
+        PROBE.add(_k.instance(f"{kernel_name('upsample_bilinear2d_2x', _t)}_b{_block}_m{_mb}", T=_t,
+                              NARROW=conv.NARROW, RT=0))
 
 
 def run_x2(b, quick: bool) -> None:
@@ -60,11 +60,11 @@ def run_x2(b, quick: bool) -> None:
         ref = lambda x=xu: F.interpolate(x, size=(112, 112), mode="bilinear", align_corners=False)  # noqa: E731
         cases = [(f"generic [rows_launch]", Lazy(dev, f"upsample_bilinear2d_{tag}", conv.CONV),
                   conv.rows_launch(n * 256 * 112, 112, as_array(dev, ou).dtype, dev))]
-        for mb in X2_CAPS:
+        for block, mb in X2_BLOCKS:
             for per_sm in X2_GRIDS:
-                grid = conv.rows_launch(n * 256 * 56, 56, as_array(dev, xu).dtype, dev, per_sm=per_sm)
-                cases.append((f"2x cap {mb or '-'} grid {per_sm}/SM",
-                              Lazy(dev, f"upsample_bilinear2d_2x_{tag}_cap{mb}", PROBE), grid))
+                grid = conv.rows_launch(n * 256 * 56, 56, as_array(dev, xu).dtype, dev, per_sm=per_sm, block=block)
+                cases.append((f"2x blocks of {block} bound {mb or '-'} grid {per_sm}/SM",
+                              Lazy(dev, f"upsample_bilinear2d_2x_{tag}_b{block}_m{mb}", PROBE), grid))
         for label, fn, grid in cases:
             ou.fill_(float("nan"))
             b.case(f"bilinear 2x [{n},256,56,56] {tag} {label}", xu.nbytes + ou.nbytes,
@@ -102,7 +102,7 @@ def main() -> None:
     from conv import Bench  # benchmarks/conv.py
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--x2", action="store_true", help="the exact-2x kernel under register caps and grids")
+    ap.add_argument("--x2", action="store_true", help="the exact-2x kernel in several blocks and grids")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--match", default="", help="only the cases whose label matches this regex")
     args = ap.parse_args()

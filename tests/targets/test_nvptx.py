@@ -5,7 +5,7 @@ import pytest
 from llvmlite import ir
 
 import pykern as pk
-from pykern import Ptr, bf16, f32, u32, usize
+from pykern import Ptr, bf16, f16, f32, f64, u32, usize
 
 from pykern.errors import CompileError
 from pykern.ir import types as T
@@ -296,6 +296,28 @@ def test_bf16_rounding_and_fast_reciprocal_use_the_instructions(arch):
     text = ptx.decode()
     assert lines(text, r"cvt\.rn\.bf16(x2)?\.f32") and lines(text, r"rcp\.approx\.f32")
     assert not lines(text, r"div\.rn\.f32")
+    if ptxas_path():
+        ptxas_check(ptx, arch)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_f64_to_16_bit_floats_is_one_conversion(arch):
+    """f64 -> f16 is cvt.rn.f16.f64 on every arch and f64 -> bf16 cvt.rn.bf16.f64 from sm_90 (one
+    rounding, as the portable round-to-odd path gives); below sm_90 bf16 keeps that path."""
+    from pykern.compiler import compile_kernels
+
+    @pk.kernel
+    def narrow(n: usize, x: pk.ConstPtr[f64], y: Ptr[bf16], z: Ptr[f16]):
+        for i in pk.grid_stride(n):
+            y[i] = bf16(x[i])
+            z[i] = f16(x[i])
+
+    ptx, _ = compile_kernels([narrow._only_instance()], NvptxTarget(arch), "narrow")
+    text = ptx.decode()
+    assert lines(text, r"cvt\.rn\.f16\.f64") and not lines(text, r"cvt\.rn\.f16\.f32")
+    native = ARCHS[arch] >= (9, 0)
+    assert bool(lines(text, r"cvt\.rn\.bf16\.f64")) == native
+    assert bool(lines(text, r"cvt\.rn\.f32\.f64")) != native  # round-to-odd's first rounding
     if ptxas_path():
         ptxas_check(ptx, arch)
 

@@ -111,11 +111,14 @@ class _Builds(dict):
 
 
 @pytest.fixture(scope="session")
-def stdlib_build(tmp_path_factory, request):
+def stdlib_build(tmp_path_factory, request, run_cache_dir):
     """Run ``pykern build -j 2`` for the plan (one call per target and distinct module list, each
-    into its own directory) and return ``{(target, arch): (directory, manifest)}``."""
+    into its own directory) and return ``{(target, arch): (directory, manifest)}``. The build uses
+    the test run's cache (``run_cache_dir``, all xdist workers'), where the AMD emulator layer, which
+    starts first, has built every stdlib module for gfx1100 and gfx90a already: those two full
+    builds then read the cache (same modules, same compile keys) instead of compiling again."""
     root = tmp_path_factory.mktemp("stdlib-build")
-    cache_dir = os.environ.get("PYKERN_CACHE_DIR") or str(tmp_path_factory.getbasetemp() / "pykern-cache")
+    cache_dir = os.environ.get("PYKERN_CACHE_DIR") or str(run_cache_dir)
     env = {**os.environ, "PYKERN_CACHE_DIR": cache_dir}
     env.pop("PYKERN_PREBUILT", None)
     env.pop("PYKERN_CACHE", None)
