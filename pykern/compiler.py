@@ -278,7 +278,7 @@ def _lower_and_finalize(kernels: list, target: Target, name: str, dump) -> tuple
         dump_stages(dump, kernels, target, name, module)
     # the back end's own sources too: a fix in what runs after the IR (passes, alias copies, linking)
     # must not be answered from an artifact the unfixed code made of the same IR
-    key = cache.key("pykern", __version__, llvmlite.__version__, compiler_hash(), target.cache_key(), text,
+    key = cache.key("pykern", __version__, llvmlite.__version__, compiler_hash(), target.artifact_key(), text,
                     json.dumps(module.kernel_aliases, sort_keys=True), f"lsr={module.loop_strength_reduction}")
     artifact = cache.get(key)
     if artifact is None:

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from pykern import cache, compiler, config, prebuilt
+import pykern as pk
+from pykern import Ptr, cache, compiler, config, f32, prebuilt, usize
 from pykern.targets import registry
 
 SRC = '''
@@ -130,6 +131,34 @@ def test_target_and_versions_are_in_the_key(own_cache, tmp_path, monkeypatch):
     k = compiler.source_key(m.kernels, t, m.name)
     monkeypatch.setattr(compiler, "versions", lambda: {"pykern": "other"})
     assert compiler.source_key(m.kernels, t, m.name) != k
+
+
+def test_settings_only_the_lowering_reads_share_the_artifact(own_cache, monkeypatch):
+    """``tile_bytes`` is in the source key (the grid-stride tiles' IR depends on it) but not in the IR
+    key: a kernel without tiles lowers to the same IR under both and is optimised and compiled once,
+    one with tiles twice (the test suite's CPU-with-tiles device compiled every kernel again)."""
+    from pykern.targets.cpu import CpuTarget
+
+    @pk.kernel
+    def no_tiles(n: usize, x: Ptr[f32]):
+        i = pk.global_id()
+        if i < n:
+            x[i] = x[i] * 2.0
+
+    @pk.kernel
+    def tiles(n: usize, x: Ptr[f32]):
+        for i in pk.grid_stride(n):
+            x[i] = x[i] * 2.0
+
+    finalized = []
+    real = CpuTarget.finalize
+    monkeypatch.setattr(CpuTarget, "finalize", lambda self, *a: finalized.append(self.tile_bytes) or real(self, *a))
+    plain, tiled = CpuTarget(wave_size=32), CpuTarget(wave_size=32, tile_bytes=16)
+    assert plain.cache_key() != tiled.cache_key() and plain.artifact_key() == tiled.artifact_key()
+    for k in (no_tiles, tiles):
+        for target in (plain, tiled):
+            compiler.compile_kernels([k._only_instance()], target, k.name)
+    assert finalized == [0, 0, 16]
 
 
 def test_damaged_or_foreign_entry_is_a_miss(own_cache, tmp_path, lowering_counter):

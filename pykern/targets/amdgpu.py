@@ -87,8 +87,8 @@ class AmdgpuTarget(Target):
         mode the device runs in; RDNA wave64 is the only opt-in."""
         return "+wavefrontsize64" if self.wave_size == 64 and not self.info.is_cdna else ""
 
-    def cache_key(self) -> str:
-        return f"{super().cache_key()}:cov{self.code_object_version}"
+    def artifact_key(self) -> str:
+        return f"{super().artifact_key()}:cov{self.code_object_version}"
 
     def _make_target_machine(self) -> llvm.TargetMachine:
         return llvm.Target.from_triple(self.triple).create_target_machine(

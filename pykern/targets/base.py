@@ -104,8 +104,14 @@ class Target(ABC):
 
     # ---- identity -------------------------------------------------------------------------------
     def cache_key(self) -> str:
-        """Everything about this target that changes the artifact (folded into the cache key)."""
-        return f"{self.name}:{self.arch}:{self.wave_size}:{self.tile_bytes}"
+        """Everything about this target that changes a kernel source's artifact (the source key)."""
+        return f"{self.artifact_key()}:{self.tile_bytes}"
+
+    def artifact_key(self) -> str:
+        """What changes the artifact of a given LLVM IR text (the IR key): not what only the front end
+        and the lowering read (``tile_bytes``; it shows in the IR), so a kernel whose IR comes out the
+        same under another such setting (one without grid-stride tiles) is optimised and compiled once."""
+        return f"{self.name}:{self.arch}:{self.wave_size}"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.arch} wave{self.wave_size}>"

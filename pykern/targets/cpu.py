@@ -243,8 +243,8 @@ class CpuTarget(Target):
         init_llvm()
         self.triple = llvm.get_process_triple()
 
-    def cache_key(self) -> str:
-        return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:{self.tile_bytes}:"
+    def artifact_key(self) -> str:
+        return (f"cpu:{llvm.get_host_cpu_name()}:{self.wave_size}:{self.check_bounds}:"
                 f"{llvm.get_host_cpu_features().flatten()}:unroll<={self.unroll_limit}")
 
     def _make_target_machine(self):
