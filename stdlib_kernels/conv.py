@@ -2729,11 +2729,12 @@ def bilinear2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bo
 
 def bilinear2x_launch(x) -> tuple[int, int]:
     """The wrappers' grid for ``upsample_bilinear2d_2x_*`` of the device array ``x``: ``rows_launch`` over
-    its source rows (a unit of ``bilinear2x_rows`` is a few of them) in the blocks of BILINEAR2X_SHAPES
+    the units of its source rows ``bilinear2x_rows`` takes (a few rows each) in the blocks of BILINEAR2X_SHAPES
     (f32's for element sizes it has no kernel for: a grid for candle's kernel over the same rows)."""
     b, c, h, w = x.shape
     block, _, per_sm = BILINEAR2X_SHAPES.get(x.dtype.nbytes, BILINEAR2X_SHAPES[4])
-    return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=per_sm, block=block)
+    unit = min(8 // x.dtype.nbytes, BILINEAR2X_UNIT_MAX)  # bilinear2x_rows' UNIT: source rows a lane group takes
+    return rows_launch(b * c * -(-h // unit), w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 
 #: exact 2x nearest upsampling (``nearest2x_rows``) is the exception: H100, bf16, 16 blocks an SM 69% of
