@@ -33,16 +33,16 @@ for _rt in VARIANTS:
                                                        NARROW=conv.NARROW, RT=_rt))
 
 
-#: the exact-2x kernel (``conv.upsample_bilinear2d_2x_op``) in blocks of this many threads with register
+#: the exact-2x kernel (``conv.upsample_bilinear2d_int_op`` at F 2) in blocks of this many threads with register
 #: bounds for this many of them an SM (0: none), and the wrappers' grid at this many blocks an SM
-#: (``conv.BILINEAR2X_SHAPES`` holds the choice)
+#: (``conv.BILINEAR_INT_SHAPES`` holds the choice)
 X2_BLOCKS = ((256, 0), (256, 3), (128, 6), (64, 12))
 X2_GRIDS = (24, 48, 96)
 for _block, _mb in X2_BLOCKS:
-    _k = pk.kernel(conv.upsample_bilinear2d_2x_op, max_block_size=_block, min_blocks_per_sm={"cuda": _mb})
+    _k = pk.kernel(conv.upsample_bilinear2d_int_op, max_block_size=_block, min_blocks_per_sm={"cuda": _mb})
     for _t in (f32, bf16):
         PROBE.add(_k.instance(f"{kernel_name('upsample_bilinear2d_2x', _t)}_b{_block}_m{_mb}", T=_t,
-                              NARROW=conv.NARROW, RT=0))
+                              NARROW=conv.NARROW, RT=0, F=2))
 
 
 def run_x2(b, quick: bool) -> None:

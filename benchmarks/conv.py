@@ -10,8 +10,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   blocks of 128 a work item, ``im2col_vec_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``, exact 2x
-  bilinear through ``upsample_bilinear2d_2x_*`` under ``bilinear2x_launch`` (and candle's kernel on the
-  rows grid beside it, "rows"); col2im1d
+  and 4x bilinear through ``upsample_bilinear2d_{2,4}x_*`` under ``bilinear_int_launch`` (and candle's
+  kernel on the rows grid beside it, "rows"); col2im1d
   the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
   beside it the earlier ``col2im1d_staged_*`` under ``col2im1d_launch``) and under candle's (one thread per output,
   blocks of 1024; im2col1d one thread per ``l_k`` outputs), against ``F.unfold``, ``F.max_pool2d``,
@@ -233,17 +233,22 @@ def data_movement(b: Bench, quick: bool) -> None:
                    lambda g=grid, bl=block: fn[g, bl](112, 112, 0.5, 0.5, infu, xu.data_ptr(), ou.data_ptr()),
                    lambda: F.interpolate(xu, size=(112, 112), mode="nearest"),
                    lambda: (ou, F.interpolate(xu, size=(112, 112), mode="nearest")))
-        from stdlib_kernels.conv import bilinear2x_launch
-        candle_fn, own_fn = (Lazy(dev, f"upsample_bilinear2d{k}_{tag}", CONV) for k in ("", "_2x"))
-        launches = {"wrapper": (own_fn, bilinear2x_launch(as_array(dev, xu))),  # the wrapper's exact-2x kernel
-                    "rows": (candle_fn, row_shapes(b, ou)["wrapper"]),  # candle's kernel on the wrappers' old grid
-                    "candle": (candle_fn, row_shapes(b, ou)["candle"])}
-        for shape, (fn, (grid, block)) in launches.items():
-            b.case(f"upsample_bilinear2d 2x [{batch},256,56,56] {tag} [{shape}]", xu.nbytes + ou.nbytes,
-                   lambda fn=fn, g=grid, bl=block: fn[g, bl](112, 112, False, False, 0.0, False, 0.0, infu,
-                                                             xu.data_ptr(), ou.data_ptr()),
-                   lambda: F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False),
-                   lambda: (ou, F.interpolate(xu, size=(112, 112), mode="bilinear", align_corners=False)))
+        from stdlib_kernels.conv import bilinear_int_launch
+        # bilinear 2x on the same buffers, 4x: [batch / 4,256,56,56] -> 224x224 (as many output bytes)
+        for f, xb in ((2, xu), (4, xu[:max(1, batch // 4)])):
+            size = 56 * f
+            ob = torch.empty(xb.shape[0], 256, size, size, device="cuda", dtype=tdt)
+            infb = info(torch, xb)
+            candle_fn, own_fn = (Lazy(dev, f"upsample_bilinear2d{k}_{tag}", CONV) for k in ("", f"_{f}x"))
+            launches = {"wrapper": (own_fn, bilinear_int_launch(as_array(dev, xb), f)),  # the wrappers' exact-F kernel
+                        "rows": (candle_fn, row_shapes(b, ob)["wrapper"]),  # candle's kernel on the wrappers' old grid
+                        "candle": (candle_fn, row_shapes(b, ob)["candle"])}
+            ref = lambda x=xb, s=size: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
+            for shape, (fn, (grid, block)) in launches.items():
+                b.case(f"upsample_bilinear2d {f}x [{xb.shape[0]},256,56,56] {tag} [{shape}]", xb.nbytes + ob.nbytes,
+                       lambda fn=fn, g=grid, bl=block, x=xb, o=ob, i=infb, s=size:
+                           fn[g, bl](s, s, False, False, 0.0, False, 0.0, i, x.data_ptr(), o.data_ptr()),
+                       ref, lambda o=ob, r=ref: (o, r()))
 
 
 def gemm(b: Bench, quick: bool) -> None:

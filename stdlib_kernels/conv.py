@@ -1751,16 +1751,17 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
-#: ``bilinear2x_rows`` takes the elements of a word, at most this many, source rows a unit (each row
+#: ``bilinear_int_rows`` takes the elements of an 8-byte word, at most this many, source rows a unit (each row
 #: interpolated along w once for the output rows on both sides of it): more rows a unit share more of
 #: that work but leave fewer units to spread over the grid; H100, [32,256,56,56] (docs/targets/cuda.md):
 #: f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10)
-BILINEAR2X_UNIT_MAX = 4
-#: ``upsample_bilinear2d_2x_*``'s blocks by element size: (threads a block, blocks of them an SM the CUDA
-#: compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
-#: 16-bit kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without spills,
-#: twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly (docs/targets/cuda.md)
-BILINEAR2X_SHAPES = {4: (128, 0, 96), 2: (64, 12, 96)}
+BILINEAR_INT_UNIT_MAX = 4
+#: ``upsample_bilinear2d_{F}x_*``'s blocks by (F, element size): (threads a block, blocks of them an SM the
+#: CUDA compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
+#: 16-bit 2x kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without
+#: spills, twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly; the 4x ones spill at
+#: 80 and run best unbounded (96) (docs/targets/cuda.md)
+BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (128, 0, 96), (4, 2): (64, 0, 96)}
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
 #: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
@@ -1827,7 +1828,7 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
 @pk.func
 def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
              T, A, MAX, W, H, ROW, UNIT):
-    """The row loop shared by ``pool_rows_vec``, ``nearest2x_rows`` and ``bilinear2x_rows``: groups of
+    """The row loop shared by ``pool_rows_vec``, ``nearest2x_rows`` and ``bilinear_int_rows``: groups of
     lanes (``row_group``, 16-byte tiles of ``cols``) take the units ``(b, c, i2)`` of a plane in turn,
     UNIT rows ``i2 * UNIT ...`` of its ``n2`` a unit, the unit's first source row at ``i2 * UNIT * step2
     * info[6]``, and ``ROW`` does a unit's tiles (the divisions by multiplication, once a thread)."""
@@ -2032,61 +2033,68 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
 
 
 @pk.func
-def bilinear2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H):
-    """bilinear_rows for an exact 2x upsampling (``scale_h == scale_w == 0.5``, half-pixel centres) of
-    rows contiguous along w in whole 8-byte words: ``vec_rows`` gives a group of lanes a unit of source
-    rows (the elements of a word, at most BILINEAR2X_UNIT_MAX), each lane a word of them at a time
-    (``bilinear2x_row``). At that scale every output's two columns and weight follow from its index
-    (column ``2k`` from ``k - 1, k`` at 0.75, ``2k + 1`` from ``k, k + 1`` at 0.25; the first and last
-    clamp as ``bilinear_source`` does), so a word's outputs come from the word and its two neighbours,
-    without tables or gathers, and each source row is interpolated along w once for the output rows on
-    both sides of it."""
-    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear2x_row,
-             UNIT=min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))
+def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H, F):
+    """bilinear_rows for an upsampling by an integer factor F (2 or 4; ``scale_h == scale_w == 1 / F``,
+    half-pixel centres) of rows contiguous along w in whole words of 16 / F bytes: ``vec_rows`` gives a
+    group of lanes a unit of source rows (at most BILINEAR_INT_UNIT_MAX), each lane a word of them at a
+    time (``bilinear_int_row``), whose F outputs an element along w make 16 bytes. At that scale every
+    output's two columns and weight follow from its index (column ``F k + c`` from ``k - 1, k`` at
+    ``(c + 0.5) / F + 0.5`` for ``c < F / 2``, else from ``k, k + 1`` at ``(c + 0.5) / F - 0.5``; the
+    first and last clamp as ``bilinear_source`` does), so a word's outputs come from the word and its
+    two neighbours, without tables or gathers, and each source row is interpolated along w once for the
+    output rows on both sides of it. The word's type carries F to the row (``16 // W.nbytes``)."""
+    if F == 2:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear_int_row,
+                 UNIT=min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))
+    else:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u32, H=H, ROW=bilinear_int_row,
+                 UNIT=min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))
 
 
 @pk.func
-def bilinear2x_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
-                   s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
+def bilinear_int_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
+                     s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
     """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a time, the
     row after next loaded while a row's outputs are made: with ``u``'s interpolation along w (``top``)
-    and ``u + 1``'s (``bottom``, the last row's own), output rows ``2u + 1`` (``lh`` 0.25), ``2u + 2``
-    (0.75, below ``2 h_in``) and, for ``u`` 0, row 0 (0), each ``(1 - lh) * top + lh * bottom``; then
-    ``bottom`` is the next ``top``. Those ``lh`` are bilinear_source's at scale 0.5 (``(oh + 0.5) / 2 -
-    0.5``, clamped at 0, less its floor), exactly; the arithmetic is bilinear_loop's, in its order.
-    Each output row's 16 bytes are one store (dst 16-byte aligned: ``bilinear2x``). Indices along the
-    row in u32."""
-    w_out = 2 * w_in
-    plane = dst + usize(q) * 2 * h_in * w_out
-    unit = u32(min(8 // T.nbytes, BILINEAR2X_UNIT_MAX))  # vec_rows' UNIT
+    and ``u + 1``'s (``bottom``, the last row's own), output rows ``F u + F / 2 + j`` (``lh`` ``(j +
+    0.5) / F``; those from ``F (u + 1)`` on only below ``F h_in``) and, for ``u`` 0, rows ``0 ... F / 2
+    - 1`` (0), each ``(1 - lh) * top + lh * bottom``; then ``bottom`` is the next ``top``. Those ``lh``
+    are bilinear_source's at scale ``1 / F`` (``(oh + 0.5) / F - 0.5``, clamped at 0, less its floor),
+    exactly; the arithmetic is bilinear_loop's, in its order. Each output row's 16 bytes are one store
+    (dst 16-byte aligned: ``bilinear_int``). Indices along the row in u32."""
+    w_out = usize(16 // W.nbytes) * w_in  # the factor: 16 // W.nbytes
+    plane = dst + usize(q) * usize(16 // W.nbytes) * h_in * w_out
+    unit = u32(min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))  # vec_rows' UNIT
     u0 = i2 * unit
     h32 = u32(h_in)
     w32 = u32(w_in)
-    lh = pk.local.array(3, f64)
-    lh[0] = 0.0
-    lh[1] = 0.25
-    lh[2] = 0.75
-    for wd in range(u32(lane), w32 // u32(8 // T.nbytes), u32(g)):
-        k0 = wd * u32(8 // T.nbytes)
+    for wd in range(u32(lane), w32 // u32(W.nbytes // T.nbytes), u32(g)):
+        k0 = wd * u32(W.nbytes // T.nbytes)
         top = pk.local.array(16 // T.nbytes, f64)
         bottom = pk.local.array(16 // T.nbytes, f64)
-        word, left, right = bilinear2x_load(s, wd, k0, w32, W=W)
-        bilinear2x_along_w(word, left, right, k0, top, T=T, H=H)
-        word, left, right = bilinear2x_load(s + usize(min(u0 + 1, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
+        word, left, right = bilinear_int_load(s, wd, k0, w32, W=W)
+        bilinear_int_along_w(word, left, right, k0, top, T=T, H=H, W=W)
+        word, left, right = bilinear_int_load(s + usize(min(u0 + 1, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
         for u in range(u0, min(u0 + unit, h32)):
             # the row after next in flight while this one's outputs are made
-            ahead = bilinear2x_load(s + usize(min(u + 2, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
-            bilinear2x_along_w(word, left, right, k0, bottom, T=T, H=H)
-            for slot in pk.static_range(3):
-                if (slot == 1 or (slot == 0 and u == u32(0)) or (slot == 2 and u + 1 < h32)):
-                    oh = pk.select(slot == 0, u32(0), 2 * u + u32(slot))
-                    out = pk.assume_aligned(pk.bitcast(plane + (usize(oh) * w_out + usize(2 * k0)), Ptr[W]), 16)
+            ahead = bilinear_int_load(s + usize(min(u + 2, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
+            bilinear_int_along_w(word, left, right, k0, bottom, T=T, H=H, W=W)
+            # F = 16 // W.nbytes; slots below F / 2: the first rows (weight 0), then rows F u + slot, at
+            # weight (j + 0.5) / F for j = slot - F / 2; those from F (u + 1) on only below the last
+            for slot in pk.static_range(16 // W.nbytes // 2 + 16 // W.nbytes):
+                if ((slot < 16 // W.nbytes // 2 and u == u32(0)) or (16 // W.nbytes // 2 <= slot < 16 // W.nbytes)
+                        or (slot >= 16 // W.nbytes and u + 1 < h32)):
+                    oh = pk.select(slot < 16 // W.nbytes // 2, u32(slot), u32(16 // W.nbytes) * u + u32(slot))
+                    lh = pk.select(slot < 16 // W.nbytes // 2, f64(0.0),
+                                   f64(2 * slot - 16 // W.nbytes + 1) / f64(2 * (16 // W.nbytes)))
+                    out = pk.assume_aligned(pk.bitcast(plane + (usize(oh) * w_out + usize(u32(16 // W.nbytes) * k0)),
+                                                       Ptr[u64]), 16)
                     for half in pk.static_range(2):
-                        packed = W(0)
+                        packed = u64(0)
                         for i in pk.static_range(8 // T.nbytes):
                             at = half * (8 // T.nbytes) + i
-                            v = T((1.0 - lh[slot]) * top[at] + lh[slot] * bottom[at])
-                            packed = packed | (W(pk.bitcast(v, H)) << W(8 * T.nbytes * i))
+                            v = T((1.0 - lh) * top[at] + lh * bottom[at])
+                            packed = packed | (u64(pk.bitcast(v, H)) << u64(8 * T.nbytes * i))
                         out[half] = packed
             for j in pk.static_range(16 // T.nbytes):
                 top[j] = bottom[j]
@@ -2094,30 +2102,36 @@ def bilinear2x_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: 
 
 
 @pk.func
-def bilinear2x_load(row: ConstPtr[T], wd: u32, k0: u32, w_in: u32, *, W) -> tuple[W, T, T]:
+def bilinear_int_load(row: ConstPtr[T], wd: u32, k0: u32, w_in: u32, *, W) -> tuple[W, T, T]:
     """Word ``wd`` of a source row and its neighbours ``k0 - 1`` and ``k0 + per`` (clamped; at ``k0`` 0
-    the first element again, which ``bilinear2x_along_w`` does not use)."""
+    the first element again, which ``bilinear_int_along_w`` does not use)."""
     return (pk.bitcast(row, ConstPtr[W])[usize(wd)], row[usize(k0 - pk.select(k0 > 0, u32(1), u32(0)))],
-            row[usize(min(k0 + u32(8 // T.nbytes), w_in - 1))])
+            row[usize(min(k0 + u32(W.nbytes // T.nbytes), w_in - 1))])
 
 
 @pk.func
-def bilinear2x_along_w(word: u64, left: T, right: T, k0: u32, out: Ptr[f64], *, T, H):
-    """A source row's interpolation along w at output columns ``2 k0 ... 2 (k0 + per) - 1``: elements
-    ``k0 ...`` from ``word``, their neighbours ``k0 - 1`` (``left``) and ``k0 + per`` (``right``, clamped)."""
-    v = pk.local.array(8 // T.nbytes + 2, f64)
+def bilinear_int_along_w(word: W, left: T, right: T, k0: u32, out: Ptr[f64], *, T, H, W):
+    """A source row's interpolation along w at output columns ``F k0 ... F (k0 + per) - 1`` (F ``16 //
+    W.nbytes``): elements ``k0 ...`` from ``word``, their neighbours ``k0 - 1`` (``left``) and ``k0 +
+    per`` (``right``, clamped)."""
+    v = pk.local.array(W.nbytes // T.nbytes + 2, f64)
     v[0] = f64(left)
-    for i in pk.static_range(8 // T.nbytes):
-        v[i + 1] = f64(pk.bitcast(H(word >> u64(8 * T.nbytes * i)), T))
-    v[8 // T.nbytes + 1] = f64(right)
-    for i in pk.static_range(8 // T.nbytes):
-        if i == 0:  # column 2 k0: at k0 = 0 the source clamps to 0 (columns 0 and 1, weight 0)
-            edge = k0 == 0
-            lw = pk.select(edge, f64(0.0), f64(0.75))
-            out[0] = (1.0 - lw) * pk.select(edge, v[1], v[0]) + lw * pk.select(edge, v[2], v[1])
-        else:
-            out[2 * i] = (1.0 - 0.75) * v[i] + 0.75 * v[i + 1]
-        out[2 * i + 1] = (1.0 - 0.25) * v[i + 1] + 0.25 * v[i + 2]
+    for i in pk.static_range(W.nbytes // T.nbytes):
+        v[i + 1] = f64(pk.bitcast(H(word >> W(8 * T.nbytes * i)), T))
+    v[W.nbytes // T.nbytes + 1] = f64(right)
+    for i in pk.static_range(W.nbytes // T.nbytes):
+        for c in pk.static_range(16 // W.nbytes):
+            if c < 16 // W.nbytes // 2:  # from k - 1, k: at k0 = 0 the source clamps to 0 (columns 0, 1, weight 0)
+                lw = f64(2 * c + 1) / f64(2 * (16 // W.nbytes)) + 0.5
+                if i == 0:
+                    edge = k0 == 0
+                    lw0 = pk.select(edge, f64(0.0), lw)
+                    out[c] = (1.0 - lw0) * pk.select(edge, v[1], v[0]) + lw0 * pk.select(edge, v[2], v[1])
+                else:
+                    out[(16 // W.nbytes) * i + c] = (1.0 - lw) * v[i] + lw * v[i + 1]
+            else:
+                lw = f64(2 * c + 1) / f64(2 * (16 // W.nbytes)) - 0.5
+                out[(16 // W.nbytes) * i + c] = (1.0 - lw) * v[i + 1] + lw * v[i + 2]
 
 
 @pk.func
@@ -2344,44 +2358,40 @@ def bilinear_loop(numel: usize, w_out: usize, h_out: usize, align_corners: bool,
 
 
 @pk.func
-def bilinear2x(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64, info: ConstPtr[usize],
-               src: ConstPtr[T], dst: Ptr[T], *, NARROW) -> bool:
-    """``bilinear2x_rows`` where it applies (``bilinear2x_ok`` on the host): an exact 2x upsampling with
-    half-pixel centres, rows contiguous along w and every offset whole 8-byte words, dst 16-byte
-    aligned (each output row is then whole 16-byte words, stored as such). False where it does not
-    (nothing written)."""
-    per = usize(8 // T.nbytes)
+def bilinear_int(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64, scale_w: f64,
+                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, NARROW, F) -> bool:
+    """``bilinear_int_rows`` where it applies (``bilinear_int_factor`` on the host): an upsampling by
+    exactly F with half-pixel centres, rows contiguous along w and every offset whole words of 16 / F
+    bytes, dst 16-byte aligned (each output row is then whole 16-byte words, stored as such). False
+    where it does not (nothing written)."""
+    per = usize(16 // F // T.nbytes)
     if not (info[0] * info[1] * h_out * w_out <= NARROW and small_layout(info, usize(8)) and not align_corners
-            and scale_h == 0.5 and scale_w == 0.5 and h_out == 2 * info[2] and w_out == 2 * info[3]
-            and info[7] == 1 and (info[3] | info[4] | info[5] | info[6]) % per == 0 and pk.is_aligned(src, 8)
-            and pk.is_aligned(dst, 16) and info[2] * info[6] <= INDEX_31):
+            and scale_h == f64(1.0) / f64(F) and scale_w == f64(1.0) / f64(F) and h_out == F * info[2]
+            and w_out == F * info[3] and info[7] == 1 and (info[3] | info[4] | info[5] | info[6]) % per == 0
+            and pk.is_aligned(src, 16 // F) and pk.is_aligned(dst, 16) and info[2] * info[6] <= INDEX_31):
         return False
-    if T.nbytes == 1:
-        bilinear2x_rows(info, src, dst, H=u8)
-    elif T.nbytes == 2:
-        bilinear2x_rows(info, src, dst, H=u16)
-    elif T.nbytes == 4:
-        bilinear2x_rows(info, src, dst, H=u32)
+    if T.nbytes == 2:
+        bilinear_int_rows(info, src, dst, H=u16, F=F)
     else:
-        bilinear2x_rows(info, src, dst, H=u64)
+        bilinear_int_rows(info, src, dst, H=u32, F=F)
     return True
 
 
-def upsample_bilinear2d_2x_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool,
-                              scale_h_factor: f64, has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize],
-                              src: ConstPtr[T], dst: Ptr[T], *, T, NARROW, RT):
-    """The wrappers' own exact-2x bilinear upsampling (``upsample_bilinear2d_2x_{T}``, candle's signature
-    and semantics): ``bilinear2x`` alone, in the blocks of BILINEAR2X_SHAPES. In candle's kernel the
-    same path spilled (its 1024-thread blocks cap registers at 64, its other paths need them) and cost
-    that kernel's other scales their speed; alone it keeps 64 (f32) to 80 (16-bit) registers and no
-    spills (docs/targets/cuda.md). Arguments outside its domain (``bilinear2x_ok``, which the wrapper checks
-    first) write nothing."""
+def upsample_bilinear2d_int_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool,
+                               scale_h_factor: f64, has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize],
+                               src: ConstPtr[T], dst: Ptr[T], *, T, NARROW, RT, F):
+    """The wrappers' own bilinear upsampling by an integer factor F (``upsample_bilinear2d_{F}x_{T}``,
+    candle's signature and semantics): ``bilinear_int`` alone, in the blocks of BILINEAR_INT_SHAPES. In
+    candle's kernel the same path spilled (its 1024-thread blocks cap registers at 64, its other paths
+    need them) and cost that kernel's other scales their speed; alone it keeps 64 (f32) to 80 (16-bit)
+    registers and no spills (docs/targets/cuda.md). Arguments outside its domain
+    (``bilinear_int_factor``, which the wrapper checks first) write nothing."""
     if info[2] == 0 or info[3] == 0:
         return
-    bilinear2x(w_out, h_out, align_corners,
-               bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor),
-               bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor), info, src, dst,
-               NARROW=NARROW)
+    bilinear_int(w_out, h_out, align_corners,
+                 bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor),
+                 bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor), info, src, dst,
+                 NARROW=NARROW, F=F)
 
 
 @pk.kernel
@@ -2450,15 +2460,17 @@ VEC_POOL_DTYPES = (f32, f16, bf16, u32)
 for _op in ("avg_pool2d", "max_pool2d"):
     for _t in VEC_POOL_DTYPES:
         CONV.add(pool2d_vec_op.instance(kernel_name(f"{_op}_vec", _t), **instance_params(_op, _t)))
-#: and exact 2x bilinear upsampling (``bilinear2x``) for the float types models upsample
-BILINEAR2X_DTYPES = (f32, f16, bf16)
-#: (a definition of it per element size, with the blocks of BILINEAR2X_SHAPES)
-BILINEAR2X_KERNELS = {nbytes: pk.kernel(upsample_bilinear2d_2x_op, max_block_size=block,
-                                        min_blocks_per_sm={"cuda": min_blocks})
-                      for nbytes, (block, min_blocks, _) in BILINEAR2X_SHAPES.items()}
-for _t in BILINEAR2X_DTYPES:
-    CONV.add(BILINEAR2X_KERNELS[_t.nbytes].instance(kernel_name("upsample_bilinear2d_2x", _t),
-                                                    **instance_params("upsample_bilinear2d", _t)))
+#: and bilinear upsampling by exactly 2 and 4 (``bilinear_int``) for the float types models upsample
+BILINEAR_INT_DTYPES = (f32, f16, bf16)
+BILINEAR_INT_FACTORS = (2, 4)
+#: (a definition of it per factor and element size, with the blocks of BILINEAR_INT_SHAPES)
+BILINEAR_INT_KERNELS = {key: pk.kernel(upsample_bilinear2d_int_op, max_block_size=block,
+                                       min_blocks_per_sm={"cuda": min_blocks})
+                        for key, (block, min_blocks, _) in BILINEAR_INT_SHAPES.items()}
+for _f in BILINEAR_INT_FACTORS:
+    for _t in BILINEAR_INT_DTYPES:
+        CONV.add(BILINEAR_INT_KERNELS[_f, _t.nbytes].instance(kernel_name(f"upsample_bilinear2d_{_f}x", _t), F=_f,
+                                                              **instance_params("upsample_bilinear2d", _t)))
 #: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
 #: the GEMM
 ROWS_IM2COL_DTYPES = (f32, f16, bf16)
@@ -2715,25 +2727,30 @@ def pool_vec_ok(x, k: tuple[int, int], s: tuple[int, int], out_size: int) -> boo
             and out_size <= NARROW and max(*x.shape, *x.strides, *s) <= INDEX_31)
 
 
-def bilinear2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bool:
-    """Whether ``upsample_bilinear2d_2x_{dtype}`` takes the device array ``x`` to ``oh x ow`` with
-    ``scales`` (PyTorch's scale factors or None): ``bilinear2x``'s test, on the host (the scale used
-    is 0.5 exactly: in / out, or 1 / 2.0)."""
+def bilinear_int_factor(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> int:
+    """The factor F with which ``upsample_bilinear2d_{F}x_{dtype}`` takes the device array ``x`` to ``oh x
+    ow`` with ``scales`` (PyTorch's scale factors or None), 0 where none does: ``bilinear_int``'s test,
+    on the host (the scale used is 1 / F exactly: in / out, or 1 / F.0)."""
     b, c, h, w = x.shape
-    per = 8 // x.dtype.nbytes
-    return (x.dtype in BILINEAR2X_DTYPES and not align_corners and (oh, ow) == (2 * h, 2 * w)
-            and all(v is None or 1.0 / v == 0.5 for v in scales) and x.strides[3] == 1
-            and all(v % per == 0 for v in (w, *x.strides[:3])) and x.ptr % 8 == 0
-            and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
+    for f in BILINEAR_INT_FACTORS:
+        per = 16 // f // x.dtype.nbytes
+        if (x.dtype in BILINEAR_INT_DTYPES and not align_corners and (oh, ow) == (f * h, f * w)
+                and all(v is None or 1.0 / v == 1.0 / f for v in scales) and x.strides[3] == 1
+                and all(v % per == 0 for v in (w, *x.strides[:3])) and x.ptr % (16 // f) == 0
+                and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31
+                and h * x.strides[2] <= INDEX_31):
+            return f
+    return 0
 
 
-def bilinear2x_launch(x) -> tuple[int, int]:
-    """The wrappers' grid for ``upsample_bilinear2d_2x_*`` of the device array ``x``: ``rows_launch`` over
-    the units of its source rows ``bilinear2x_rows`` takes (a few rows each) in the blocks of BILINEAR2X_SHAPES
-    (f32's for element sizes it has no kernel for: a grid for candle's kernel over the same rows)."""
+def bilinear_int_launch(x, factor: int) -> tuple[int, int]:
+    """The wrappers' grid for ``upsample_bilinear2d_{factor}x_*`` of the device array ``x``: ``rows_launch``
+    over the units of its source rows ``bilinear_int_rows`` takes (a few rows each) in the blocks of
+    BILINEAR_INT_SHAPES (f32's for element sizes it has no kernel for: a grid for candle's kernel over
+    the same rows)."""
     b, c, h, w = x.shape
-    block, _, per_sm = BILINEAR2X_SHAPES.get(x.dtype.nbytes, BILINEAR2X_SHAPES[4])
-    unit = min(8 // x.dtype.nbytes, BILINEAR2X_UNIT_MAX)  # bilinear2x_rows' UNIT: source rows a lane group takes
+    block, _, per_sm = BILINEAR_INT_SHAPES.get((factor, x.dtype.nbytes), BILINEAR_INT_SHAPES[factor, 4])
+    unit = min(8 // x.dtype.nbytes, BILINEAR_INT_UNIT_MAX)  # bilinear_int_rows' UNIT: source rows a lane group takes
     return rows_launch(b * c * -(-h // unit), w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 

@@ -479,9 +479,10 @@ def _pool_upsample(dev):
                         sh is not None, sh or 0.0, sw is not None, sw or 0.0, _info(dev, x), x, out)
             conv_launch.upsample_bilinear2d(x, (o2, o3), align_corners=n == 1)
             conv_launch.upsample_bilinear2d(x, scale_factor=1.5)
-        if dtype in conv.BILINEAR2X_DTYPES:  # exact 2x of whole 8-byte words: upsample_bilinear2d_2x (the wrapper)
-            conv_launch.upsample_bilinear2d(_view(dev, _conv_values(dtype, (1, 2, 5, 8), gen), "contiguous"),
-                                            scale_factor=2.0)
+        if dtype in conv.BILINEAR_INT_DTYPES:  # exactly 2x and 4x of whole words: upsample_bilinear2d_{2,4}x
+            for factor in conv.BILINEAR_INT_FACTORS:
+                conv_launch.upsample_bilinear2d(_view(dev, _conv_values(dtype, (1, 2, 5, 8), gen), "contiguous"),
+                                                scale_factor=float(factor))
 
 
 @case("conv/wrappers")

@@ -731,20 +731,23 @@ def run_upsample_bilinear2d(dev, dtype, align_corners, module=CONV):
             assert_bits(out.to_host(), want, f"upsample_bilinear2d case {n} scales {scales}")
 
 
+@pytest.mark.parametrize("factor", [2, 4])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_upsample_bilinear2d_exact_2x(wave_device, dtype):
-    """The wrappers' exact-2x kernel (``upsample_bilinear2d_2x_*``, ``bilinear2x_rows``: scales 0.5,
-    half-pixel centres, rows contiguous along w in whole 8-byte words) beside candle's kernel on the
-    same inputs: one source row and one column word, two rows, odd heights (units of 2 and 4 source
-    rows cut short), widths of one to several words a lane, rows farther apart than their width, an
-    offset source, infinities and NaN at the edges (the clamped first and last columns and rows still
-    multiply their zero weights), under the wrappers' grid and one block of 64, and the wrapper; the
-    2x kernel on a dst off 16 bytes writes nothing; and 2x cases outside the path (a width not whole
-    words, a scale factor not exactly 2, aligned corners), which the wrapper sends to candle's kernel."""
+def test_upsample_bilinear2d_exact_factor(wave_device, dtype, factor):
+    """The wrappers' kernels for exactly 2x and 4x (``upsample_bilinear2d_{2,4}x_*``,
+    ``bilinear_int_rows``: scales 1 / F, half-pixel centres, rows contiguous along w in whole words of
+    16 / F bytes) beside candle's kernel on the same inputs: one source row and one column word, two
+    rows, odd heights (units of 2 and 4 source rows cut short), widths of one to several words a lane,
+    rows farther apart than their width, an offset source, infinities and NaN at the edges (the
+    clamped first and last columns and rows still multiply their zero weights), under the wrappers'
+    grid and one block of 64, and the wrapper; the kernel on a dst off 16 bytes writes nothing; and 2x
+    cases outside the path (a width not whole words, a scale factor not exactly 2, aligned corners),
+    which the wrapper sends to candle's kernel."""
     from stdlib_kernels import conv_launch as cl
     dev = wave_device
-    per = max(1, 8 // dtype.nbytes)
-    own = dtype in conv.BILINEAR2X_DTYPES
+    per = max(1, 16 // factor // dtype.nbytes)
+    own = dtype in conv.BILINEAR_INT_DTYPES
+    f = factor
     for n, (b, c, h, w, start) in enumerate([(1, 1, 1, per, 0), (2, 3, 2, 2 * per, 0), (1, 2, 5, 3 * per, per),
                                              (2, 1, 7, 8 * per, 0), (1, 1, 3, 16 * per + per, 2 * per)]):
         x = values(dtype, (b, c, h, w))
@@ -757,21 +760,24 @@ def test_upsample_bilinear2d_exact_2x(wave_device, dtype):
                                                                       x.itemsize])
         host[...] = x
         xd = dev.to_device(buf).as_strided(x.shape, [c * h * pitch, h * pitch, pitch, 1], offset=start)
-        want = bilinear_ref(x, 2 * h, 2 * w, False)
-        assert conv.bilinear2x_ok(xd, 2 * h, 2 * w, (None, 2.0), False) == own
-        for name in [f"upsample_bilinear2d_{dtype.tag}"] + ([f"upsample_bilinear2d_2x_{dtype.tag}"] if own else []):
-            for shape in ((1, 64), conv.bilinear2x_launch(xd)):
+        want = bilinear_ref(x, f * h, f * w, False)
+        assert conv.bilinear_int_factor(xd, f * h, f * w, (None, float(f)), False) == (f if own else 0)
+        for name in [f"upsample_bilinear2d_{dtype.tag}"] + ([f"upsample_bilinear2d_{f}x_{dtype.tag}"] if own else []):
+            for shape in ((1, 64), conv.bilinear_int_launch(xd, f)):
                 out = dev.to_device(np.full(want.shape, 7, dtype.np))
-                launch(dev, name, out.size, 2 * w, 2 * h, False, False, 0.0, False, 0.0, info_of(dev, xd), xd, out,
+                launch(dev, name, out.size, f * w, f * h, False, False, 0.0, False, 0.0, info_of(dev, xd), xd, out,
                        shape=shape)
                 assert_bits(out.to_host(), want, f"{name} case {n} launch {shape}")
-        assert_bits(cl.upsample_bilinear2d(xd, scale_factor=2.0).to_host(), want, f"bilinear wrapper 2x case {n}")
+        assert_bits(cl.upsample_bilinear2d(xd, scale_factor=float(f)).to_host(), want, f"bilinear wrapper {f}x case {n}")
         if own:  # dst one element past a 16-byte boundary: outside the kernel's domain
             buf_out = dev.to_device(np.full(want.size + 1, 7, dtype.np))
             out = buf_out.as_strided(want.shape, tuple(int(np.prod(want.shape[d + 1:])) for d in range(4)), offset=1)
-            launch(dev, f"upsample_bilinear2d_2x_{dtype.tag}", out.size, 2 * w, 2 * h, False, False, 0.0, False, 0.0,
+            launch(dev, f"upsample_bilinear2d_{f}x_{dtype.tag}", out.size, f * w, f * h, False, False, 0.0, False, 0.0,
                    info_of(dev, xd), xd, storage(out), shape=(1, 64))
-            assert (buf_out.to_host() == np.array(7, dtype.np)).all(), f"2x kernel wrote outside its domain {n}"
+            assert (buf_out.to_host() == np.array(7, dtype.np)).all(), f"{f}x kernel wrote outside its domain {n}"
+    if factor != 2:
+        return
+    per = max(1, 8 // dtype.nbytes)
     x = values(dtype, (2, 2, 3, 2 * per + 1))
     for align, scales in ((False, (None, None)), (False, (2.0000001, 2.0)), (True, (None, None))):
         want = bilinear_ref(x, 6, 4 * per + 2, align, *((None, None) if align else scales))
@@ -807,7 +813,7 @@ def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
     ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*``,
     ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``, ``im2col_3x3_*`` / ``im2col1d_k3[_narrow]_*`` and
-    ``upsample_bilinear2d_2x_*`` (each with its candle kernel's signature)."""
+    ``upsample_bilinear2d_{2,4}x_*`` (each with its candle kernel's signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
@@ -816,7 +822,8 @@ def test_abi():
     own += [(f"{op}_rows_pairs", op, t) for op in ("im2col", "im2col1d") for t in conv.ROWS_PAIRS_DTYPES]
     own += [(name, op, t) for name, op in (("im2col_3x3", "im2col"), ("im2col1d_k3", "im2col1d"),
                                            ("im2col1d_k3_narrow", "im2col1d")) for t in conv.VEC_DTYPES]
-    own += [("upsample_bilinear2d_2x", "upsample_bilinear2d", t) for t in conv.BILINEAR2X_DTYPES]
+    own += [(f"upsample_bilinear2d_{f}x", "upsample_bilinear2d", t) for f in conv.BILINEAR_INT_FACTORS
+            for t in conv.BILINEAR_INT_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
