@@ -1751,17 +1751,18 @@ ROW_TABLE = 2048
 POOL_ROWS = 1
 NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
-#: ``bilinear_int_rows`` takes the elements of an 8-byte word, at most this many, source rows a unit (each row
-#: interpolated along w once for the output rows on both sides of it): more rows a unit share more of
-#: that work but leave fewer units to spread over the grid; H100, [32,256,56,56] (docs/targets/cuda.md):
-#: f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10)
+#: ``bilinear_int_rows`` takes the elements of a word (16 / F bytes), at most this many, source rows a unit
+#: (each row interpolated along w once for the output rows on both sides of it): more rows a unit share
+#: more of that work but leave fewer units to spread over the grid; H100 (docs/targets/cuda.md): 2x
+#: [32,256,56,56] f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10); 4x [8,256,56,56]
+#: f32 at 1 (2: -3), bf16 at 2 (4: -15, 1: -1)
 BILINEAR_INT_UNIT_MAX = 4
 #: ``upsample_bilinear2d_{F}x_*``'s blocks by (F, element size): (threads a block, blocks of them an SM the
 #: CUDA compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
 #: 16-bit 2x kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without
 #: spills, twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly; the 4x ones spill at
 #: 80 and run best unbounded (96) (docs/targets/cuda.md)
-BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (128, 0, 96), (4, 2): (64, 0, 96)}
+BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (256, 0, 48), (4, 2): (64, 0, 96)}
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
 #: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
@@ -2036,8 +2037,9 @@ def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: u
 def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H, F):
     """bilinear_rows for an upsampling by an integer factor F (2 or 4; ``scale_h == scale_w == 1 / F``,
     half-pixel centres) of rows contiguous along w in whole words of 16 / F bytes: ``vec_rows`` gives a
-    group of lanes a unit of source rows (at most BILINEAR_INT_UNIT_MAX), each lane a word of them at a
-    time (``bilinear_int_row``), whose F outputs an element along w make 16 bytes. At that scale every
+    group of lanes a unit of source rows (as many as a word has elements, at most BILINEAR_INT_UNIT_MAX),
+    each lane a word of them at a time (``bilinear_int_row``), whose F outputs an element along w make 16
+    bytes. At that scale every
     output's two columns and weight follow from its index (column ``F k + c`` from ``k - 1, k`` at
     ``(c + 0.5) / F + 0.5`` for ``c < F / 2``, else from ``k, k + 1`` at ``(c + 0.5) / F - 0.5``; the
     first and last clamp as ``bilinear_source`` does), so a word's outputs come from the word and its
@@ -2045,10 +2047,10 @@ def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H
     output rows on both sides of it. The word's type carries F to the row (``16 // W.nbytes``)."""
     if F == 2:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear_int_row,
-                 UNIT=min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))
+                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
     else:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u32, H=H, ROW=bilinear_int_row,
-                 UNIT=min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))
+                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
 
 
 @pk.func
@@ -2064,7 +2066,7 @@ def bilinear_int_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g
     (dst 16-byte aligned: ``bilinear_int``). Indices along the row in u32."""
     w_out = usize(16 // W.nbytes) * w_in  # the factor: 16 // W.nbytes
     plane = dst + usize(q) * usize(16 // W.nbytes) * h_in * w_out
-    unit = u32(min(8 // T.nbytes, BILINEAR_INT_UNIT_MAX))  # vec_rows' UNIT
+    unit = u32(min(W.nbytes // T.nbytes, BILINEAR_INT_UNIT_MAX))  # vec_rows' UNIT
     u0 = i2 * unit
     h32 = u32(h_in)
     w32 = u32(w_in)
@@ -2750,7 +2752,7 @@ def bilinear_int_launch(x, factor: int) -> tuple[int, int]:
     the same rows)."""
     b, c, h, w = x.shape
     block, _, per_sm = BILINEAR_INT_SHAPES.get((factor, x.dtype.nbytes), BILINEAR_INT_SHAPES[factor, 4])
-    unit = min(8 // x.dtype.nbytes, BILINEAR_INT_UNIT_MAX)  # bilinear_int_rows' UNIT: source rows a lane group takes
+    unit = max(1, min(16 // factor // x.dtype.nbytes, BILINEAR_INT_UNIT_MAX))  # bilinear_int_rows' UNIT
     return rows_launch(b * c * -(-h // unit), w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 
