@@ -9,7 +9,7 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   the items; bf16 (3x3 and 3 taps over channels in 8s) through ``im2col_3x3_*`` / ``im2col1d_k3_*``,
   blocks of 128 a work item, ``im2col_vec_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
-  nearest: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``, exact 2x
+  nearest, 2x and 4x: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``, exact 2x
   and 4x bilinear through ``upsample_bilinear2d_{2,4}x_*`` under ``bilinear_int_launch`` (and candle's
   kernel on the rows grid beside it, "rows"); col2im1d
   the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
@@ -243,6 +243,15 @@ def data_movement(b: Bench, quick: bool) -> None:
             launches = {"wrapper": (own_fn, bilinear_int_launch(as_array(dev, xb), f)),  # the wrappers' exact-F kernel
                         "rows": (candle_fn, row_shapes(b, ob)["wrapper"]),  # candle's kernel on the wrappers' old grid
                         "candle": (candle_fn, row_shapes(b, ob)["candle"])}
+            if f == 4:  # nearest 4x on the same buffers (2x is above)
+                near = Lazy(dev, f"upsample_nearest2d_{tag}", CONV)
+                for shape, (grid, block) in {"wrapper": nearest_launch(as_array(dev, xb), size, size),
+                                             "candle": row_shapes(b, ob)["candle"]}.items():
+                    b.case(f"upsample_nearest2d 4x [{xb.shape[0]},256,56,56] {tag} [{shape}]", xb.nbytes + ob.nbytes,
+                           lambda g=grid, bl=block, x=xb, o=ob, i=infb, s=size:
+                               near[g, bl](s, s, 0.25, 0.25, i, x.data_ptr(), o.data_ptr()),
+                           lambda x=xb, s=size: F.interpolate(x, size=(s, s), mode="nearest"),
+                           lambda x=xb, o=ob, s=size: (o, F.interpolate(x, size=(s, s), mode="nearest")))
             ref = lambda x=xb, s=size: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
             for shape, (fn, (grid, block)) in launches.items():
                 b.case(f"upsample_bilinear2d {f}x [{xb.shape[0]},256,56,56] {tag} [{shape}]", xb.nbytes + ob.nbytes,

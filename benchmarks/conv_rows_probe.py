@@ -7,10 +7,10 @@ On ``benchmarks/conv.py``'s buffers (pools 2x2 on [32,256,112,112], nearest 2x a
 
 * candle's kernels (``max_pool2d_*``, ``avg_pool2d_*``, ``upsample_nearest2d_*``) under the wrappers'
   ``rows_launch`` with 4 to 16 blocks of 256 a multiprocessor (nearest: 16 to 128, and a block for
-  every row group, over the source rows that ``nearest2x_rows`` takes). One kernel holds every path of its
+  every row group, over the source rows that ``nearest_int_rows`` takes). One kernel holds every path of its
   op, so its registers are those of its largest path (64 under ``.maxntid 1024``: 4 blocks of 256 an SM);
 * the vector-row path alone: the pools' ``{op}_vec_*`` (the wrappers' own kernels), and
-  ``nearest2x_rows`` in a kernel of its own (blocks of at most 256: its own registers, 8 blocks an SM),
+  ``nearest_int_rows`` (F 2) in a kernel of its own (blocks of at most 256: its own registers, 8 blocks an SM),
   that one also with its occupancy cut by dynamic shared memory (36 KiB: 6 blocks an SM, 48 KiB: 4);
 * a flat probe of the pool's bytes: ``out[i] = pool_words(a[i], b[i])`` over the input's two halves
   (the same arithmetic and bytes as the pool, no rows), the bound of the arithmetic under a plain
@@ -44,12 +44,12 @@ W = pk.TypeVar("W")
 
 from stdlib_kernels import conv  # noqa: E402
 from stdlib_kernels.conv import (ROWS_BLOCK, ROWS_LOADS, ROWS_STAGE_BYTES, STAGE_BYTES, STAGE_PIXELS,  # noqa: E402
-                                 im2col_staged, nearest2x_rows, pool_words)
+                                 im2col_staged, nearest_int_rows, pool_words)
 
 
 def _near_vec(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
               dst: Ptr[T], *, T, W, H):
-    nearest2x_rows(info, src, dst, W=W, H=H)
+    nearest_int_rows(info, src, dst, F=2)
 
 
 def _pool_flat(n: usize, a: ConstPtr[W], b: ConstPtr[W], out: Ptr[T], *, T, A, MAX, W, H):
@@ -305,7 +305,7 @@ def run(b: Bench, quick: bool) -> None:
         runs += [(f"vec path alone, {s}/SM, {kib} KiB", Lazy(dev, f"near_vec_{tag}", mod), s, kib)
                  for s, kib in ((64, 0), (64, 48), (1 << 20, 48))]
         for label, fn, s, kib in runs:
-            g = grid(batch * 256 * 56, 56, pdt, dev, True, s)  # nearest2x_rows: source rows
+            g = grid(batch * 256 * 56, 56, pdt, dev, True, s)  # nearest_int_rows: source rows
             ou.fill_(nan)
             b.case(f"nearest 2x {tag} [{label}] {g[0]}x{g[1]}", xu.nbytes + ou.nbytes,
                    lambda fn=fn, g=g, kib=kib: fn[(g[0], 1, 1), (g[1], 1, 1), None, kib * 1024](

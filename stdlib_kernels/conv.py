@@ -32,8 +32,8 @@ by multiplication), and im2col under blocks of 32 threads or more gathers throug
 (``im2col_staged``, a 3x3 window's taps unrolled, im2col1d's two channels at once). The pools (2x2
 and 3x3 windows) and the upsamplings go by output rows (``pool_rows``, ``nearest_rows``,
 ``bilinear_rows``): a row's index arithmetic once a row, per-column source offsets from tables in
-shared memory; 2x2 stride-2 pools over contiguous rows (``pool_rows_vec``) and exact 2x nearest
-upsampling (``nearest2x_rows``) are plain vector tiles of a row. ``rows_launch`` is the wrappers' grid.
+shared memory; 2x2 stride-2 pools over contiguous rows (``pool_rows_vec``) and exact 2x and 4x nearest
+upsampling (``nearest_int_rows``) are plain vector tiles of a row. ``rows_launch`` is the wrappers' grid.
 The wrappers' own ``col2im1d_rows_{f32,f16,bf16}`` (candle's col2im1d by rows: an item's source rows
 staged once, each channel's outputs stored as 8-byte words; ``col2im1d_rows_launch``) and
 ``col2im1d_staged_*`` (staged through shared memory, where the rows path does not apply;
@@ -1761,8 +1761,8 @@ BILINEAR_INT_UNIT_MAX = 4
 #: CUDA compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
 #: 16-bit 2x kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without
 #: spills, twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly; the 4x ones spill at
-#: 80 and run best unbounded (96) (docs/targets/cuda.md)
-BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (256, 0, 48), (4, 2): (64, 0, 96)}
+#: 80 and run best unbounded in blocks of 256 (docs/targets/cuda.md)
+BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (256, 0, 48), (4, 2): (256, 0, 48)}
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
 #: 0, takes the rule, a probe's fixed RT overrides it: docs/targets/cuda.md, ``benchmarks/bilinear_probe.py``)
@@ -1823,16 +1823,17 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
     (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
     of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
     16 bytes of output a lane (32 of each source row) where a lane took one output before."""
-    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, MAX=MAX, W=W, H=H, ROW=pool_vec_row, UNIT=1)
+    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, P=MAX, W=W, H=H, ROW=pool_vec_row, UNIT=1)
 
 
 @pk.func
 def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
-             T, A, MAX, W, H, ROW, UNIT):
-    """The row loop shared by ``pool_rows_vec``, ``nearest2x_rows`` and ``bilinear_int_rows``: groups of
+             T, A, P, W, H, ROW, UNIT):
+    """The row loop shared by ``pool_rows_vec``, ``nearest_int_rows`` and ``bilinear_int_rows``: groups of
     lanes (``row_group``, 16-byte tiles of ``cols``) take the units ``(b, c, i2)`` of a plane in turn,
     UNIT rows ``i2 * UNIT ...`` of its ``n2`` a unit, the unit's first source row at ``i2 * UNIT * step2
-    * info[6]``, and ``ROW`` does a unit's tiles (the divisions by multiplication, once a thread)."""
+    * info[6]``, and ``ROW`` does a unit's tiles (the divisions by multiplication, once a thread). ``P`` is
+    the row function's own choice (the pools' MAX, the upsamplings' factor)."""
     g = row_group(cols, usize(16 // T.nbytes))
     groups = usize(pk.block_dim.x) // g
     units = (n2 + usize(UNIT - 1)) // usize(UNIT)
@@ -1853,18 +1854,18 @@ def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: C
         q, i2 = div_mod(u32(row), n2u, m_2)  # b * c, and the unit along dim 2
         b, c = div_mod(q, cn, m_c)
         s = src + (usize(b) * info[4] + usize(c) * info[5] + usize(i2) * pitch2)
-        ROW(row, q, i2, s, lane, g, n2, cols, s6, dst, T=T, A=A, MAX=MAX, W=W, H=H)
+        ROW(row, q, i2, s, lane, g, n2, cols, s6, dst, T=T, A=A, P=P, W=W, H=H)
 
 
 @pk.func
 def pool_vec_row(row: usize, q: u32, o2: u32, s: ConstPtr[T], lane: usize, g: usize, out2: usize, out3: usize,
-                 s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
+                 s6: usize, dst: Ptr[T], *, T, A, P, W, H):
     """``pool_rows_vec``'s row: output ``e`` from word ``e`` of source rows ``s`` and ``s + s6``."""
     ra = pk.bitcast(s, ConstPtr[W])
     rb = pk.bitcast(s + s6, ConstPtr[W])
     o = dst + row * out3
     for e in pk.parallel_range(usize(0), out3, lane, g):
-        o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=MAX, W=W, H=H)
+        o[e] = pool_words(ra[e], rb[e], T=T, A=A, MAX=P, W=W, H=H)
 
 
 @pk.func
@@ -2003,34 +2004,51 @@ def nearest_rows(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: C
 
 
 @pk.func
-def nearest2x_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, W, H):
-    """nearest_rows for an exact 2x upsampling of rows contiguous along dim 3 (``w_scale == h_scale ==
-    0.5``: output (o2, o3) reads (o2 // 2, o3 // 2)): a group of lanes takes a source row, each lane a
-    16-byte tile of it (one vector load), and stores every element twice as one word of type W (twice
-    T's size, built from T's bits as H; ``T`` itself where no such word exists) to both output rows it feeds, ``2 * o2`` and
-    ``2 * o2 + 1``. No tables, no per-output index arithmetic, each source element read once."""
-    vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, MAX=False, W=W, H=H, ROW=nearest2x_row,
-             UNIT=1)
+def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, F):
+    """nearest_rows for an upsampling by an integer factor F (2 or 4; ``w_scale == h_scale == 1 / F``:
+    output (o2, o3) reads (o2 // F, o3 // F)) of rows contiguous along dim 3: a group of lanes takes a
+    source row, each lane a 16-byte tile of it (one vector load), and stores every element F times as
+    words of up to 8 bytes (``nearest_int_word``: the element's bits repeated) to each of the F output
+    rows it feeds. No tables, no per-output index arithmetic, each source element read once. The row
+    function gets F as vec_rows' ``P``."""
+    if T.nbytes == 8:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=T, H=T, ROW=nearest_int_row, UNIT=1)
+    elif T.nbytes == 4:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u32, ROW=nearest_int_row, UNIT=1)
+    elif T.nbytes * F == 4:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else u16,
+                 ROW=nearest_int_row, UNIT=1)
+    elif T.nbytes == 2:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u16, ROW=nearest_int_row, UNIT=1)
+    else:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u16, H=u8, ROW=nearest_int_row, UNIT=1)
 
 
 @pk.func
-def nearest2x_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
-                  s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
-    """``nearest2x_rows``' source row ``s``: its two output rows, one ``parallel_range`` each."""
-    out3 = 2 * in3
-    o = dst + (usize(q) * in2 + usize(s2)) * 2 * out3
-    for u in pk.static_range(2):  # a loop per output row: one row's stores merge into vectors
-        if W is T:
-            ot = o + usize(u) * out3
-            for e in pk.parallel_range(usize(0), in3, lane, g):
-                v = s[e]
-                ot[2 * e] = v
-                ot[2 * e + 1] = v
-        else:
-            wo = pk.bitcast(o + usize(u) * out3, Ptr[W])
-            for e in pk.parallel_range(usize(0), in3, lane, g):
-                x = W(pk.bitcast(s[e], H))
-                wo[e] = x | (x << W(8 * T.nbytes))
+def nearest_int_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
+                    s6: usize, dst: Ptr[T], *, T, A, P, W, H):
+    """``nearest_int_rows``' source row ``s``: its P output rows, one ``parallel_range`` each; element e
+    becomes P // (W.nbytes // H.nbytes) words ``e * words + k`` of the row (each the element W.nbytes //
+    H.nbytes times; W is T itself for 8-byte elements)."""
+    out3 = usize(P) * in3
+    o = dst + (usize(q) * in2 + usize(s2)) * usize(P) * out3
+    for u in pk.static_range(P):  # a loop per output row: one row's stores merge into vectors
+        wo = pk.bitcast(o + usize(u) * out3, Ptr[W])
+        for e in pk.parallel_range(usize(0), in3, lane, g):
+            x = nearest_int_word(s[e], T=T, W=W, H=H)
+            for k in pk.static_range(P * H.nbytes // W.nbytes):
+                wo[e * usize(P * H.nbytes // W.nbytes) + k] = x
+
+
+@pk.func
+def nearest_int_word(v: T, *, T, W, H) -> W:
+    """``v``'s bits repeated over a word of type W (``v`` itself where W is T)."""
+    if W is T:
+        return v
+    x = W(pk.bitcast(v, H))
+    for k in pk.static_range(1, W.nbytes // H.nbytes):
+        x = x | (W(pk.bitcast(v, H)) << W(8 * H.nbytes * k))
+    return x
 
 
 @pk.func
@@ -2046,16 +2064,16 @@ def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H
     two neighbours, without tables or gathers, and each source row is interpolated along w once for the
     output rows on both sides of it. The word's type carries F to the row (``16 // W.nbytes``)."""
     if F == 2:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u64, H=H, ROW=bilinear_int_row,
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, P=F, W=u64, H=H, ROW=bilinear_int_row,
                  UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
     else:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, MAX=False, W=u32, H=H, ROW=bilinear_int_row,
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, P=F, W=u32, H=H, ROW=bilinear_int_row,
                  UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
 
 
 @pk.func
 def bilinear_int_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
-                     s6: usize, dst: Ptr[T], *, T, A, MAX, W, H):
+                     s6: usize, dst: Ptr[T], *, T, A, P, W, H):
     """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a time, the
     row after next loaded while a row's outputs are made: with ``u``'s interpolation along w (``top``)
     and ``u + 1``'s (``bottom``, the last row's own), output rows ``F u + F / 2 + j`` (``lh`` ``(j +
@@ -2302,17 +2320,11 @@ def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64
         return
     tab2 = pk.shared.array(ROW_TABLE, u32)
     tab3 = pk.shared.array(ROW_TABLE, u32)
-    if (numel <= NARROW and small_layout(info, usize(8)) and w_out == 2 * info[2] and h_out == 2 * info[3]
-            and w_scale == 0.5 and h_scale == 0.5 and info[7] == 1 and info[2] * info[6] <= INDEX_31):
-        if T.nbytes == 1:
-            nearest2x_rows(info, src, dst, W=u16, H=u8)
-        elif T.nbytes == 2:
-            nearest2x_rows(info, src, dst, W=u32, H=u16)
-        elif T.nbytes == 4:
-            nearest2x_rows(info, src, dst, W=u64, H=u32)
-        else:
-            nearest2x_rows(info, src, dst, W=T, H=T)
-        return
+    if numel <= NARROW and small_layout(info, usize(8)) and info[7] == 1 and info[2] * info[6] <= INDEX_31:
+        for f in pk.static_range(2, 5, 2):  # NEAREST_INT_FACTORS
+            if w_out == f * info[2] and h_out == f * info[3] and w_scale == 1.0 / f and h_scale == 1.0 / f:
+                nearest_int_rows(info, src, dst, F=f)
+                return
     if (numel <= NARROW and small_layout(info, usize(8)) and max(w_out, h_out) <= ROW_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
         nearest_rows(w_out, h_out, w_scale, h_scale, info, src, dst, tab2, tab3)
@@ -2756,9 +2768,11 @@ def bilinear_int_launch(x, factor: int) -> tuple[int, int]:
     return rows_launch(b * c * -(-h // unit), w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 
-#: exact 2x nearest upsampling (``nearest2x_rows``) is the exception: H100, bf16, 16 blocks an SM 69% of
-#: copy, 32 80%, 64 83%, one block a row group 45% (``benchmarks/conv_rows_probe.py``, docs/targets/cuda.md)
-NEAREST2X_BLOCKS_PER_SM = 64
+#: exact 2x and 4x nearest upsampling (``nearest_int_rows``) is the exception: H100, bf16 2x, 16 blocks an SM
+#: 69% of copy, 32 80%, 64 83%, one block a row group 45% (``benchmarks/conv_rows_probe.py``, docs/targets/cuda.md)
+NEAREST_INT_BLOCKS_PER_SM = 64
+#: the factors ``nearest_int_rows`` takes
+NEAREST_INT_FACTORS = (2, 4)
 
 
 def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
@@ -2777,9 +2791,9 @@ def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
 
 def nearest_launch(x, oh: int, ow: int) -> tuple[int, int]:
     """The wrappers' grid for ``upsample_nearest2d_*`` of the device array ``x`` to ``oh x ow``:
-    ``rows_launch`` over the output rows, or where the kernel takes ``nearest2x_rows`` over the source
-    rows it takes (their tiles set its row groups) with NEAREST2X_BLOCKS_PER_SM."""
+    ``rows_launch`` over the output rows, or where the kernel takes ``nearest_int_rows`` over the source
+    rows it takes (their tiles set its row groups) with NEAREST_INT_BLOCKS_PER_SM."""
     b, c, h, w = x.shape
-    if oh == 2 * h and ow == 2 * w and x.strides[3] == 1:
-        return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=NEAREST2X_BLOCKS_PER_SM)
+    if any(oh == f * h and ow == f * w for f in NEAREST_INT_FACTORS) and x.strides[3] == 1:
+        return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=NEAREST_INT_BLOCKS_PER_SM)
     return rows_launch(b * c * oh, ow, x.dtype, x.device)

@@ -468,12 +468,15 @@ def _pool_upsample(dev):
                         s[1], _info(dev, x), x, out)
                 getattr(conv_launch, op)(x, k, s)  # the wrappers' rows path
         for n, (shape, (o2, o3)) in enumerate((((2, 2, 4, 5), (8, 11)), ((1, 2, 6, 6), (3, 4)),
-                                                ((1, 2, 3, 5), (6, 10)))):  # exact 2x: nearest2x_rows
-            x = _view(dev, _conv_values(dtype, shape, gen), ("offset", "permuted", "contiguous")[n])
+                                                ((1, 2, 3, 5), (6, 10)),  # exact 2x: nearest_int_rows
+                                                ((1, 2, 3, 5), (12, 20)))):  # exact 4x
+            x = _view(dev, _conv_values(dtype, shape, gen), ("offset", "permuted", "contiguous")[min(n, 2)])
             out = dev.empty(shape[:2] + (o2, o3), dtype)
             _launch(dev, sk.CONV, f"upsample_nearest2d_{t}", *_candle_or_small(out.size, n == 1), o2, o3,
                     shape[2] / o2, shape[3] / o3, _info(dev, x), x, out)
             conv_launch.upsample_nearest2d(x, (o2, o3))
+            if n == 3:  # the 4x shape is for nearest_int_rows; bilinear's 4x is below
+                continue
             for align, (sh, sw) in ((False, (None, None)), (True, (2.5, None)), (False, (None, 0.75))):
                 _launch(dev, sk.CONV, f"upsample_bilinear2d_{t}", *_candle_or_small(out.size, n == 0), o3, o2, align,
                         sh is not None, sh or 0.0, sw is not None, sw or 0.0, _info(dev, x), x, out)

@@ -645,12 +645,13 @@ def run_upsample_nearest2d(dev, dtype, module=CONV):
         assert_bits(out.to_host(), want, f"upsample_nearest2d case {n}")
 
 
+@pytest.mark.parametrize("factor", (2, 4))
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_upsample_nearest2d_exact_2x(wave_device, dtype):
-    """The exact-2x path (``nearest2x_rows``: rows contiguous along dim 3, both scales 0.5): widths
-    around the 16-byte tiles, rows starting 0-3 elements past an aligned address (the tiles' unaligned
-    loop), a non-unit row stride, candle's launch and one block of 64; and a 2x case whose dim 3 is
-    strided, which takes the table path."""
+def test_upsample_nearest2d_exact_factor(wave_device, dtype, factor):
+    """The exact-factor path (``nearest_int_rows``: rows contiguous along dim 3, both scales 1 / factor):
+    widths around the 16-byte tiles, rows starting 0-3 elements past an aligned address (the tiles'
+    unaligned loop), a non-unit row stride, candle's launch and one block of 64; a case whose dim 3 is
+    strided, which takes the table path; and the wrapper's launch (``nearest_launch``)."""
     dev = wave_device
     for n, (shape, start) in enumerate([((1, 1, 1, 1), 0), ((2, 3, 3, 8), 0), ((1, 2, 4, 17), 1), ((2, 1, 5, 64), 3),
                                         ((1, 3, 2, 33), 2), ((1, 1, 3, 40), 0)]):
@@ -663,18 +664,20 @@ def test_upsample_nearest2d_exact_2x(wave_device, dtype):
         view_host[...] = x
         xd = dev.to_device(buf).as_strided(shape, [shape[1] * shape[2] * pitch, shape[2] * pitch, pitch, 1],
                                            offset=start)
-        o2, o3 = 2 * shape[2], 2 * shape[3]
+        o2, o3 = factor * shape[2], factor * shape[3]
         want = nearest_ref(x, o2, o3)
         for small in (False, True):
             out = dev.empty(want.shape, dtype)
-            launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, 0.5, 0.5, info_of(dev, xd), xd, out,
-                   small=small)
-            assert_bits(out.to_host(), want, f"upsample_nearest2d 2x case {n} small={small}")
+            launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, o2, o3, 1 / factor, 1 / factor, info_of(dev, xd),
+                   xd, out, small=small)
+            assert_bits(out.to_host(), want, f"upsample_nearest2d {factor}x case {n} small={small}")
+        assert_bits(cl.upsample_nearest2d(xd, (o2, o3)).to_host(), want, f"wrapper {factor}x case {n}")
     x = values(dtype, (2, 2, 3, 5))
     xd = view(dev, x, "offset")
-    out = dev.empty((2, 2, 6, 10), dtype)
-    launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, 6, 10, 0.5, 0.5, info_of(dev, xd), xd, out)
-    assert_bits(out.to_host(), nearest_ref(x, 6, 10), "upsample_nearest2d 2x strided")
+    out = dev.empty((2, 2, 3 * factor, 5 * factor), dtype)
+    launch(dev, f"upsample_nearest2d_{dtype.tag}", out.size, 3 * factor, 5 * factor, 1 / factor, 1 / factor,
+           info_of(dev, xd), xd, out)
+    assert_bits(out.to_host(), nearest_ref(x, 3 * factor, 5 * factor), f"upsample_nearest2d {factor}x strided")
 
 
 def bilinear_axis(n_in, n_out, align_corners, scale_factor):
