@@ -49,7 +49,7 @@ from stdlib_kernels.conv import (ROWS_BLOCK, ROWS_LOADS, ROWS_STAGE_BYTES, STAGE
 
 def _near_vec(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize], src: ConstPtr[T],
               dst: Ptr[T], *, T, W, H):
-    nearest_int_rows(info, src, dst, F=2)
+    nearest_int_rows(info, src, dst, False, F=2)
 
 
 def _pool_flat(n: usize, a: ConstPtr[W], b: ConstPtr[W], out: Ptr[T], *, T, A, MAX, W, H):

@@ -2004,14 +2004,19 @@ def nearest_rows(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: C
 
 
 @pk.func
-def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, F):
+def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], words: bool, *, F):
     """nearest_rows for an upsampling by an integer factor F (2 or 4; ``w_scale == h_scale == 1 / F``:
     output (o2, o3) reads (o2 // F, o3 // F)) of rows contiguous along dim 3: a group of lanes takes a
-    source row, each lane a 16-byte tile of it (one vector load), and stores every element F times as
-    words of up to 8 bytes (``nearest_int_word``: the element's bits repeated) to each of the F output
-    rows it feeds. No tables, no per-output index arithmetic, each source element read once. The row
-    function gets F as vec_rows' ``P``."""
-    if T.nbytes == 8:
+    source row. With ``words`` (rows and offsets whole words of 16 / F bytes, dst 16-byte aligned; F 4
+    and elements of at most 4 bytes), each lane a word of it at a time, whose outputs make one 16-byte
+    store an output row (``nearest_word_row``: a warp's stores adjacent); else each lane a 16-byte tile of
+    it (one vector load), every element stored F times as words of up to 8 bytes (``nearest_int_word``)
+    to each of the F output rows it feeds (``nearest_int_row``). No tables, no per-output index
+    arithmetic, each source element read once. The row functions get F as vec_rows' ``P``."""
+    if F == 4 and T.nbytes <= 4 and words:
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else (
+            u16 if T.nbytes == 2 else u32), ROW=nearest_word_row, UNIT=1)
+    elif T.nbytes == 8:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=T, H=T, ROW=nearest_int_row, UNIT=1)
     elif T.nbytes == 4:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u32, ROW=nearest_int_row, UNIT=1)
@@ -2027,9 +2032,9 @@ def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, F)
 @pk.func
 def nearest_int_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
                     s6: usize, dst: Ptr[T], *, T, A, P, W, H):
-    """``nearest_int_rows``' source row ``s``: its P output rows, one ``parallel_range`` each; element e
-    becomes P // (W.nbytes // H.nbytes) words ``e * words + k`` of the row (each the element W.nbytes //
-    H.nbytes times; W is T itself for 8-byte elements)."""
+    """``nearest_int_rows``' source row ``s`` by tiles: its P output rows, one ``parallel_range`` each;
+    element e becomes P // (W.nbytes // H.nbytes) words ``e * words + k`` of the row (each the element
+    W.nbytes // H.nbytes times; W is T itself for 8-byte elements)."""
     out3 = usize(P) * in3
     o = dst + (usize(q) * in2 + usize(s2)) * usize(P) * out3
     for u in pk.static_range(P):  # a loop per output row: one row's stores merge into vectors
@@ -2038,6 +2043,29 @@ def nearest_int_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g:
             x = nearest_int_word(s[e], T=T, W=W, H=H)
             for k in pk.static_range(P * H.nbytes // W.nbytes):
                 wo[e * usize(P * H.nbytes // W.nbytes) + k] = x
+
+
+@pk.func
+def nearest_word_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g: usize, in2: usize, in3: usize,
+                     s6: usize, dst: Ptr[T], *, T, A, P, W, H):
+    """``nearest_int_rows``' source row ``s`` by words: lane ``lane`` takes words ``lane, lane + g, ...`` (of
+    16 / P bytes), each stored to every output row as 16 bytes (output i of them from the word's element
+    i // P), so a warp's stores are adjacent 16-byte words (with tiles of the source, 64 bytes apart at
+    4x: a quarter of each store's sectors, half of each L2 sector a write, which cost the 4x case reads
+    of its output and half its speed; docs/targets/cuda.md). Indices along the row in u32."""
+    out3 = usize(P) * in3
+    o = dst + (usize(q) * in2 + usize(s2)) * usize(P) * out3
+    sw = pk.bitcast(s, ConstPtr[W])
+    for wd in range(u32(lane), u32(in3) // u32(W.nbytes // T.nbytes), u32(g)):
+        word = sw[usize(wd)]
+        for u in pk.static_range(P):
+            out = pk.assume_aligned(pk.bitcast(o + (usize(u) * out3 + usize(wd) * usize(16 // T.nbytes)), Ptr[u64]), 16)
+            for half in pk.static_range(2):
+                packed = u64(0)
+                for i in pk.static_range(8 // T.nbytes):
+                    at = (half * (8 // T.nbytes) + i) // P
+                    packed = packed | (u64(H(word >> W(8 * T.nbytes * at))) << u64(8 * T.nbytes * i))
+                out[half] = packed
 
 
 @pk.func
@@ -2323,7 +2351,9 @@ def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64
     if numel <= NARROW and small_layout(info, usize(8)) and info[7] == 1 and info[2] * info[6] <= INDEX_31:
         for f in pk.static_range(2, 5, 2):  # NEAREST_INT_FACTORS
             if w_out == f * info[2] and h_out == f * info[3] and w_scale == 1.0 / f and h_scale == 1.0 / f:
-                nearest_int_rows(info, src, dst, F=f)
+                words = (T.nbytes * (info[3] | info[4] | info[5] | info[6]) % (16 // f) == 0
+                         and pk.is_aligned(src, 16 // f) and pk.is_aligned(dst, 16))
+                nearest_int_rows(info, src, dst, words, F=f)
                 return
     if (numel <= NARROW and small_layout(info, usize(8)) and max(w_out, h_out) <= ROW_TABLE
             and info[2] * info[6] <= INDEX_31 and info[3] * info[7] <= INDEX_31):
