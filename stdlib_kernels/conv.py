@@ -1823,18 +1823,18 @@ def pool_rows_vec(w_stride: usize, out2: usize, out3: usize, info: ConstPtr[usiz
     (``pool_rows``' PAIRS case with adjacent windows): output ``e`` of a row reads word ``e`` of each
     of its two source rows, so the row is a plain ``parallel_range`` whose tiles are vector accesses,
     16 bytes of output a lane (32 of each source row) where a lane took one output before."""
-    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, P=MAX, W=W, H=H, ROW=pool_vec_row, UNIT=1)
+    vec_rows(out2, w_stride, out3, info, src, dst, T=T, A=A, P=MAX, W=W, H=H, ROW=pool_vec_row, UNIT=1, LANE=16 // T.nbytes)
 
 
 @pk.func
 def vec_rows(n2: usize, step2: usize, cols: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *,
-             T, A, P, W, H, ROW, UNIT):
+             T, A, P, W, H, ROW, UNIT, LANE):
     """The row loop shared by ``pool_rows_vec``, ``nearest_int_rows`` and ``bilinear_int_rows``: groups of
     lanes (``row_group``, 16-byte tiles of ``cols``) take the units ``(b, c, i2)`` of a plane in turn,
     UNIT rows ``i2 * UNIT ...`` of its ``n2`` a unit, the unit's first source row at ``i2 * UNIT * step2
     * info[6]``, and ``ROW`` does a unit's tiles (the divisions by multiplication, once a thread). ``P`` is
     the row function's own choice (the pools' MAX, the upsamplings' factor)."""
-    g = row_group(cols, usize(16 // T.nbytes))
+    g = row_group(cols, usize(LANE))
     groups = usize(pk.block_dim.x) // g
     units = (n2 + usize(UNIT - 1)) // usize(UNIT)
     rows = info[0] * info[1] * units
@@ -2015,18 +2015,18 @@ def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], words
     arithmetic, each source element read once. The row functions get F as vec_rows' ``P``."""
     if F == 4 and T.nbytes <= 4 and words:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else (
-            u16 if T.nbytes == 2 else u32), ROW=nearest_word_row, UNIT=1)
+            u16 if T.nbytes == 2 else u32), ROW=nearest_word_row, UNIT=1, LANE=4 // T.nbytes)
     elif T.nbytes == 8:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=T, H=T, ROW=nearest_int_row, UNIT=1)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=T, H=T, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
     elif T.nbytes == 4:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u32, ROW=nearest_int_row, UNIT=1)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u32, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
     elif T.nbytes * F == 4:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else u16,
-                 ROW=nearest_int_row, UNIT=1)
+                 ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
     elif T.nbytes == 2:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u16, ROW=nearest_int_row, UNIT=1)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u16, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
     else:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u16, H=u8, ROW=nearest_int_row, UNIT=1)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u16, H=u8, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
 
 
 @pk.func
@@ -2093,10 +2093,10 @@ def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H
     output rows on both sides of it. The word's type carries F to the row (``16 // W.nbytes``)."""
     if F == 2:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, P=F, W=u64, H=H, ROW=bilinear_int_row,
-                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
+                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX), LANE=16 // T.nbytes)
     else:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, P=F, W=u32, H=H, ROW=bilinear_int_row,
-                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX))
+                 UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX), LANE=16 // T.nbytes)
 
 
 @pk.func
@@ -2806,12 +2806,13 @@ NEAREST_INT_FACTORS = (2, 4)
 
 
 def rows_launch(rows: int, cols: int, dtype, device, tiles: bool = True,
-                per_sm: int = ROW_BLOCKS_PER_SM, block: int = ROW_BLOCK) -> tuple[int, int]:
+                per_sm: int = ROW_BLOCKS_PER_SM, block: int = ROW_BLOCK, width: int = 0) -> tuple[int, int]:
     """The wrappers' grid for the pools and upsamplings over ``rows`` output rows of ``cols``: enough
     blocks of ``block`` threads for every row group (as ``row_group`` splits the block), at most ``per_sm`` a
     multiprocessor (132 where the device does not say). ``tiles``: 16-byte tiles a thread (the
-    upsamplings and ``{op}_vec_*``; candle's pool kernels take one output a step)."""
-    width = 16 // dtype.nbytes if tiles else 1
+    upsamplings and ``{op}_vec_*``; candle's pool kernels take one output a step); ``width``, where
+    given, the elements a thread takes at a time instead (``vec_rows``' LANE)."""
+    width = width or (16 // dtype.nbytes if tiles else 1)
     tiles, g = -(-cols // width), 1
     while g < tiles and g * 2 <= block:
         g *= 2
@@ -2825,5 +2826,7 @@ def nearest_launch(x, oh: int, ow: int) -> tuple[int, int]:
     rows it takes (their tiles set its row groups) with NEAREST_INT_BLOCKS_PER_SM."""
     b, c, h, w = x.shape
     if any(oh == f * h and ow == f * w for f in NEAREST_INT_FACTORS) and x.strides[3] == 1:
-        return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=NEAREST_INT_BLOCKS_PER_SM)
+        words = oh == 4 * h and x.dtype.nbytes <= 4  # nearest_word_row's lanes, where it applies
+        return rows_launch(b * c * h, w, x.dtype, x.device, per_sm=NEAREST_INT_BLOCKS_PER_SM,
+                           width=4 // x.dtype.nbytes if words else 0)
     return rows_launch(b * c * oh, ow, x.dtype, x.device)
