@@ -157,6 +157,8 @@ def div_mod(n: X, d: X, magic: u64) -> tuple[X, X]:
 
 #: the largest index, size, stride and padding the u32 index path takes: sums of two stay below 2**32
 INDEX_31 = 0x7FFFFFFF
+#: the unsigned integer of each size in bytes: an element's bits, a word of several
+UINT_OF_SIZE = {1: u8, 2: u16, 4: u32, 8: u64}
 
 
 @pk.func
@@ -2014,19 +2016,11 @@ def nearest_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], words
     to each of the F output rows it feeds (``nearest_int_row``). No tables, no per-output index
     arithmetic, each source element read once. The row functions get F as vec_rows' ``P``."""
     if F == 4 and T.nbytes <= 4 and words:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else (
-            u16 if T.nbytes == 2 else u32), ROW=nearest_word_row, UNIT=1, LANE=4 // T.nbytes)
-    elif T.nbytes == 8:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=T, H=T, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
-    elif T.nbytes == 4:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u32, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
-    elif T.nbytes * F == 4:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=u8 if T.nbytes == 1 else u16,
-                 ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
-    elif T.nbytes == 2:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u64, H=u16, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u32, H=UINT_OF_SIZE[T.nbytes],
+                 ROW=nearest_word_row, UNIT=1, LANE=4 // T.nbytes)
     else:
-        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=u16, H=u8, ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
+        vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=T, P=F, W=UINT_OF_SIZE[min(F * T.nbytes, 8)],
+                 H=UINT_OF_SIZE[T.nbytes], ROW=nearest_int_row, UNIT=1, LANE=16 // T.nbytes)
 
 
 @pk.func
@@ -2034,7 +2028,7 @@ def nearest_int_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g:
                     s6: usize, dst: Ptr[T], *, T, A, P, W, H):
     """``nearest_int_rows``' source row ``s`` by tiles: its P output rows, one ``parallel_range`` each;
     element e becomes P // (W.nbytes // H.nbytes) words ``e * words + k`` of the row (each the element
-    W.nbytes // H.nbytes times; W is T itself for 8-byte elements)."""
+    W.nbytes // H.nbytes times)."""
     out3 = usize(P) * in3
     o = dst + (usize(q) * in2 + usize(s2)) * usize(P) * out3
     for u in pk.static_range(P):  # a loop per output row: one row's stores merge into vectors
@@ -2070,9 +2064,7 @@ def nearest_word_row(row: usize, q: u32, s2: u32, s: ConstPtr[T], lane: usize, g
 
 @pk.func
 def nearest_int_word(v: T, *, T, W, H) -> W:
-    """``v``'s bits repeated over a word of type W (``v`` itself where W is T)."""
-    if W is T:
-        return v
+    """``v``'s bits (as H, the unsigned integer of T's size) repeated over a word of type W."""
     x = W(pk.bitcast(v, H))
     for k in pk.static_range(1, W.nbytes // H.nbytes):
         x = x | (W(pk.bitcast(v, H)) << W(8 * H.nbytes * k))
