@@ -2082,7 +2082,7 @@ def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H
     ``(c + 0.5) / F + 0.5`` for ``c < F / 2``, else from ``k, k + 1`` at ``(c + 0.5) / F - 0.5``; the
     first and last clamp as ``bilinear_source`` does), so a word's outputs come from the word and its
     two neighbours, without tables or gathers, and each source row is interpolated along w once for the
-    output rows on both sides of it. The word's type carries F to the row (``16 // W.nbytes``)."""
+    output rows on both sides of it. F reaches the row as vec_rows' ``P``."""
     if F == 2:
         vec_rows(info[2], usize(1), info[3], info, src, dst, T=T, A=f64, P=F, W=u64, H=H, ROW=bilinear_int_row,
                  UNIT=min(16 // F // T.nbytes, BILINEAR_INT_UNIT_MAX), LANE=16 // T.nbytes)
@@ -2094,16 +2094,16 @@ def bilinear_int_rows(info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, H
 @pk.func
 def bilinear_int_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g: usize, h_in: usize, w_in: usize,
                      s6: usize, dst: Ptr[T], *, T, A, P, W, H):
-    """Source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of each at a time, the
-    row after next loaded while a row's outputs are made: with ``u``'s interpolation along w (``top``)
+    """At the factor F (``P``), source rows ``u = i2 * unit ...`` (below ``h_in``) of plane ``q``, a word of
+    each at a time, the row after next loaded while a row's outputs are made: with ``u``'s interpolation along w (``top``)
     and ``u + 1``'s (``bottom``, the last row's own), output rows ``F u + F / 2 + j`` (``lh`` ``(j +
     0.5) / F``; those from ``F (u + 1)`` on only below ``F h_in``) and, for ``u`` 0, rows ``0 ... F / 2
     - 1`` (0), each ``(1 - lh) * top + lh * bottom``; then ``bottom`` is the next ``top``. Those ``lh``
     are bilinear_source's at scale ``1 / F`` (``(oh + 0.5) / F - 0.5``, clamped at 0, less its floor),
     exactly; the arithmetic is bilinear_loop's, in its order. Each output row's 16 bytes are one store
     (dst 16-byte aligned: ``bilinear_int``). Indices along the row in u32."""
-    w_out = usize(16 // W.nbytes) * w_in  # the factor: 16 // W.nbytes
-    plane = dst + usize(q) * usize(16 // W.nbytes) * h_in * w_out
+    w_out = usize(P) * w_in
+    plane = dst + usize(q) * usize(P) * h_in * w_out
     unit = u32(min(W.nbytes // T.nbytes, BILINEAR_INT_UNIT_MAX))  # vec_rows' UNIT
     u0 = i2 * unit
     h32 = u32(h_in)
@@ -2113,21 +2113,19 @@ def bilinear_int_row(row: usize, q: u32, i2: u32, s: ConstPtr[T], lane: usize, g
         top = pk.local.array(16 // T.nbytes, f64)
         bottom = pk.local.array(16 // T.nbytes, f64)
         word, left, right = bilinear_int_load(s, wd, k0, w32, W=W)
-        bilinear_int_along_w(word, left, right, k0, top, T=T, H=H, W=W)
+        bilinear_int_along_w(word, left, right, k0, top, T=T, H=H, W=W, F=P)
         word, left, right = bilinear_int_load(s + usize(min(u0 + 1, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
         for u in range(u0, min(u0 + unit, h32)):
             # the row after next in flight while this one's outputs are made
             ahead = bilinear_int_load(s + usize(min(u + 2, h32 - 1) - u0) * s6, wd, k0, w32, W=W)
-            bilinear_int_along_w(word, left, right, k0, bottom, T=T, H=H, W=W)
-            # F = 16 // W.nbytes; slots below F / 2: the first rows (weight 0), then rows F u + slot, at
-            # weight (j + 0.5) / F for j = slot - F / 2; those from F (u + 1) on only below the last
-            for slot in pk.static_range(16 // W.nbytes // 2 + 16 // W.nbytes):
-                if ((slot < 16 // W.nbytes // 2 and u == u32(0)) or (16 // W.nbytes // 2 <= slot < 16 // W.nbytes)
-                        or (slot >= 16 // W.nbytes and u + 1 < h32)):
-                    oh = pk.select(slot < 16 // W.nbytes // 2, u32(slot), u32(16 // W.nbytes) * u + u32(slot))
-                    lh = pk.select(slot < 16 // W.nbytes // 2, f64(0.0),
-                                   f64(2 * slot - 16 // W.nbytes + 1) / f64(2 * (16 // W.nbytes)))
-                    out = pk.assume_aligned(pk.bitcast(plane + (usize(oh) * w_out + usize(u32(16 // W.nbytes) * k0)),
+            bilinear_int_along_w(word, left, right, k0, bottom, T=T, H=H, W=W, F=P)
+            # slots below P / 2: the first rows (weight 0), then rows P u + slot, at weight (j + 0.5) / P
+            # for j = slot - P / 2; those from P (u + 1) on only below the last
+            for slot in pk.static_range(P // 2 + P):
+                if (slot < P // 2 and u == u32(0)) or (P // 2 <= slot < P) or (slot >= P and u + 1 < h32):
+                    oh = pk.select(slot < P // 2, u32(slot), u32(P) * u + u32(slot))
+                    lh = pk.select(slot < P // 2, f64(0.0), f64(2 * slot - P + 1) / f64(2 * P))
+                    out = pk.assume_aligned(pk.bitcast(plane + (usize(oh) * w_out + usize(u32(P) * k0)),
                                                        Ptr[u64]), 16)
                     for half in pk.static_range(2):
                         packed = u64(0)
@@ -2150,9 +2148,9 @@ def bilinear_int_load(row: ConstPtr[T], wd: u32, k0: u32, w_in: u32, *, W) -> tu
 
 
 @pk.func
-def bilinear_int_along_w(word: W, left: T, right: T, k0: u32, out: Ptr[f64], *, T, H, W):
-    """A source row's interpolation along w at output columns ``F k0 ... F (k0 + per) - 1`` (F ``16 //
-    W.nbytes``): elements ``k0 ...`` from ``word``, their neighbours ``k0 - 1`` (``left``) and ``k0 +
+def bilinear_int_along_w(word: W, left: T, right: T, k0: u32, out: Ptr[f64], *, T, H, W, F):
+    """A source row's interpolation along w at output columns ``F k0 ... F (k0 + per) - 1`` (F is
+    ``16 // W.nbytes``): elements ``k0 ...`` from ``word``, their neighbours ``k0 - 1`` (``left``) and ``k0 +
     per`` (``right``, clamped)."""
     v = pk.local.array(W.nbytes // T.nbytes + 2, f64)
     v[0] = f64(left)
@@ -2160,18 +2158,18 @@ def bilinear_int_along_w(word: W, left: T, right: T, k0: u32, out: Ptr[f64], *, 
         v[i + 1] = f64(pk.bitcast(H(word >> W(8 * T.nbytes * i)), T))
     v[W.nbytes // T.nbytes + 1] = f64(right)
     for i in pk.static_range(W.nbytes // T.nbytes):
-        for c in pk.static_range(16 // W.nbytes):
-            if c < 16 // W.nbytes // 2:  # from k - 1, k: at k0 = 0 the source clamps to 0 (columns 0, 1, weight 0)
-                lw = f64(2 * c + 1) / f64(2 * (16 // W.nbytes)) + 0.5
+        for c in pk.static_range(F):
+            if c < F // 2:  # from k - 1, k: at k0 = 0 the source clamps to 0 (columns 0, 1, weight 0)
+                lw = f64(2 * c + 1) / f64(2 * F) + 0.5
                 if i == 0:
                     edge = k0 == 0
                     lw0 = pk.select(edge, f64(0.0), lw)
                     out[c] = (1.0 - lw0) * pk.select(edge, v[1], v[0]) + lw0 * pk.select(edge, v[2], v[1])
                 else:
-                    out[(16 // W.nbytes) * i + c] = (1.0 - lw) * v[i] + lw * v[i + 1]
+                    out[F * i + c] = (1.0 - lw) * v[i] + lw * v[i + 1]
             else:
-                lw = f64(2 * c + 1) / f64(2 * (16 // W.nbytes)) - 0.5
-                out[(16 // W.nbytes) * i + c] = (1.0 - lw) * v[i + 1] + lw * v[i + 2]
+                lw = f64(2 * c + 1) / f64(2 * F) - 0.5
+                out[F * i + c] = (1.0 - lw) * v[i + 1] + lw * v[i + 2]
 
 
 @pk.func
