@@ -32,6 +32,12 @@ for _rt in VARIANTS:
     for _t in (f32, bf16):
         PROBE.add(conv.upsample_bilinear2d_op.instance(f"{kernel_name('upsample_bilinear2d', _t)}_rt{_rt}", T=_t,
                                                        NARROW=conv.NARROW, RT=_rt))
+#: candle's kernel compiled for the wrappers' blocks (conv.ROW_BLOCK threads) instead of candle's 1024: the
+#: registers it may take (64 under 1024-thread blocks)
+SMALL_BLOCKS = pk.kernel(conv.upsample_bilinear2d_op.__wrapped__, max_block_size=conv.ROW_BLOCK)
+for _t in (f32, bf16):
+    PROBE.add(SMALL_BLOCKS.instance(f"{kernel_name('upsample_bilinear2d', _t)}_rule_b{conv.ROW_BLOCK}", T=_t,
+                                    NARROW=conv.NARROW, RT=0))
 
 
 #: the exact-factor kernels (``conv.upsample_bilinear2d_int_op``) per factor in blocks of this many threads with
@@ -98,8 +104,9 @@ def run(b, quick: bool) -> None:
             infu = info(torch, xu)
             grid = conv.rows_launch(n * 256 * size, size, as_array(dev, ou).dtype, dev)
             ref = lambda x=xu, s=size: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
-            for rt in VARIANTS:
-                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_rt{rt}", PROBE)
+            for rt in VARIANTS + (f"rule_b{conv.ROW_BLOCK}",):
+                fn = Lazy(dev, f"upsample_bilinear2d_{tag}_{rt}" if isinstance(rt, str) else
+                          f"upsample_bilinear2d_{tag}_rt{rt}", PROBE)
                 ou.fill_(float("nan"))
                 b.case(f"bilinear {h}->{size} [{n},256] {tag} [RT {rt or 'rule'}]", xu.nbytes + ou.nbytes,
                        lambda fn=fn, s=size, x=xu, o=ou, i=infu: fn[grid](s, s, False, False, 0.0, False, 0.0, i,
