@@ -10,7 +10,8 @@ Run on the GPU machine:  python benchmarks/conv.py [--only data|gemm|conv2d] [--
   blocks of 128 a work item, ``im2col_vec_launch``; the pools and upsamplings
   ``rows_launch``, blocks of 256 taking output rows, at most 16 blocks a multiprocessor (exact 2x
   nearest, 2x and 4x: 64, ``nearest_launch``), the 2x2 pools through the wrappers' own ``{op}_vec_*``, exact 2x
-  and 4x bilinear through ``upsample_bilinear2d_{2,4}x_*`` under ``bilinear_int_launch`` (and candle's
+  and 4x bilinear through ``upsample_bilinear2d_{2,4}x_*`` under ``bilinear_int_launch``, the downscale by 2
+  through ``upsample_bilinear2d_down2x_*`` under ``rows_launch`` (and candle's
   kernel on the rows grid beside it, "rows"); col2im1d
   the wrappers' own ``col2im1d_rows_*``, one block of 256 per work item, ``col2im1d_rows_launch``, and
   beside it the earlier ``col2im1d_staged_*`` under ``col2im1d_launch``) and under candle's (one thread per output,
@@ -221,6 +222,17 @@ def data_movement(b: Bench, quick: bool) -> None:
                        lambda fn=fns[shape], g=grid, bl=block: fn[g, bl](xp.numel(), 2, 2, 2, 2, infp, xp.data_ptr(),
                                                                          op_.data_ptr()),
                        lambda ref=ref: ref(xp, 2), lambda ref=ref: (op_, ref(xp, 2)))
+        # bilinear downscale by 2 on the same buffers (the wrappers' upsample_bilinear2d_down2x_*)
+        half = lambda: F.interpolate(xp, size=(56, 56), mode="bilinear", align_corners=False)  # noqa: E731
+        own, candle = (Lazy(dev, f"upsample_bilinear2d{k}_{tag}", CONV) for k in ("_down2x", ""))
+        for shape, (fn, (grid, block)) in {"wrapper": (own, row_shapes(b, op_)["wrapper"]),
+                                           "rows": (candle, row_shapes(b, op_)["wrapper"]),
+                                           "candle": (candle, row_shapes(b, op_)["candle"])}.items():
+            op_.fill_(float("nan"))
+            b.case(f"upsample_bilinear2d 0.5x [{batch},256,112,112] {tag} [{shape}]", xp.nbytes + op_.nbytes,
+                   lambda fn=fn, g=grid, bl=block: fn[g, bl](56, 56, False, False, 0.0, False, 0.0, infp, xp.data_ptr(),
+                                                             op_.data_ptr()),
+                   half, lambda: (op_, half()))
         # upsampling 2x: [32,256,56,56] -> 112x112
         xu = torch.randn(batch, 256, 56, 56, device="cuda").to(tdt)
         ou = torch.empty(batch, 256, 112, 112, device="cuda", dtype=tdt)

@@ -2239,13 +2239,44 @@ def bilinear_rows(w_out: usize, h_out: usize, align_corners: bool, scale_h: f64,
 @pk.func
 def bilinear_point(src: ConstPtr[T], r0: usize, r1: usize, a0: usize, a1: usize, lw: f64, lh: f64) -> T:
     """bilinear_loop's interpolation of one output (rows r0, r1; columns a0, a1), in f64."""
-    v00 = f64(src[r0 + a0])
-    v01 = f64(src[r0 + a1])
-    v10 = f64(src[r1 + a0])
-    v11 = f64(src[r1 + a1])
+    return bilinear_weights(f64(src[r0 + a0]), f64(src[r0 + a1]), f64(src[r1 + a0]), f64(src[r1 + a1]), lw, lh, T=T)
+
+
+@pk.func
+def bilinear_weights(v00: f64, v01: f64, v10: f64, v11: f64, lw: f64, lh: f64, *, T) -> T:
+    """PyTorch's interpolation of a 2x2 window (rows 0, 1; columns 0, 1) at weights lw, lh, in f64,
+    rounded once to T: along w, then along h."""
     top = (1.0 - lw) * v00 + lw * v01
     bottom = (1.0 - lw) * v10 + lw * v11
     return T((1.0 - lh) * top + lh * bottom)
+
+
+@pk.func
+def bilinear_down2x_rows(h_out: usize, w_out: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T]):
+    """bilinear_rows for a downscale by exactly 2 with half-pixel centres (both scales 2, the source twice
+    the output, rows contiguous along w in whole pairs of elements): output (oh, ow) sits at source
+    (2 oh + 0.5, 2 ow + 0.5), so it interpolates the 2x2 window at (2 oh, 2 ow) with weights 0.5: an
+    average pool's window, read as the pools' vector rows read theirs (``vec_rows``, a pair of elements a
+    word, ``bilinear_down2x_row``), where each output's four gathers held the rows kernel to half the
+    bandwidth in 16-bit types. The arithmetic is ``bilinear_point``'s, in its order (bit-identical)."""
+    vec_rows(h_out, usize(2), w_out, info, src, dst, T=T, A=f64, P=0, W=UINT_OF_SIZE[2 * T.nbytes],
+             H=UINT_OF_SIZE[T.nbytes], ROW=bilinear_down2x_row, UNIT=1, LANE=16 // T.nbytes)
+
+
+@pk.func
+def bilinear_down2x_row(row: usize, q: u32, o2: u32, s: ConstPtr[T], lane: usize, g: usize, out2: usize, out3: usize,
+                      s6: usize, dst: Ptr[T], *, T, A, P, W, H):
+    """``bilinear_down2x_rows``' output row ``row``: output ``e`` from word ``e`` of source rows ``s`` and
+    ``s + s6``."""
+    ra = pk.bitcast(s, ConstPtr[W])
+    rb = pk.bitcast(s + s6, ConstPtr[W])
+    o = dst + row * out3
+    for e in pk.parallel_range(usize(0), out3, lane, g):
+        wa = ra[e]
+        wb = rb[e]
+        o[e] = bilinear_weights(f64(pk.bitcast(H(wa), T)), f64(pk.bitcast(H(wa >> W(8 * T.nbytes)), T)),
+                                f64(pk.bitcast(H(wb), T)), f64(pk.bitcast(H(wb >> W(8 * T.nbytes)), T)),
+                                0.5, 0.5, T=T)
 
 
 @pk.kernel
@@ -2428,6 +2459,23 @@ def upsample_bilinear2d_int_op(w_out: usize, h_out: usize, align_corners: bool, 
                  NARROW=NARROW, F=F)
 
 
+def upsample_bilinear2d_down2x_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool,
+                                  scale_h_factor: f64, has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize],
+                                  src: ConstPtr[T], dst: Ptr[T], *, T, NARROW, RT):
+    """The wrappers' own bilinear downscale by exactly 2 (``upsample_bilinear2d_down2x_{T}``, candle's
+    signature and semantics): ``bilinear_down2x_rows`` where it applies (``bilinear_down2x_ok`` on the
+    host: half-pixel centres, both scales 2, the source twice the output, rows contiguous along w and
+    every offset whole pairs of elements); it writes nothing elsewhere."""
+    if info[2] == 0 or info[3] == 0:
+        return
+    if (info[0] * info[1] * h_out * w_out <= NARROW and small_layout(info, usize(8)) and not align_corners
+            and bilinear_scale(info[2], h_out, align_corners, has_scale_h, scale_h_factor) == 2.0
+            and bilinear_scale(info[3], w_out, align_corners, has_scale_w, scale_w_factor) == 2.0
+            and info[2] == 2 * h_out and info[3] == 2 * w_out and info[7] == 1 and (info[4] | info[5] | info[6]) % 2 == 0
+            and pk.is_aligned(src, 2 * T.nbytes) and info[2] * info[6] <= INDEX_31):
+        bilinear_down2x_rows(h_out, w_out, info, src, dst)
+
+
 @pk.kernel
 def upsample_bilinear2d_op(w_out: usize, h_out: usize, align_corners: bool, has_scale_h: bool, scale_h_factor: f64,
                            has_scale_w: bool, scale_w_factor: f64, info: ConstPtr[usize], src: ConstPtr[T],
@@ -2505,6 +2553,11 @@ for _f in BILINEAR_INT_FACTORS:
     for _t in BILINEAR_INT_DTYPES:
         CONV.add(BILINEAR_INT_KERNELS[_f, _t.nbytes].instance(kernel_name(f"upsample_bilinear2d_{_f}x", _t), F=_f,
                                                               **instance_params("upsample_bilinear2d", _t)))
+#: and the downscale by exactly 2 (``upsample_bilinear2d_down2x_*``), in the wrappers' row blocks
+BILINEAR_DOWN2X = pk.kernel(upsample_bilinear2d_down2x_op, max_block_size=ROW_BLOCK)
+for _t in BILINEAR_INT_DTYPES:
+    CONV.add(BILINEAR_DOWN2X.instance(kernel_name("upsample_bilinear2d_down2x", _t),
+                                      **instance_params("upsample_bilinear2d", _t)))
 #: and im2col's rows path (``im2col_rows``) as kernels of their own, for the dtypes conv2d / conv1d take through
 #: the GEMM
 ROWS_IM2COL_DTYPES = (f32, f16, bf16)
@@ -2775,6 +2828,16 @@ def bilinear_int_factor(x, oh: int, ow: int, scales: tuple, align_corners: bool)
                 and h * x.strides[2] <= INDEX_31):
             return f
     return 0
+
+
+def bilinear_down2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bool:
+    """Whether ``upsample_bilinear2d_down2x_{dtype}`` takes the device array ``x`` to ``oh x ow`` with
+    ``scales`` (PyTorch's scale factors or None): its kernel's test, on the host."""
+    b, c, h, w = x.shape
+    return (x.dtype in BILINEAR_INT_DTYPES and not align_corners and (h, w) == (2 * oh, 2 * ow)
+            and all(v is None or 1.0 / v == 2.0 for v in scales) and x.strides[3] == 1
+            and all(v % 2 == 0 for v in x.strides[:3]) and x.ptr % (2 * x.dtype.nbytes) == 0
+            and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
 
 
 def bilinear_int_launch(x, factor: int) -> tuple[int, int]:

@@ -29,8 +29,8 @@ from pykern.runtime.launch import storage
 
 from . import CONV, kernel_name
 from ._common import operands
-from .conv import (DTYPES, bilinear_int_factor, bilinear_int_launch, col2im1d_launch, col2im1d_rows_launch,
-                   col2im1d_rows_ok, im2col_launch, im2col_rows_launch, im2col_rows_ok, im2col_rows_pairs_ok,
+from .conv import (DTYPES, bilinear_down2x_ok, bilinear_int_factor, bilinear_int_launch, col2im1d_launch,
+                   col2im1d_rows_launch, col2im1d_rows_ok, im2col_launch, im2col_rows_launch, im2col_rows_ok, im2col_rows_pairs_ok,
                    im2col_vec_launch, im2col_vec_ok, nearest_launch, pool_vec_ok, rows_launch, vec_kernel)
 from .matmul import DTYPES as GEMM_DTYPES
 from .matmul import matmul
@@ -312,6 +312,9 @@ def upsample_bilinear2d(x, size=None, scale_factor=None, align_corners: bool = F
         if factor:  # exactly 2x or 4x: the wrappers' own kernels (conv.py)
             fn = x.device.get_or_load_func(kernel_name(f"upsample_bilinear2d_{factor}x", x.dtype), CONV)
             grid = bilinear_int_launch(x, factor)
+        elif bilinear_down2x_ok(x, oh, ow, scales, align_corners):  # exactly half: likewise
+            fn = x.device.get_or_load_func(kernel_name("upsample_bilinear2d_down2x", x.dtype), CONV)
+            grid = rows_launch(b * c * oh, ow, x.dtype, x.device)
         else:
             fn = x.device.get_or_load_func(kernel_name("upsample_bilinear2d", x.dtype), CONV)
             grid = rows_launch(b * c * oh, ow, x.dtype, x.device)

@@ -486,6 +486,9 @@ def _pool_upsample(dev):
             for factor in conv.BILINEAR_INT_FACTORS:
                 conv_launch.upsample_bilinear2d(_view(dev, _conv_values(dtype, (1, 2, 5, 8), gen), "contiguous"),
                                                 scale_factor=float(factor))
+            # exactly half: upsample_bilinear2d_down2x
+            conv_launch.upsample_bilinear2d(_view(dev, _conv_values(dtype, (1, 2, 6, 10), gen), "contiguous"),
+                                            scale_factor=0.5)
 
 
 @case("conv/wrappers")

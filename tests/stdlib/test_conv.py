@@ -791,6 +791,60 @@ def test_upsample_bilinear2d_exact_factor(wave_device, dtype, factor):
         assert_bits(out.to_host(), want, f"bilinear 2x outside the path align={align} scales={scales}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_upsample_bilinear2d_down2x(wave_device, dtype):
+    """The wrappers' kernel for exactly half (``upsample_bilinear2d_down2x_*``, ``bilinear_down2x_rows``:
+    both scales 2, half-pixel centres, rows contiguous along w in whole pairs) beside candle's kernel on
+    the same inputs: 2x2 to wide sources, odd output widths (the tiles' last elements one at a time),
+    rows farther apart than their width, an offset source, infinities and NaN, under the wrappers' grid
+    and one block of 64, and the wrapper (by size and by scale factor 0.5); then inputs outside the
+    path (an odd offset, an odd source width, aligned corners, a scale factor not exactly 0.5), where
+    the kernel writes nothing and the wrapper takes candle's kernel."""
+    from stdlib_kernels import conv_launch as cl
+    dev = wave_device
+    own = dtype in conv.BILINEAR_INT_DTYPES
+    for n, (b, c, h, w, start) in enumerate([(1, 1, 2, 2, 0), (2, 3, 4, 6, 0), (1, 2, 6, 18, 2), (2, 1, 8, 34, 0),
+                                             (1, 1, 4, 66, 4)]):
+        x = values(dtype, (b, c, h, w))
+        if not dtype.is_int and n >= 3:
+            x[0, 0, 0, 0], x[0, 0, -1, -1], x[-1, -1, 1, 0] = np.inf, -np.inf, np.nan
+        pitch = w + (n % 2) * 2  # every other case: rows farther apart than their width
+        buf = np.zeros(start + b * c * h * pitch, x.dtype)
+        host = np.lib.stride_tricks.as_strided(buf[start:], x.shape, [c * h * pitch * x.itemsize,
+                                                                      h * pitch * x.itemsize, pitch * x.itemsize,
+                                                                      x.itemsize])
+        host[...] = x
+        xd = dev.to_device(buf).as_strided(x.shape, [c * h * pitch, h * pitch, pitch, 1], offset=start)
+        want = bilinear_ref(x, h // 2, w // 2, False)
+        assert conv.bilinear_down2x_ok(xd, h // 2, w // 2, (None, None), False) == own
+        for name in [f"upsample_bilinear2d_{dtype.tag}"] + ([f"upsample_bilinear2d_down2x_{dtype.tag}"] if own else []):
+            for shape in ((1, 64), conv.rows_launch(b * c * (h // 2), w // 2, dtype, dev)):
+                out = dev.to_device(np.full(want.shape, 7, dtype.np))
+                launch(dev, name, out.size, w // 2, h // 2, False, False, 0.0, False, 0.0, info_of(dev, xd), xd, out,
+                       shape=shape)
+                assert_bits(out.to_host(), want, f"{name} case {n} launch {shape}")
+        assert_bits(cl.upsample_bilinear2d(xd, size=(h // 2, w // 2)).to_host(), want, f"bilinear wrapper /2 case {n}")
+        assert_bits(cl.upsample_bilinear2d(xd, scale_factor=0.5).to_host(), want, f"bilinear wrapper x0.5 case {n}")
+    x = values(dtype, (2, 2, 6, 10))
+    odd = dev.to_device(np.concatenate([np.zeros(1, x.dtype), x.reshape(-1)])).as_strided(x.shape, (120, 60, 10, 1),
+                                                                                          offset=1)
+    for xd, align, scales, size in ((odd, False, (None, None), (3, 5)), (dev.to_device(x), True, (None, None), (3, 5)),
+                                    (dev.to_device(x), False, (0.5000001, 0.5), None),
+                                    (dev.to_device(values(dtype, (1, 2, 4, 9))), False, (None, None), (2, 4))):
+        oh, ow = size or (3, 5)
+        ref = bilinear_ref(xd.to_host(), oh, ow, align, *((None, None) if size else scales))
+        if own:
+            assert not conv.bilinear_down2x_ok(xd, oh, ow, scales, align)
+            out = dev.to_device(np.full(ref.shape, 7, dtype.np))
+            sh, sw = scales
+            launch(dev, f"upsample_bilinear2d_down2x_{dtype.tag}", out.size, ow, oh, align, sh is not None, sh or 0.0,
+                   sw is not None, sw or 0.0, info_of(dev, xd), xd, out, shape=(1, 64))
+            assert (out.to_host() == np.array(7, dtype.np)).all(), f"down2x wrote outside its domain {align} {scales}"
+        got = (cl.upsample_bilinear2d(xd, size=size, align_corners=align) if size
+               else cl.upsample_bilinear2d(xd, scale_factor=scales))
+        assert_bits(got.to_host(), ref, f"bilinear wrapper outside the down2x path {align} {scales} {size}")
+
+
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_upsample_bilinear2d_row_tiles(wave_device, align_corners):
     """Upscales by 1.3 to 4.5 and a downscale (``bilinear_row_tiles``: 16, 4, 1 and 2 tiles a thread,
