@@ -869,8 +869,9 @@ def test_upsample_bilinear2d_row_tiles(wave_device, align_corners):
 def test_abi():
     """candle's 66 names with candle's sizes, plus the wrappers' own ``col2im1d_staged_*``,
     ``col2im1d_rows_*``, ``{max,avg}_pool2d_vec_*``, ``im2col_rows_*`` / ``im2col1d_rows_*``,
-    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``, ``im2col_3x3_*`` / ``im2col1d_k3[_narrow]_*`` and
-    ``upsample_bilinear2d_{2,4}x_*`` (each with its candle kernel's signature)."""
+    ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*``, ``im2col_3x3_*`` / ``im2col1d_k3[_narrow]_*``,
+    ``upsample_bilinear2d_{2,4}x_*`` and ``upsample_bilinear2d_down2x_*`` (each with its candle kernel's
+    signature)."""
     assert abi_mismatches(CONV) == []
     own = [("col2im1d_staged", "col2im1d", t) for t in conv.STAGED_COL2IM_DTYPES]
     own += [(f"{op}_vec", op, t) for op in ("max_pool2d", "avg_pool2d") for t in conv.VEC_POOL_DTYPES]
@@ -881,6 +882,7 @@ def test_abi():
                                            ("im2col1d_k3_narrow", "im2col1d")) for t in conv.VEC_DTYPES]
     own += [(f"upsample_bilinear2d_{f}x", "upsample_bilinear2d", t) for f in conv.BILINEAR_INT_FACTORS
             for t in conv.BILINEAR_INT_DTYPES]
+    own += [("upsample_bilinear2d_down2x", "upsample_bilinear2d", t) for t in conv.BILINEAR_INT_DTYPES]
     names = sorted(kernel_name(name, t) for name, _, t in own)
     assert sorted(CONV.names()) == sorted(list(json.loads(ABI.read_text())["modules"]["conv"]) + names)
     assert len(CONV) == 66 + len(own)
