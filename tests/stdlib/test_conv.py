@@ -58,6 +58,16 @@ def view(dev, host: np.ndarray, layout: str):
     return dev.to_device(buf).as_strided(shape, contiguous, offset=5)
 
 
+def pitched(dev, x, pitch: int, start: int) -> DeviceArray:
+    """``x`` (NCHW) on ``dev`` with rows ``pitch`` elements apart (>= its width), ``start`` elements into
+    its buffer: the row-vector paths' alignment and row-stride cases."""
+    b, c, h, w = x.shape
+    strides = [c * h * pitch, h * pitch, pitch, 1]
+    buf = np.zeros(start + b * c * h * pitch, x.dtype)
+    np.lib.stride_tricks.as_strided(buf[start:], x.shape, [v * x.itemsize for v in strides])[...] = x
+    return dev.to_device(buf).as_strided(x.shape, strides, offset=start)
+
+
 LAYOUTS = ("contiguous", "permuted", "offset")
 
 
@@ -656,14 +666,7 @@ def test_upsample_nearest2d_exact_factor(wave_device, dtype, factor):
     for n, (shape, start) in enumerate([((1, 1, 1, 1), 0), ((2, 3, 3, 8), 0), ((1, 2, 4, 17), 1), ((2, 1, 5, 64), 3),
                                         ((1, 3, 2, 33), 2), ((1, 1, 3, 40), 0)]):
         x = values(dtype, shape)
-        pitch = shape[3] + (n % 2) * 3  # every other case: rows farther apart than their width
-        buf = np.zeros(start + int(np.prod(shape[:3])) * pitch, x.dtype)
-        view_host = np.lib.stride_tricks.as_strided(buf[start:], shape, [shape[1] * shape[2] * pitch * x.itemsize,
-                                                                         shape[2] * pitch * x.itemsize,
-                                                                         pitch * x.itemsize, x.itemsize])
-        view_host[...] = x
-        xd = dev.to_device(buf).as_strided(shape, [shape[1] * shape[2] * pitch, shape[2] * pitch, pitch, 1],
-                                           offset=start)
+        xd = pitched(dev, x, shape[3] + (n % 2) * 3, start)  # every other case: rows farther apart than wide
         o2, o3 = factor * shape[2], factor * shape[3]
         want = nearest_ref(x, o2, o3)
         for small in (False, True):
@@ -756,13 +759,7 @@ def test_upsample_bilinear2d_exact_factor(wave_device, dtype, factor):
         x = values(dtype, (b, c, h, w))
         if not dtype.is_int and n >= 3:
             x[0, 0, 0, 0], x[0, 0, -1, -1], x[-1, -1, 1, 0] = np.inf, -np.inf, np.nan
-        pitch = w + (n % 2) * per  # every other case: rows farther apart than their width
-        buf = np.zeros(start + b * c * h * pitch, x.dtype)
-        host = np.lib.stride_tricks.as_strided(buf[start:], x.shape, [c * h * pitch * x.itemsize,
-                                                                      h * pitch * x.itemsize, pitch * x.itemsize,
-                                                                      x.itemsize])
-        host[...] = x
-        xd = dev.to_device(buf).as_strided(x.shape, [c * h * pitch, h * pitch, pitch, 1], offset=start)
+        xd = pitched(dev, x, w + (n % 2) * per, start)  # every other case: rows farther apart than wide
         want = bilinear_ref(x, f * h, f * w, False)
         assert conv.bilinear_int_factor(xd, f * h, f * w, (None, float(f)), False) == (f if own else 0)
         for name in [f"upsample_bilinear2d_{dtype.tag}"] + ([f"upsample_bilinear2d_{f}x_{dtype.tag}"] if own else []):
@@ -808,13 +805,7 @@ def test_upsample_bilinear2d_down2x(wave_device, dtype):
         x = values(dtype, (b, c, h, w))
         if not dtype.is_int and n >= 3:
             x[0, 0, 0, 0], x[0, 0, -1, -1], x[-1, -1, 1, 0] = np.inf, -np.inf, np.nan
-        pitch = w + (n % 2) * 2  # every other case: rows farther apart than their width
-        buf = np.zeros(start + b * c * h * pitch, x.dtype)
-        host = np.lib.stride_tricks.as_strided(buf[start:], x.shape, [c * h * pitch * x.itemsize,
-                                                                      h * pitch * x.itemsize, pitch * x.itemsize,
-                                                                      x.itemsize])
-        host[...] = x
-        xd = dev.to_device(buf).as_strided(x.shape, [c * h * pitch, h * pitch, pitch, 1], offset=start)
+        xd = pitched(dev, x, w + (n % 2) * 2, start)  # every other case: rows farther apart than wide
         want = bilinear_ref(x, h // 2, w // 2, False)
         assert conv.bilinear_down2x_ok(xd, h // 2, w // 2, (None, None), False) == own
         for name in [f"upsample_bilinear2d_{dtype.tag}"] + ([f"upsample_bilinear2d_down2x_{dtype.tag}"] if own else []):
