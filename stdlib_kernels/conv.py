@@ -42,8 +42,9 @@ output rows: an item's input rows staged once, each pixel's run stored in 16-byt
 and the CPU pipelined across a block's items, ``im2col_rows_pipe``;
 ``im2col_rows_launch``) with ``im2col_rows_pairs_*`` / ``im2col1d_rows_pairs_*`` (16-bit types, the input
 staged as 4-byte pairs; ``im2col_rows_pairs_ok``) and ``im2col_3x3_*`` / ``im2col1d_k3_*`` (16-bit 3x3 / 3-tap
-windows, the input staged channels-last: ``im2col_vec``, ``im2col_vec_ok``) are the additions to candle's
-names. The host wrappers
+windows, the input staged channels-last: ``im2col_vec``, ``im2col_vec_ok``), ``upsample_bilinear2d_{2,4}x_*``
+(bilinear by exactly 2 or 4: ``bilinear_int_rows``) and ``upsample_bilinear2d_down2x_*`` (by exactly a half:
+``bilinear_down2x_rows``) are the additions to candle's names. The host wrappers
 live in ``stdlib_kernels/conv_launch.py`` and launch these the way candle-core's CUDA backend does
 (§5.11); conv2d and conv1d go through im2col and pykern's own GEMM (``stdlib_kernels/matmul.py``).
 ``im2col_launch`` below is the wrappers' grid for im2col.
