@@ -2815,30 +2815,30 @@ def pool_vec_ok(x, k: tuple[int, int], s: tuple[int, int], out_size: int) -> boo
             and out_size <= NARROW and max(*x.shape, *x.strides, *s) <= INDEX_31)
 
 
+def bilinear_words_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool, scale: float, per: int) -> bool:
+    """The host's test shared by the wrappers' own bilinear kernels (``bilinear_int_factor``,
+    ``bilinear_down2x_ok``): half-pixel centres, every scale used exactly ``scale`` (in / out, or
+    PyTorch's scale factor's inverse), rows contiguous along w with the width, every stride and src
+    in whole words of ``per`` elements, and the sizes their u32 indices take."""
+    b, c, h, w = x.shape
+    return (x.dtype in BILINEAR_INT_DTYPES and not align_corners and h == scale * oh and w == scale * ow
+            and all(v is None or 1.0 / v == scale for v in scales) and x.strides[3] == 1
+            and all(v % per == 0 for v in (w, *x.strides[:3])) and x.ptr % (per * x.dtype.nbytes) == 0
+            and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
+
+
 def bilinear_int_factor(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> int:
     """The factor F with which ``upsample_bilinear2d_{F}x_{dtype}`` takes the device array ``x`` to ``oh x
     ow`` with ``scales`` (PyTorch's scale factors or None), 0 where none does: ``bilinear_int``'s test,
-    on the host (the scale used is 1 / F exactly: in / out, or 1 / F.0)."""
-    b, c, h, w = x.shape
-    for f in BILINEAR_INT_FACTORS:
-        per = 16 // f // x.dtype.nbytes
-        if (x.dtype in BILINEAR_INT_DTYPES and not align_corners and (oh, ow) == (f * h, f * w)
-                and all(v is None or 1.0 / v == 1.0 / f for v in scales) and x.strides[3] == 1
-                and all(v % per == 0 for v in (w, *x.strides[:3])) and x.ptr % (16 // f) == 0
-                and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31
-                and h * x.strides[2] <= INDEX_31):
-            return f
-    return 0
+    on the host (words of 16 / F bytes)."""
+    return next((f for f in BILINEAR_INT_FACTORS if bilinear_words_ok(
+        x, oh, ow, scales, align_corners, 1.0 / f, max(1, 16 // f // x.dtype.nbytes))), 0)
 
 
 def bilinear_down2x_ok(x, oh: int, ow: int, scales: tuple, align_corners: bool) -> bool:
     """Whether ``upsample_bilinear2d_down2x_{dtype}`` takes the device array ``x`` to ``oh x ow`` with
-    ``scales`` (PyTorch's scale factors or None): its kernel's test, on the host."""
-    b, c, h, w = x.shape
-    return (x.dtype in BILINEAR_INT_DTYPES and not align_corners and (h, w) == (2 * oh, 2 * ow)
-            and all(v is None or 1.0 / v == 2.0 for v in scales) and x.strides[3] == 1
-            and all(v % 2 == 0 for v in x.strides[:3]) and x.ptr % (2 * x.dtype.nbytes) == 0
-            and b * c * oh * ow <= NARROW and max(*x.shape, *x.strides) <= INDEX_31 and h * x.strides[2] <= INDEX_31)
+    ``scales`` (PyTorch's scale factors or None): its kernel's test, on the host (pairs of elements)."""
+    return bilinear_words_ok(x, oh, ow, scales, align_corners, 2.0, 2)
 
 
 def bilinear_int_launch(x, factor: int) -> tuple[int, int]:
