@@ -281,6 +281,20 @@ def dp4a_probe(p: pk.Ptr[pk.i32], n: pk.i32):
     p[pk.global_id()] = total
 
 
+#: the wrappers' earlier MMQs, the probes' point of comparison (kept here, not in the stdlib module a build
+#: ships): ``mul_mat_cols_{q}``, the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns and MMQ_ROWS_A_BLOCK rows a
+#: block of (32, MMQ_BLOCK_Y) threads, the columns along grid y (q8_1 blocks read from global memory: a
+#: thread's sit 36 bytes from its neighbours', 9 cache wavefronts a warp a word; their figures:
+#: docs/targets/cuda.md, MMQ), and ``mul_mat_rows_{q}``, candle's ``mul_mat_{q}`` on MMQ_WRAPPER_TILE (candle's tiles give a
+#: 4096-row matrix a quarter to a half of an H100's SMs)
+MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMQ_BLOCK_Y = 8, 4, 2
+MMQ_WRAPPER_TILE = (32, 32)
+EARLIER_MMQ = pk.Module("quantized_earlier_mmq").add(
+    *(Q.mul_mat_vec_q8_1.instance(f"mul_mat_cols_{q.name}", Q=q, N=MMQ_COLUMNS_A_BLOCK, rows=MMQ_ROWS_A_BLOCK,
+                                  early=False) for q in Q.MATMUL_TYPES),
+    *(Q.mul_mat_q.instance(f"mul_mat_rows_{q.name}", Q=q, tile_x=MMQ_WRAPPER_TILE[0], tile_y=MMQ_WRAPPER_TILE[1])
+      for q in Q.MATMUL_TYPES))
+
 #: (columns, rows) a block of the wrappers' MMQ kernel (``mul_mat_cols``: MMVQ on N columns) that the
 #: probes time at 32 activation columns, under blocks of (32, MMQ_BLOCK_Y)
 MMQ_SHAPES = ((8, 4), (16, 2), (32, 1), (16, 1))
@@ -627,7 +641,7 @@ def probes(b: Bench) -> None:
 
         def ours(i, s, fn=fn, cols=cols, rows=rows):
             quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
-            fn[(-(-n // rows), batch // cols), (32, Q.MMQ_BLOCK_Y), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(),
+            fn[(-(-n // rows), batch // cols), (32, MMQ_BLOCK_Y), s](ws[i % len(ws)].data_ptr(), vy.data_ptr(),
                                                                         dst.data_ptr(), n, n, n, n)
 
         b.report(f"q4_0 batch {batch}, {cols} columns x {rows} rows a block", b.time(ours), ws[0].numel(), t_ref,
@@ -1022,7 +1036,7 @@ def planar(b: Bench) -> None:
     w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
     for qtype in PLANAR_FORMATS:
         ws = b.rotated(random_blocks(rng, qtype, n, n))
-        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_cols_{qtype}")
+        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.dev.get_or_load_func(f"mul_mat_cols_{qtype}", EARLIER_MMQ)
         for batch in (16, 32, 64, 128):
             x = torch.randn(batch, n, device="cuda")
             x16 = x.half()
@@ -1033,7 +1047,7 @@ def planar(b: Bench) -> None:
 
             def cols(i, s, x=x, vy=vy, dst=dst, batch=batch, ws=ws):
                 quant[(n // 256, batch), 256, s](x.data_ptr(), vy.data_ptr(), n, n)
-                cols_k[(n // Q.MMQ_ROWS_A_BLOCK, batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
+                cols_k[(n // MMQ_ROWS_A_BLOCK, batch // MMQ_COLUMNS_A_BLOCK), (32, MMQ_BLOCK_Y), s](
                     ws[i % len(ws)].data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, n, n)
 
             shapes = [("wrappers'", b.fn(f"mul_mat_planar_{qtype}"), Q.MMQ_PLANAR_COLUMNS, Q.MMQ_PLANAR_ROWS, by)
@@ -1076,7 +1090,7 @@ def tile(b: Bench) -> None:
     w16 = torch.empty((n, n), dtype=torch.float16, device="cuda")
     for qtype in ("q4_0", "q4_K", "q6_K", "q8_0"):
         ws = b.rotated(random_blocks(rng, qtype, n, n))
-        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.fn(f"mul_mat_cols_{qtype}")
+        deq, cols_k = b.fn(f"dequantize_{qtype}_f16"), b.dev.get_or_load_func(f"mul_mat_cols_{qtype}", EARLIER_MMQ)
         tile_k = b.dev.get_or_load_func(f"mmq_tile_probe_{qtype}", TILE_PROBES)
         for batch in (16, 32, 64):
             x = torch.randn(batch, n, device="cuda")
@@ -1087,7 +1101,7 @@ def tile(b: Bench) -> None:
             reference = dequant_matmul(torch, deq, ws, w16, x16, n * n)
 
             def cols(s, w, vy=vy, dst=dst, batch=batch):
-                cols_k[(n // Q.MMQ_ROWS_A_BLOCK, batch // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y), s](
+                cols_k[(n // MMQ_ROWS_A_BLOCK, batch // MMQ_COLUMNS_A_BLOCK), (32, MMQ_BLOCK_Y), s](
                     w.data_ptr(), vy.data_ptr(), dst.data_ptr(), n, n, n, n)
 
             def tiled(s, w, vy=vy, dst=dst, batch=batch):

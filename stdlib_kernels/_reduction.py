@@ -704,7 +704,7 @@ def block_sums(acc: Ptr[f32], sm: Ptr[f32], t: u32, nt: u32, *, count) -> f32:
     ``acc`` is overwritten. One value: the skeleton above (``block_total``). Up to SCATTER_MAX:
     each wave's ``wave_scatter``, then thread t adds value t of every wave (one barrier). More (MMQ's
     4 x 8): no shuffles at all (each is a coroutine suspend on the CPU target, where 32 butterflies
-    made most of mul_mat_cols' compile time): the waves in turn add their lanes' values into a plane
+    made most of an 8-column MMQ's compile time): the waves in turn add their lanes' values into a plane
     of a wave's lanes x ``count`` (rows padded by one word: lanes write, and threads read down, along
     distinct banks), then thread t adds value t of every lane."""
     lane = t % pk.wave_size

@@ -18,13 +18,14 @@ are bit-exact. Every kernel family is written once over that table:
   activation column it meets; the formats whose blocks are only 2-byte aligned read a chunk as
   whole words, ``Q.chunk``). Work is split over every thread of the block, whatever the wave width,
   and rows past ``nrows`` are never read or written. MMQ stages the tile's activations in shared
-  memory under candle's block; ``mul_mat_rows_{q}`` is the same kernel on a smaller tile. The
-  wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
+  memory under candle's block. The wrappers' own launches: ``mul_mat_vec_rows_{q}_q8_1`` (MMVQ at batch 1, more rows a block; for
   q4_K, q5_K and q6_K ``mul_mat_vec_pairs``, a thread two chunks from one load of their shared words) and
   ``mul_mat_planar_{q}`` (their MMQ: MMVQ on 8 columns a block along grid y, the activations from
   ``quantize_q8_1_planar``'s planes so that a warp's loads are coalesced) and, for q4_0, q8_0, q4_K
-  and q6_K above 16 columns, ``mul_mat_mma_{q}_*`` (the products on the matrix units through ``pk.mma``);
-  ``mul_mat_cols_{q}`` is the same as ``mul_mat_planar`` on q8_1 blocks (their MMQ before).
+  and q6_K above 16 columns, ``mul_mat_mma_{q}_*`` (the products on the matrix units through ``pk.mma``).
+  Their earlier MMQs (``mul_mat_cols_{q}``: ``mul_mat_planar`` on q8_1 blocks; ``mul_mat_rows_{q}``:
+  ``mul_mat_{q}`` on a smaller tile) live with the benchmark that compares against them
+  (``benchmarks/quantized.py``), not in the module a build ships.
 
 Where this differs from candle's CUDA kernels (bounded rows, q8_0's MoE expert stride, the legacy
 formats' offset term) is listed in docs/compat.md, section "quantized". The host-side API is in
@@ -985,13 +986,6 @@ def mmvq_wrapper_block(qtype: str, ncols: int) -> tuple[int, int]:
     return (x, 2 * y) if ncols > MMVQ_WIDE_COLUMNS else (x, y)
 
 
-#: the wrappers' earlier MMQ (now ``mul_mat_planar``): the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns
-#: and MMQ_ROWS_A_BLOCK rows a block of (32, MMQ_BLOCK_Y) threads (``mul_mat_cols_{q}``), the columns
-#: along grid y. Read from global memory, a thread's q8_1 blocks sit 36 bytes from its neighbours':
-#: each word costs a warp 9 cache wavefronts, and more rows a block share them (H100, 4096 x 4096 q4_0,
-#: 16 / 32 columns: 8 columns x 2 rows under (32, 2) 26 / 45 us, x 4 rows 22 / 37 us, (32, 4) 25 / 45,
-#: 4 columns x 4 rows 23 / 39; the activations staged in shared memory for 4 rows, 45 / 81 us)
-MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMQ_BLOCK_Y = 8, 4, 2
 for _q in MATMUL_TYPES:
     for _n in MMVQ_WIDTHS:
         QUANTIZED.add(mul_mat_vec_q8_1.instance(f"mul_mat_vec_{_q.name}_q8_1_cuda{_n}", Q=_q, N=_n,
@@ -1002,8 +996,6 @@ for _q in MATMUL_TYPES:
                    if _q.name in MMVQ_PAIRS else
                    mul_mat_vec_q8_1.instance(f"mul_mat_vec_rows_{_q.name}_q8_1", Q=_q, N=1,
                                              rows=MMVQ_WRAPPER_ROWS[_q.name], early=_early)))
-    QUANTIZED.add(mul_mat_vec_q8_1.instance(kernel_name("mul_mat_cols", _q.name), Q=_q, N=MMQ_COLUMNS_A_BLOCK,
-                                            rows=MMQ_ROWS_A_BLOCK, early=False))
 
 
 # ---- the wrappers' MMQ activations: q8_1 as planes --------------------------------------------------
@@ -1022,7 +1014,7 @@ def quantize_q8_1_planar(x: ConstPtr[f32], vy: Ptr[u8], kx: i32, kx_padded: i32)
     ``block_idx.y``'s chunks in groups of PLANAR_GROUP, each group word k of its chunks' quants (k <
     8), their d8 as f32, then their two 16-element quant sums (i32), PLANAR_GROUP words a plane. In
     q8_1's 36-byte blocks the same loads sit 36 bytes apart, 9 cache wavefronts a warp a word
-    (``mul_mat_cols``)."""
+    (the wrappers' earlier ``mul_mat_cols``, benchmarks/quantized.py)."""
     ix = usize(pk.block_idx.x) * usize(pk.block_dim.x) + usize(pk.thread_idx.x)
     iy = usize(pk.block_idx.y)
     q, d, total = q8_1_lane(x, kx, ix, iy)
@@ -1539,16 +1531,9 @@ def mul_mat_q(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i32, n
 #: candle's (mmq_x, mmq_y) tiles (CUDA_USE_TENSOR_CORES off: the "AMPERE" sizes), block (32, 4)
 MMQ_TILES = {"q4_0": (64, 128), "q4_1": (64, 128), "q5_0": (128, 64), "q5_1": (128, 64), "q8_0": (128, 64),
              "q2_K": (64, 128), "q3_K": (128, 128), "q4_K": (64, 128), "q5_K": (64, 128), "q6_K": (64, 64)}
-#: a smaller MMQ tile (``mul_mat_rows_{q}``, never requested by candle; the wrappers took it before
-#: ``mul_mat_cols``, 2.6 to 4.5 times faster at 16 to 128 columns on an H100): candle's tiles give a
-#: 4096-row matrix 32 to 64 blocks, a quarter to a half of an H100's SMs; tiles of 32 x 32 give 128
-#: (8 columns a thread under the staged path's 128 threads)
-MMQ_WRAPPER_TILE = (32, 32)
 for _q in MATMUL_TYPES:
     _tx, _ty = MMQ_TILES[_q.name]
     QUANTIZED.add(mul_mat_q.instance(kernel_name("mul_mat", _q.name), Q=_q, tile_x=_tx, tile_y=_ty))
-    QUANTIZED.add(mul_mat_q.instance(kernel_name("mul_mat_rows", _q.name), Q=_q, tile_x=MMQ_WRAPPER_TILE[0],
-                                     tile_y=MMQ_WRAPPER_TILE[1]))
 
 
 # ---- indexed_moe_forward_{q}_q8_1 -------------------------------------------------------------------
@@ -1580,8 +1565,7 @@ for _qname, _tag in MOE_NAMES.items():
 
 
 __all__ = ["QType", "QTYPES", "MATMUL_TYPES", "FLOAT_ROWS", "DEQUANTIZE_LAUNCH", "DEQUANTIZE_WRAPPER_BLOCK",
-           "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_WRAPPER_TILE", "MMQ_COLUMNS_A_BLOCK", "MMQ_ROWS_A_BLOCK",
-           "MMQ_BLOCK_Y", "MMQ_MMA_STEP", "MMQ_MMA_LD", "MMQ_MMA_WAVES", "MMQ_MMA_TILES", "MMQ_MMA_TYPES",
+           "DEQUANTIZE_WRAPPER_ELEMENTS", "MMQ_TILES", "MMQ_MMA_STEP", "MMQ_MMA_LD", "MMQ_MMA_WAVES", "MMQ_MMA_TILES", "MMQ_MMA_TYPES",
            "MMQ_MMA_MIN_BATCH", "MMQ_MMA_LD_HALVES", "MMA_WEIGHTS", "MmaWeights", "mmq_mma_tile", "mmq_mma_tiles",
            "mmq_mma_name",
            "MMQ_PLANAR_COLUMNS", "MMQ_PLANAR_ROWS", "MMQ_PLANAR_BLOCK_Y", "PLANAR_BYTES", "PLANAR_GROUP",

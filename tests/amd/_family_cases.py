@@ -568,6 +568,11 @@ def _activations(gen, rows: int, cols: int = QK_COLS) -> np.ndarray:
     return gen.standard_normal((rows, cols)).astype(np.float32)
 
 
+#: candle's MMQ kernel on a 32 x 32 tile (candle's own are 64-128 wide): both of its paths on few threads
+MMQ_SMALL_TILE = pk.Module("quantized_mmq_small_tile").add(
+    *(qk.mul_mat_q.instance(kernel_name("mul_mat", q.name), Q=q, tile_x=32, tile_y=32) for q in qk.MATMUL_TYPES))
+
+
 @case("quantized/products")
 def _products(dev):
     gen = rng("quantized/products")
@@ -580,14 +585,10 @@ def _products(dev):
             out = dev.zeros((batch, 3), pk.f32)
             _launch(dev, sk.QUANTIZED, f"mul_mat_vec_{q.name}_q8_1_cuda{batch}", -(-3 // rows),
                     (32, 4 if batch <= 4 else 2), w, vy, out, QK_COLS, 3, k_padded, 3)
-        # MMQ: candle's tile and block (the staged path); the wrappers' old tile, staged and per thread
+        # MMQ: candle's tile and block (the staged path); a 32 x 32 tile, staged and per thread
         out = dev.zeros((9, 3), pk.f32)
-        for name, block in ((kernel_name("mul_mat", q.name), (32, 4)), (kernel_name("mul_mat_rows", q.name), (32, 4)),
-                            (kernel_name("mul_mat_rows", q.name), (32, 2))):
-            _launch(dev, sk.QUANTIZED, name, (1, 1), block, w, vy, out, QK_COLS, 3, 9, k_padded, 3)
-        # the wrappers' earlier MMQ (mul_mat_cols: 8 columns a block, q8_1 blocks)
-        _launch(dev, sk.QUANTIZED, kernel_name("mul_mat_cols", q.name), (1, 1), (32, qk.MMQ_BLOCK_Y), w, vy, out,
-                QK_COLS, 3, k_padded, 3)
+        for module, block in ((sk.QUANTIZED, (32, 4)), (MMQ_SMALL_TILE, (32, 4)), (MMQ_SMALL_TILE, (32, 2))):
+            _launch(dev, module, kernel_name("mul_mat", q.name), (1, 1), block, w, vy, out, QK_COLS, 3, 9, k_padded, 3)
         # the wrappers: one column, nine (planar q8_1: two groups of 8, the second partly past the
         # matrix), and candle's forced DMMV
         for batch in (1, 9):

@@ -144,13 +144,13 @@ MISMATCHES += (
 
 MISMATCHES += (
     Mismatch(("gfx942", "gfx90a"),
-             r"mul_mat_cols_\w+|mul_mat_planar_(q2_K|q3_K|q5_K|q6_K)|mul_mat_q3_K"
+             r"mul_mat_planar_(q2_K|q3_K|q5_K|q6_K)|mul_mat_q3_K"
              r"|mul_mat_vec_(q5_1|q2_K|q5_K|q6_K)_q8_1_cuda8|mul_mat_vec_q3_K_q8_1_cuda7",
              "v_cvt_f32_f16",
              "on the CDNA tables the emulator reads a 16-bit VOP1 source in v128-v255 as the high half of "
              "v0-v127, RDNA3's true16 encoding: v_cvt_f32_f16 v3, v150 converts the high half of v22 (a "
              "hand-assembled gfx942 kernel gets 2.0 from v22 = 0x40000000 where v150 holds 1.0). Only kernels "
-             "with more than 128 VGPRs meet it: quantized's mul_mat_cols_* (184) and mul_mat_q3_K (203), "
+             "with more than 128 VGPRs meet it: quantized's mul_mat_q3_K (203), "
              "the wrappers' mul_mat_planar_* of q2_K, q3_K, q5_K, q6_K (146-174: 1-4 such conversions each), "
              "whose f16 block scales are converted from v149-v167, and since the products' block sums "
              "(e72af19) candle's 8-column MMVQ of q5_1, q2_K, q5_K, q6_K and q3_K's 7-column one "

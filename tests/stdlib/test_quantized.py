@@ -13,6 +13,8 @@ Every kernel runs on the CPU at wave widths 32 and 64 (and with the GPU's grid-s
 """
 from __future__ import annotations
 
+import functools
+
 import json
 
 import numpy as np
@@ -113,9 +115,7 @@ def test_abi_names_and_param_sizes():
     assert abi_mismatches(QUANTIZED) == []
     spec = json.loads(ABI.read_text())["modules"]["quantized"]
     # the wrappers' own MMQ tile and batch-1 MMVQ rows a block, with candle's signatures
-    extras = {f"mul_mat_rows_{q}": f"mul_mat_{q}" for q in MATMUL}
-    extras.update({f"mul_mat_vec_rows_{q}_q8_1": f"mul_mat_vec_{q}_q8_1_cuda1" for q in MATMUL})
-    extras.update({f"mul_mat_cols_{q}": f"mul_mat_vec_{q}_q8_1_cuda8" for q in MATMUL})
+    extras = {f"mul_mat_vec_rows_{q}_q8_1": f"mul_mat_vec_{q}_q8_1_cuda1" for q in MATMUL}
     sizes = {name: spec[like] for name, like in extras.items()}
     sizes.update({f"dequantize_{q}_{d}": [8, 8, 8] for q in TYPES for d in ("f32", "f16")})  # the wrappers' own
     # the wrappers' planar MMQ: candle's mul_mat_{q} signature; its quantize: quantize_q8_1's
@@ -596,14 +596,16 @@ def test_mmq(wave_device, qtype, ncols_y):
 
 
 def run_mmq_wrapper_cols(device, qtype: str, blocks: np.ndarray, nrows: int, x: np.ndarray):
-    """The wrappers' MMQ kernel (``mul_mat_cols``: MMQ_ROWS_A_BLOCK rows x MMQ_COLUMNS_A_BLOCK columns
-    a block, the column groups along grid y) on exact-size weights: (got, q8_1 bytes)."""
+    """The wrappers' earlier MMQ kernel (benchmarks/quantized.py's ``mul_mat_cols``, which its probes
+    compare with: MMQ_ROWS_A_BLOCK rows x MMQ_COLUMNS_A_BLOCK columns a block, the column groups along
+    grid y) on exact-size weights: (got, q8_1 bytes)."""
+    bench = tile_probe_module()
     ncols_y, ncols = x.shape
-    assert ncols_y % Q.MMQ_COLUMNS_A_BLOCK == 0  # the API takes the rest to candle's MMVQ
+    assert ncols_y % bench.MMQ_COLUMNS_A_BLOCK == 0
     vy, qy = quantize_on(device, x)
     dst = device.zeros(ncols_y * nrows + 8, pk.f32)
-    device.get_or_load_func(f"mul_mat_cols_{qtype}", QUANTIZED)[
-        (-(-nrows // Q.MMQ_ROWS_A_BLOCK), ncols_y // Q.MMQ_COLUMNS_A_BLOCK), (32, Q.MMQ_BLOCK_Y)](
+    device.get_or_load_func(f"mul_mat_cols_{qtype}", bench.EARLIER_MMQ)[
+        (-(-nrows // bench.MMQ_ROWS_A_BLOCK), ncols_y // bench.MMQ_COLUMNS_A_BLOCK), (32, bench.MMQ_BLOCK_Y)](
         device.to_device(blocks.reshape(-1)), vy, dst, ncols, nrows, qy.shape[1] // 36 * 32, nrows)
     got = dst.to_host()
     assert not got[ncols_y * nrows:].any()  # outputs outside the matrix are not written
@@ -624,9 +626,10 @@ def test_mmq_wrapper_cols(wave_device, qtype, ncols_y):
         check_q8_1_product(got, blocks, qtype, x, qy)
 
 
+@functools.cache
 def tile_probe_module():
-    """benchmarks/quantized.py's tiled MMQ probe (its GPU figures are in docs/targets/cuda.md: they
-    stand only if the kernel is right), loaded from the file."""
+    """benchmarks/quantized.py's probe kernels (their GPU figures are in docs/targets/cuda.md: they
+    stand only if the kernels are right), loaded from the file once."""
     import importlib.util
     from pathlib import Path
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "quantized.py"
