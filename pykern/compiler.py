@@ -134,7 +134,7 @@ def lower_module(kernels, target: Target, name: str) -> tuple[ir.Module, list[Ke
             if inst.name in aliases:
                 sig = dataclasses.replace(by_name[aliases[inst.name]], name=inst.name)
             else:
-                sig = lower_kernel(target, module, inst.typed(target), inst.max_block_size,
+                sig = lower_kernel(target, module, inst.body(target), inst.max_block_size,
                                    inst.kdef.min_blocks_for(target.name))
             by_name[inst.name] = sig
             sigs.append(sig)
@@ -298,7 +298,7 @@ def dump_stages(root, kernels, target: Target, name: str, module: ir.Module) -> 
 
     folder = Path(root) / "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{name}.{target.name}-{target.arch}")
     folder.mkdir(parents=True, exist_ok=True)
-    typed = "\n".join(printer.function(k.typed(target)) for k in kernels)
+    typed = "\n".join(printer.function(k.body(target)) for k in kernels)
     (folder / "1-typed.py").write_text(typed)
     (folder / "2-llvm.ll").write_text(str(module))
     (folder / "3-opt.ll").write_text(str(target.optimize(module)))

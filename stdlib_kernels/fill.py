@@ -37,7 +37,7 @@ def fill_kernel(buf: Ptr[T], value: T, numel: usize, *, T):
     fill_contiguous(buf, value, numel)
 
 
-@pk.kernel(loop_strength_reduction={"cuda": False})
+@pk.kernel(loop_strength_reduction={"cuda": False}, moves=("T",))
 def copy2d_kernel(src: ConstPtr[T], dst: Ptr[T], d1: u32, d2: u32, src_s: u32, dst_s: u32, *, T, W):
     """Row by row: the grid's threads form groups of ``per_row`` workers, one per ``W`` elements of a
     row (a 16-byte tile on GPUs), each group copying rows ``r, r + groups, ...`` through

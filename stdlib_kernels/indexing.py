@@ -82,7 +82,7 @@ def select_element(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], sr
     out[i] = inp[(usize(rest // W(ids_dim)) * src_dim + k) * right + usize(right_i)] if k < src_dim else T(0)
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def index_select(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPtr[I], inp: ConstPtr[T],
                  out: Ptr[T], left_size: usize, src_dim_size: usize, ids_dim_size: usize, right_size: usize,
                  *, I, T):
@@ -117,7 +117,7 @@ def gather_last(i: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_d
     out[i] = inp[usize(div_by(pk.u32(i), ids_dim, magic)) * src_dim + k] if k < src_dim else T(0)
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def gather(numel: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left_size: usize, src_dim_size: usize,
            ids_dim_size: usize, right_size: usize, *, I, T):
     threads = usize(pk.block_dim.x) * usize(pk.grid_dim.x)
@@ -189,7 +189,7 @@ def copy_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_
         r += groups
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def select_rows(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: usize, ids_dim: usize,
                 right: usize, *, I, T, per_tile):
     """index_select as whole-row copies (the wrappers' launch for rows of ``ROW_BYTES`` or more, dense
@@ -340,7 +340,7 @@ def select_tiles(rows: usize, ids: ConstPtr[I], inp: ConstPtr[pk.u64], out: Ptr[
             r += step
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def gather_shared(rows: usize, ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], src_dim: pk.u32, ids_dim: pk.u32,
                   *, I, T):
     """gather along the last dim (``right`` 1) of source rows that fit in shared memory (``src_dim``
@@ -586,7 +586,7 @@ def copy_winners(win: Ptr[pk.u32], rv: ConstPtr[T], dst: Ptr[T], count: pk.u32):
             win[e] = pk.u32(0)
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def scatter_rows(ids: ConstPtr[I], inp: ConstPtr[T], out: Ptr[T], left: usize, src_dim: usize, dst_dim: pk.u32,
                  right: usize, span: pk.u32, cols_log2: pk.u32, *, I, T, tiled):
     """scatter along any dim with candle's last-writer result and no walk in order, a block a unit
@@ -695,7 +695,7 @@ def scatter_winners_flat(n: usize, flat: ConstPtr[pk.u32], win: Ptr[pk.u32], lo:
             pk.atomic.max(win, f, pk.u32(i) + pk.u32(1))
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def scatter_from_winners(n: usize, win: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], *, T):
     """scatter's second pass, one thread an element of ``x``: where ``win`` names a source (its flat
     index + 1), copy it (adjacent threads, adjacent stores); elsewhere ``x`` keeps its value."""
@@ -787,7 +787,7 @@ def scatter_sort(ids: ConstPtr[I], pairs: Ptr[pk.u32], offs: Ptr[pk.u32], left: 
             out[e] = buf[ranges + e]  # the entries alone (the barrier orders the scan's store of the total)
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def scatter_runs(pairs: ConstPtr[pk.u32], offs: ConstPtr[pk.u32], inp: ConstPtr[T], out: Ptr[T], left: usize,
                  src_dim: usize, dst_dim: pk.u32, span: pk.u32, ranges: pk.u32, chunk_log2: pk.u32, *, T):
     """scatter along the last dim, second pass after ``scatter_sort``: a block a range of a row at a
@@ -840,9 +840,12 @@ def count_out_of_range(n: usize, ids: ConstPtr[I], size: usize, bad: Ptr[pk.u32]
             pk.atomic.add(bad, 0, pk.u32(1))
 
 
+#: scatter without accumulation only moves its values (``pk.kernel``'s ``moves``): one compiled kernel
+#: a value size, where scatter_add computes on them
+scatter_values = pk.kernel(moves=("T",))(scatter.__wrapped__)
 #: candle's symbols: op -> (generic kernel, compile-time parameters)
 OPS = {"is": (index_select, {}), "gather": (gather, {}), "ia": (index_add, {}),
-       "s": (scatter, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
+       "s": (scatter_values, {"accumulate": False}), "sa": (scatter, {"accumulate": True})}
 #: (op, index, value, value tag) for every kernel candle exports: no ``s_*_f8_e4m3``
 TABLE = ([(op, i, v, v.tag) for op in OPS for i in INDICES for v in VALUES]
          + [(op, i, pk.f8e4m3, "f8_e4m3") for op in ("is", "gather", "ia", "sa") for i in F8_INDICES])

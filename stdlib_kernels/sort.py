@@ -653,7 +653,7 @@ def merge_tiles(ncols: u32, run: u32, words_in: ConstPtr[u64], words_out: Ptr[u6
             words_out[out + usize(q)] = sm[slot(q)]
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def take_rows(total: usize, ncols: u32, k: u32, x: ConstPtr[T], order: ConstPtr[u32], values: Ptr[T], *, T):
     """``values[r, c] = x[r, order[r, c]]`` for the first ``k`` columns of each row of ``order`` (rows
     of ``ncols``): ``sort``'s and ``topk``'s values."""

@@ -42,8 +42,8 @@ def _where_op(numel: usize, num_dims: usize, info: ConstPtr[usize], ids: ConstPt
 
 #: two blocks of 1024 an SM under candle's launch (32 registers) where a thread's tile fits them: 16-bit
 #: or narrower values (a u8 condition gives 16 elements a thread: 16 f32 values of each operand spill)
-where_op = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False})(_where_op)
-where_op_wide = pk.kernel(loop_strength_reduction={"cuda": False})(_where_op)
+where_op = pk.kernel(min_blocks_per_sm=2, loop_strength_reduction={"cuda": False}, moves=("T",))(_where_op)
+where_op_wide = pk.kernel(loop_strength_reduction={"cuda": False}, moves=("T",))(_where_op)
 
 
 #: (condition, value, value tag): candle's table, then the ``f8e4m3`` spellings candle's Rust side

@@ -266,7 +266,7 @@ def cmd_show(module: str, kernel: str | None = None, target: str = "amdgpu", arc
         out.write(json.dumps(_jsonable(k.raw), indent=1, sort_keys=True) + "\n")
         return 0
     if stage == "typed":
-        out.write(printer.function(inst.typed(tgt)) + "\n")
+        out.write(printer.function(inst.body(tgt)) + "\n")
         return 0
     ir_module, _ = lower_module([inst], tgt, name)
     if stage == "ir":

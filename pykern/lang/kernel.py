@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..errors import close_matches
 from ..ir import nodes as N
+from ..ir import types as T
 from .builtins.core import TARGET_NAMES, PerTarget
 from .frontend import type_kernel
 from .source import FuncDef, KernelObject, SourceFunction
@@ -47,12 +48,14 @@ class KernelDef(KernelObject):
 
     def __init__(self, pyfunc: Callable, max_block_size: int = 1024,
                  min_blocks_per_sm: int | Mapping[str, int] = 0,
-                 loop_strength_reduction: bool | Mapping[str, bool] = True):
+                 loop_strength_reduction: bool | Mapping[str, bool] = True,
+                 moves: tuple[str, ...] = ()):
         self.source = SourceFunction(pyfunc)
         self.name = self.source.name
         self.max_block_size = max_block_size
         self.min_blocks_per_sm = _checked_bound(min_blocks_per_sm)
         self.loop_strength_reduction = _checked_lsr(loop_strength_reduction)
+        self.moves = _checked_moves(moves, self.source.compile_params, self.name)
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
         self._default: KernelInstance | None = None
@@ -106,6 +109,7 @@ class KernelInstance(KernelObject):
         self.kdef, self.name, self.params = kdef, name, params
         self.max_block_size = kdef.max_block_size
         self._typed: dict[tuple, N.Function] = {}
+        self._storage: KernelInstance | None = None  # ``body``'s instance (the moved types as integers)
         self._lock = threading.Lock()
         self._module: Module | None = None
 
@@ -128,6 +132,20 @@ class KernelInstance(KernelObject):
                 fn = self._typed.get(key) or type_kernel(self, target)
                 self._typed[key] = fn
         return fn
+
+    def body(self, target) -> N.Function:
+        """The typed IR the compiler lowers: ``typed``, except that each type parameter the definition
+        only ``moves`` is the unsigned integer of its size. The launch still checks arguments against
+        ``typed`` (the declared element types); the code is the same bytes moved, so the instances of
+        one size lower to the same IR and ``compiler.identical_kernels`` compiles them once."""
+        if not self.kdef.moves:
+            return self.typed(target)
+        if self._storage is None:
+            params = dict(self.params)
+            for p in self.kdef.moves:
+                params[p] = storage_type(params[p], self.kdef.name, p)
+            self._storage = KernelInstance(self.kdef, self.name, params)
+        return self._storage.typed(target)
 
     @property
     def module(self) -> "Module":
@@ -236,9 +254,31 @@ def _checked_lsr(lsr: bool | Mapping[str, bool]) -> bool | Mapping[str, bool]:
     return dict(lsr) if isinstance(lsr, Mapping) else lsr
 
 
+def _checked_moves(moves: tuple[str, ...], compile_params, kernel: str) -> tuple[str, ...]:
+    moves = (moves,) if isinstance(moves, str) else tuple(moves)
+    unknown = [m for m in moves if m not in compile_params]
+    if unknown:
+        raise ValueError(f"{kernel}: moves names {unknown}, not compile-time parameters of the kernel "
+                         f"({', '.join(compile_params) or 'none'})")
+    return moves
+
+
+#: ``moves``: the unsigned integer a moved value of each size is compiled as
+_STORAGE = {t.nbytes: t for t in (T.u8, T.u16, T.u32, T.u64)}
+
+
+def storage_type(ty, kernel: str, param: str) -> T.DType:
+    """The unsigned integer of ``ty``'s size (``moves``); an error for anything but a scalar dtype."""
+    if not isinstance(ty, T.DType) or ty.is_bool or ty.nbytes not in _STORAGE:
+        raise TypeError(f"{kernel}: moves names {param}, which must be bound to a scalar dtype of 1, 2, 4 "
+                        f"or 8 bytes, not {ty!r}")
+    return _STORAGE[ty.nbytes]
+
+
 def kernel(fn: Callable | None = None, *, max_block_size: int = 1024,
            min_blocks_per_sm: int | Mapping[str, int] = 0,
-           loop_strength_reduction: bool | Mapping[str, bool] = True):
+           loop_strength_reduction: bool | Mapping[str, bool] = True,
+           moves: tuple[str, ...] = ()):
     """Declare a kernel: ``@pykern.kernel`` or ``@pykern.kernel(max_block_size=256)``.
 
     ``min_blocks_per_sm`` asks the compiler to fit that many blocks of ``max_block_size`` threads on
@@ -249,12 +289,18 @@ def kernel(fn: Callable | None = None, *, max_block_size: int = 1024,
     targets named (or all, with ``False``): on simple element-wise loops it costs compile time (28% of
     sm_90 code generation over the stdlib) and can leave code no faster. LLVM's switch is per module, so
     a module's code is generated without it only when every kernel in it opts out.
+
+    ``moves=("T",)`` names compile-time type parameters whose values the kernel only moves (loads,
+    stores, selects, zeros): its code is compiled for the unsigned integer of the type's size, so
+    ``gather`` of f32, u32 and i32 is one compiled kernel under three names, each launch still checked
+    against its declared types. A kernel that computes on such a value (arithmetic, comparisons,
+    conversions) must not name it: it would compute on the integer.
     """
     if not 1 <= max_block_size <= 1024:
         raise ValueError(f"max_block_size must be in 1..1024, got {max_block_size}")
     if fn is None:
-        return lambda f: KernelDef(f, max_block_size, min_blocks_per_sm, loop_strength_reduction)
-    return KernelDef(fn, max_block_size, min_blocks_per_sm, loop_strength_reduction)
+        return lambda f: KernelDef(f, max_block_size, min_blocks_per_sm, loop_strength_reduction, moves)
+    return KernelDef(fn, max_block_size, min_blocks_per_sm, loop_strength_reduction, moves)
 
 
 def func(fn: Callable) -> FuncDef:

@@ -159,3 +159,61 @@ def test_every_name_launches(device, name, dtype):
     y = device.to_device(np.zeros(200, dtype))
     device.get_or_load_func(name, MOD)[4, 64](200, device.to_device(x), y)
     np.testing.assert_array_equal(y.to_host(), x + dtype(1))
+
+
+# ---- ``pk.kernel(moves=...)``: values a kernel only moves compile as the integer of their size ----------
+@pk.kernel(moves=("T",))
+def pick(n: usize, c: ConstPtr[u8], x: ConstPtr[T], y: ConstPtr[T], out: Ptr[T], *, T):
+    """where-like: loads, a select, stores and a zero; nothing computed on T."""
+    for i in pk.grid_stride(n):
+        out[i] = pk.select(c[i] != 0, x[i], y[i]) if i % 7 != 0 else T(0)
+
+
+MOVED = pk.Module("test_moves").add(*(pick.instance(f"pick_{t}", T=t) for t in (f32, u32, i32, pk.f16, pk.bf16,
+                                                                               pk.f64, pk.i64, u8)))
+
+
+@pytest.mark.parametrize("target", [NvptxTarget("sm_90"), AmdgpuTarget("gfx1100")], ids=str)
+def test_moved_types_compile_once_a_size(target):
+    module, sigs = lower_module(MOVED.kernels, target, "test_moves")
+    assert module.kernel_aliases == {"pick_u32": "pick_f32", "pick_i32": "pick_f32", "pick_bf16": "pick_f16",
+                                     "pick_i64": "pick_f64"}
+    assert [s.name for s in sigs] == MOVED.names()
+    # the typed IR the launch checks keeps the declared type; the body is the integer's
+    inst = MOVED.get("pick_bf16")
+    assert inst.typed(target).params[2][1] == pk.ConstPtr[pk.bf16]
+    assert inst.body(target).params[2][1] == pk.ConstPtr[pk.u16]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint32, np.int32, np.float16, np.float64, np.int64, np.uint8])
+def test_moved_types_launch_with_their_own_types(device, dtype):
+    """Each name with arrays of its own dtype: the values' bits moved unchanged (NaN, -0.0); another
+    dtype of the same size refused."""
+    n = 300
+    rng = np.random.default_rng(3)
+    c = (rng.integers(0, 2, n)).astype(np.uint8)
+    x = rng.standard_normal(n).astype(dtype) if np.dtype(dtype).kind == "f" else rng.integers(-90, 90, n).astype(dtype)
+    y = (x * 2).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[1], y[2] = np.nan, -0.0  # the bits move unchanged
+    name = "pick_" + {"float32": "f32", "uint32": "u32", "int32": "i32", "float16": "f16", "float64": "f64",
+                      "int64": "i64", "uint8": "u8"}[np.dtype(dtype).name]
+    out = device.to_device(np.full(n, 5, dtype))
+    device.get_or_load_func(name, MOVED)[3, 64](n, device.to_device(c), device.to_device(x), device.to_device(y), out)
+    want = np.where(c != 0, x, y)
+    want[::7] = 0
+    np.testing.assert_array_equal(out.to_host().view(f"u{np.dtype(dtype).itemsize}"),
+                                  want.view(f"u{np.dtype(dtype).itemsize}"))
+    with pytest.raises(pk.LaunchError, match="expects"):
+        size = np.dtype(dtype).itemsize
+        other = np.zeros(n, f"i{size}" if np.dtype(dtype).kind != "i" else (f"f{size}" if size > 1 else "u1"))
+        device.get_or_load_func(name, MOVED)[3, 64](n, device.to_device(c), device.to_device(other),
+                                                    device.to_device(other), out)
+
+
+def test_moves_must_name_type_parameters():
+    with pytest.raises(ValueError, match=r"moves names \['Q'\], not compile-time parameters"):
+        pk.kernel(moves=("Q",))(pick.__wrapped__)
+    bad = pk.kernel(moves=("T",))(pick.__wrapped__).instance("pick_bool", T=pk.bool_)
+    with pytest.raises(TypeError, match="scalar dtype of 1, 2, 4 or 8 bytes"):
+        bad.body(CpuTarget())
