@@ -1224,9 +1224,8 @@ def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w
                      src: ConstPtr[T], dst: Ptr[T], stage: Ptr[u32], ob: Ptr[u32], *, T, KK, L, NV):
     """Both kernels' checks (``im2col_vec_ok`` on the host); arguments outside the path's domain, and
     blocks that are not whole waves or over VEC_BLOCK, write nothing. (NV is a compile-time constant
-    for the stage's stride: one known only at run time cost the 3-tap kernel a tenth of its speed on the
-    GPU; a kernel with two bodies, for 16 and 8 vectors, ran the narrow inputs' one 10% slower than
-    alone.)"""
+    for the stage's stride: a stride known only at run time, or one kernel with bodies for 16 and 8
+    vectors, measured slower: docs/targets/cuda.md, conv.)"""
     pw = vec_pixels(info[1], h_k, w_k, w_out, stride, dilation, usize(KK), usize(NV))
     if (pw > 0 and dst_numel > 0 and pk.is_aligned(dst, 16) and pk.block_dim.x <= VEC_BLOCK
             and pk.block_dim.x % u32(pk.wave_size) == 0 and vec_layout_ok(info, src)):
@@ -1756,15 +1755,13 @@ NEAREST_ROWS = 1
 BILINEAR_TABLE = 1024
 #: ``bilinear_int_rows`` takes the elements of a word (16 / F bytes), at most this many, source rows a unit
 #: (each row interpolated along w once for the output rows on both sides of it): more rows a unit share
-#: more of that work but leave fewer units to spread over the grid; H100 (docs/targets/cuda.md): 2x
-#: [32,256,56,56] f32 best at 2 (4: -2 points, 8: -13), bf16 at 4 (2: -2, 8: -10); 4x [8,256,56,56]
-#: f32 at 1 (2: -3), bf16 at 2 (4: -15, 1: -1)
+#: more of that work but leave fewer units to spread over the grid (the sweep per factor and size:
+#: docs/targets/cuda.md, conv)
 BILINEAR_INT_UNIT_MAX = 4
 #: ``upsample_bilinear2d_{F}x_*``'s blocks by (F, element size): (threads a block, blocks of them an SM the
-#: CUDA compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). Unbounded, the
-#: 16-bit 2x kernels take 95 registers (two blocks of 256 an SM on an H100); bounded to 80, without
-#: spills, twelve blocks of 64 fit, and the smaller blocks fill the SM more evenly; the 4x ones spill at
-#: 80 and run best unbounded in blocks of 256 (docs/targets/cuda.md)
+#: CUDA compiler makes room for (0: as many as it likes), the wrappers' most blocks an SM). The 16-bit 2x
+#: kernels fit a register bound without spills, and smaller blocks fill the SM more evenly; the 4x ones
+#: spill under it and run best unbounded (the sweep: docs/targets/cuda.md, conv)
 BILINEAR_INT_SHAPES = {(2, 4): (128, 0, 96), (2, 2): (64, 12, 96), (4, 4): (256, 0, 48), (4, 2): (256, 0, 48)}
 #: 16-byte tiles of a row a thread of ``bilinear_rows`` is sized for: this many times the upscale along
 #: w, as a power of two from 1 to 2**BILINEAR_ROW_TILES_MAX_LOG2 (``bilinear_row_tiles``; the kernels' ``RT``,
@@ -2852,8 +2849,8 @@ def bilinear_int_launch(x, factor: int) -> tuple[int, int]:
     return rows_launch(b * c * -(-h // unit), w, x.dtype, x.device, per_sm=per_sm, block=block)
 
 
-#: exact 2x and 4x nearest upsampling (``nearest_int_rows``) is the exception: H100, bf16 2x, 16 blocks an SM
-#: 69% of copy, 32 80%, 64 83%, one block a row group 45% (``benchmarks/conv_rows_probe.py``, docs/targets/cuda.md)
+#: exact 2x and 4x nearest upsampling (``nearest_int_rows``) is the exception: its short row units want more
+#: blocks an SM in flight (``benchmarks/conv_rows_probe.py``; figures in docs/targets/cuda.md, conv)
 NEAREST_INT_BLOCKS_PER_SM = 64
 #: the factors ``nearest_int_rows`` takes
 NEAREST_INT_FACTORS = (2, 4)

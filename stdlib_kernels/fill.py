@@ -21,8 +21,8 @@ EXTRA = (i16, i32)  # candle-core requests const_set/copy2d for these; candle-ke
 @pk.func
 def fill_contiguous(out: Ptr[T], value: T, numel: usize):
     """A grid with a thread for every element (candle's launch) stores one element a thread: stores
-    keep the memory busy without tiles, whose idle threads cost more here (H100: fill_f32 0.93x torch
-    against 0.60x). Other grids stride in 16-byte tiles."""
+    keep the memory busy without tiles, whose idle threads cost more here (docs/targets/cuda.md).
+    Other grids stride in 16-byte tiles."""
     g = pk.global_id()
     if usize(pk.grid_dim.x) * usize(pk.block_dim.x) >= numel:
         if g < numel:
@@ -78,8 +78,8 @@ def set_value(numel: usize, num_dims: usize, info: ConstPtr[usize], value: T, ou
 
     Where a thread takes one element a step (S = 1: AMDGPU, the CPU) every thread works. With tiles
     of W elements, a grid with a thread for every element (candle's) needs one thread in W, and its
-    blocks cost more than their stores: 262,144 blocks of 1024 for 2**28 elements, of which an empty
-    kernel takes 0.18 ms on an H100, torch's fill 0.33 (f32). One block in S works (S =
+    blocks cost more than their stores: 262,144 blocks of 1024 for 2**28 elements, where an empty
+    kernel under that grid already takes half of torch's fill (docs/targets/cuda.md). One block in S works (S =
     CONST_SET_SPREAD * W), storing its chunk of S blocks' elements (and every ``step`` on where the
     grid is short of that), and the other blocks leave first, on the fewest instructions: with
     ``info``, on the block index alone (no ``info``, element count or grid size read: a test of the
@@ -190,7 +190,7 @@ def const_set(x, value):
 def const_set_shape(x, info) -> tuple[int, int]:
     """The wrapper's launch of ``const_set`` over ``x``: grid-stride tiles for a contiguous ``x`` (a
     null ``info``), candle's grid for a strided one: under ``info`` one block in S works
-    (``set_value``), and the short grid left too few (H100, transposed: 1.5-6.5x slower than this)."""
+    (``set_value``), and the short grid left too few (several times slower: docs/targets/cuda.md)."""
     return launch_stream(x.size, x) if info is None else launch_1d(x.size)
 
 

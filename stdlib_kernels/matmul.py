@@ -38,9 +38,9 @@ DTYPES = (f32, f16, bf16)
 
 BLOCK_M = 128
 BLOCK_N = 128
-#: slice depth per target: 16 runs 15-18% faster than 8 on an H100, but on AMD spills 188 VGPRs to
-#: scratch on RDNA and takes AGPRs on CDNA, where 8 fits; the CPU compiles 8 in 60% less time and runs
-#: it as fast (docs/matmul.md)
+#: slice depth per target: 16 runs faster than 8 on NVIDIA, but on AMD spills VGPRs to scratch on
+#: RDNA and takes AGPRs on CDNA, where 8 fits; the CPU compiles 8 in less time and runs it as fast
+#: (docs/matmul.md)
 BLOCK_K = pk.per_target(cuda=16, default=8)
 #: each thread's register block: REG x REG outputs, as two groups of REG // 2 rows (and columns)
 REG = 8
@@ -50,8 +50,8 @@ PAD = 4
 #: a k-contiguous b is read in runs of KRUN adjacent k (32 bytes of f32, a whole sector) by adjacent
 #: threads, so a wave's 32 transposing shared stores span 8 k x 4 columns: 32 distinct banks with rows
 #: of 4 mod 32 floats. With 16-deep slices, runs of 16 put k and k + 8 of a column on one bank (2-way
-#: conflicts: conv2d's GEMM 6% slower than at 8 deep on an H100); a k-contiguous a keeps runs of BK,
-#: which measured 2-3% faster than runs of 8 despite its conflicts (docs/matmul.md)
+#: conflicts, measured slower); a k-contiguous a keeps runs of BK, which measured faster than runs of 8
+#: despite its conflicts (docs/matmul.md)
 KRUN = 8
 
 

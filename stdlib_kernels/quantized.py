@@ -215,8 +215,8 @@ def q3_k_pair_values(b: ConstPtr[u8], w: u32, vals: Ptr[f32]):
     """Elements 4w .. 4w + 7 of a q3_K block (``w`` even: two words of one 16-element group) into
     ``vals``: their two words of qs and of hmask each from one span (``block_span``), their scale
     once; each q - 4 as the 3-bit sign extension of q ^ 4 (the same integer, without a subtraction
-    an element). The values are ``dequantize_word``'s, bit for bit. (Issue-bound: these two cuts
-    took the f16 dequantize from 79% to 82% of copy on an H100, docs/targets/cuda.md.)"""
+    an element). The values are ``dequantize_word``'s, bit for bit. (The f16 dequantize is bound by
+    its instruction issue, which these two cuts shorten: docs/targets/cuda.md, quantized.)"""
     h = w // 32
     s = w // 8 % 4
     l4 = w % 8
@@ -495,8 +495,8 @@ def dequantize_span(vx: ConstPtr[u8], y: Ptr[D], lo: usize, hi: usize, t: usize,
         return
     if D.nbytes == 2 and Q.ggml_type == 11 and pk.is_aligned(y, 8) and lo % 8 == 0 and hi % 8 == 0:
         # q3_K's f16: a thread a pair of words (8 values, two u64 stores) from one span of qs, one of
-        # hmask and one scale, where the word path below decodes each word alone: issue-bound there,
-        # 75% -> 78% of copy (H100, docs/targets/cuda.md). A group of 4 words a thread took 47%
+        # hmask and one scale, where the word path below decodes each word alone: issue-bound there
+        # (a group of 4 words a thread was slower still: docs/targets/cuda.md, quantized)
         out = pk.bitcast(y, Ptr[pk.u64])
         pair_vals = pk.local.array(8, f32)
         for p in range(lo // 8 + t, hi // 8, nt):
@@ -673,8 +673,8 @@ DEQUANTIZE_LAUNCH = {"q4_0": (256, 32, 32), "q4_1": (256, 32, 32), "q8_0": (256,
 def dequantize_all(vx: ConstPtr[u8], y: Ptr[D], count: usize, *, Q, D):
     """The wrappers' launch (``dequantize_{q}_{d}``): ``count`` elements shared by every thread of the
     grid, 16 bytes of output a thread a step. candle's launches give a 2^25-element tensor 131,072
-    blocks of 32 to 64 threads, and blocks start no faster than about one per 0.6 ns on an H100
-    (docs/targets/cuda.md, "The quantized family"): DEQUANTIZE_WRAPPER_ELEMENTS a block lifts that floor."""
+    blocks of 32 to 64 threads, and the rate at which blocks start bounds such a grid (docs/targets/cuda.md,
+    "The quantized family"): DEQUANTIZE_WRAPPER_ELEMENTS a block lifts that floor."""
     dequantize_span(vx, y, usize(0), count, usize(pk.global_id()), usize(pk.grid_dim.x) * usize(pk.block_dim.x),
                     Q=Q, D=D)
 
@@ -719,7 +719,7 @@ def get_rows_float(src: ConstPtr[T], ids: ConstPtr[u32], dst: Ptr[f32], ne00: i6
     elif T is pk.bf16 and usize(ne00) % 2 == 0 and pk.is_aligned(row, 4) and pk.is_aligned(out, 8):
         # bf16 a pair at a time: a u32 of two values to a u64 of two f32 by a mask and a shift. The
         # element loop's PRMTs wrote the first store's registers again for the second (ptxas), which
-        # then waited: 70% of copy against f16's 86% (H100: docs/targets/cuda.md); this is 85%
+        # then waited, well below f16's speed; this matches it (docs/targets/cuda.md, quantized)
         pairs = pk.bitcast(row, ConstPtr[u32])
         out2 = pk.bitcast(out, Ptr[pk.u64])
         for w in pk.parallel_range(usize(0), usize(ne00) // 2, t, nt):
@@ -960,9 +960,9 @@ MMVQ_WRAPPER_ROWS = {q.name: 4 if q.name == "q4_K" else 2 for q in MATMUL_TYPES}
 #: a 4096-column row's 64 pairs give each thread one), (32, 4) for the others
 MMVQ_WRAPPER_BLOCK = {q.name: (32, 2) if q.name in MMVQ_PAIRS else (32, 4) for q in MATMUL_TYPES}
 #: the formats whose wrappers' batch-1 MMVQ loads a step's weights before ``grid_dependency_wait`` and
-#: the activations after (``early``), measured per format (H100, docs/targets/cuda.md): the pair 1-2%
-#: faster at 14336 x 4096 and 5% at 4096 x 4096 for q6_K, and for q5_K at 2 rows a block (its 4 rows
-#: held at once took 101 registers and lost 5%); q4_0, q8_0 2-8% slower, q4_K within noise
+#: the activations after (``early``), measured per format (docs/targets/cuda.md, quantized): faster for
+#: q6_K, and for q5_K at 2 rows a block (4 rows held at once took too many registers); slower for q4_0
+#: and q8_0, within noise for q4_K
 MMVQ_WEIGHTS_FIRST = ("q5_K", "q6_K")
 
 
@@ -979,9 +979,8 @@ def mmvq_wrapper_block(qtype: str, ncols: int) -> tuple[int, int]:
     """The wrappers' batch-1 MMVQ block for rows of ``ncols`` columns: MMVQ_WRAPPER_BLOCK, with twice
     the threads past MMVQ_WIDE_COLUMNS. A thread of (32, 2) has 3.5 trips over a 14336-column row's
     224 pairs, of (32, 4) 3.5 over its 448 chunks, each trip's loads waiting for the last one's
-    products; twice the threads leave 1.75 (H100, 4096 x 14336, MMVQ alone: q4_K 62% -> 70% of copy,
-    q5_K 64 -> 70, q6_K 67 -> 71, q8_0 83 -> 87, q4_0 75 -> 76; at 4096 columns twice the threads
-    lose 1-13 points: docs/targets/cuda.md, quantized)."""
+    products; twice the threads leave 1.75, faster for every format there and slower at 4096 columns
+    (docs/targets/cuda.md, quantized)."""
     x, y = MMVQ_WRAPPER_BLOCK[qtype]
     return (x, 2 * y) if ncols > MMVQ_WIDE_COLUMNS else (x, y)
 
@@ -1043,7 +1042,7 @@ def mul_mat_planar(vx: ConstPtr[u8], vy: ConstPtr[u8], dst: Ptr[f32], ncols_x: i
     (a chunk's 8 words, d8 and sums, each load coalesced over the warp; all in flight at once), then
     each row's chunk once for them; the group sums come from the planes, not from dp4a. The planes
     hold whole groups of N columns (the API pads them with zeros: a clamp of each column's index
-    measured 20-30% slower on an H100); columns past ``ncols_y`` are not written, rows past
+    measured slower); columns past ``ncols_y`` are not written, rows past
     ``nrows_x`` re-read the last one and are not written."""
     sm = pk.shared.array(SHARED_SUMS[rows * N], f32)
     acc = pk.local.array(MAX_SUMS, f32)
@@ -1378,9 +1377,7 @@ MMA_WEIGHTS = {
 }
 #: each format's (largest batch, (WR, WC, KW)) by batch: enough waves (4 a block) for the loads'
 #: latency at every width, and only the tiles that measured fastest (benchmarks/quantized.py --only
-#: mma at 16 to 128 columns, "tiles alone"; docs/targets/cuda.md): q4_K's 1x2x2 is within 4% of
-#: the best tile from 17 to 128 columns, q6_K takes 2x2x1 from 33 on; q4_0 and q8_0: 1x1x4 to 32
-#: columns, 2x2x1 to 64, 1x2x2 to 96 and 2x2x1 above (the sweep at 17-128 columns of 2026-11-27)
+#: mma at 16 to 128 columns, "tiles alone"; the sweep's figures: docs/targets/cuda.md, quantized)
 _LEGACY_TILES = ((32, (1, 1, 4)), (64, (2, 2, 1)), (96, (1, 2, 2)), (None, (2, 2, 1)))
 MMQ_MMA_TILES = {"q4_0": _LEGACY_TILES, "q8_0": _LEGACY_TILES, "q4_K": ((None, (1, 2, 2)),),
                  "q6_K": ((32, (1, 2, 2)), (None, (2, 2, 1)))}
