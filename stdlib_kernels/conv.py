@@ -298,7 +298,7 @@ def layout_1d_as_2d(info: ConstPtr[usize], as_2d: Ptr[usize]):
     as_2d[7] = info[5]
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def im2col1d_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
                 info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
     """candle's ``dst_numel`` counts (b, l, c) rows of ``l_k`` values. Blocks of STAGE_PIXELS threads or
@@ -444,7 +444,7 @@ def im2col_staged(h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride_h: 
         item += usize(pk.grid_dim.x)
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def im2col_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
               dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
     """Blocks of at least STAGE_PIXELS threads (candle's 1024, the wrappers' 256) take the staged path
@@ -952,7 +952,7 @@ def pipe_pairs_ok(info: ConstPtr[usize], src: ConstPtr[T]) -> bool:
             and pk.is_aligned(src, 4))
 
 
-@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
+@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM}, moves=("T",))
 def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize,
                    padding: usize, dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T,
                    SB, L, NS, TB, PR):
@@ -984,7 +984,7 @@ def im2col_rows_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k
                         usize(u32(tile)), usize(tile >> 32), stage, tab, L=L, CW=1)
 
 
-@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM})
+@pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_BLOCKS_PER_SM}, moves=("T",))
 def im2col1d_rows_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
                      info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, SB, L, NS, TB, PR):
     """The wrappers' own im2col1d (``im2col1d_rows_{T}``, candle's signature: ``dst_numel`` counts
@@ -1233,7 +1233,7 @@ def im2col_vec_entry(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w
                    ob, T=T, KK=KK, L=L, NV=NV)
 
 
-@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
+@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM}, moves=("T",))
 def im2col_3x3_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k: usize, stride: usize, padding: usize,
                   dilation: usize, info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     """The wrappers' im2col for 3x3 windows (``im2col_3x3_{T}``, candle's signature and semantics):
@@ -1244,7 +1244,7 @@ def im2col_3x3_op(dst_numel: usize, h_out: usize, w_out: usize, h_k: usize, w_k:
                      dst, stage, ob, T=T, KK=9, L=L, NV=NV)
 
 
-@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM})
+@pk.kernel(max_block_size=VEC_BLOCK, min_blocks_per_sm={"cuda": VEC_BLOCKS_PER_SM}, moves=("T",))
 def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, padding: usize, dilation: usize,
                    info: ConstPtr[usize], src: ConstPtr[T], dst: Ptr[T], *, T, L, NV):
     """The wrappers' im2col1d for 3-tap windows (``im2col1d_k3_{T}``, candle's signature): ``im2col_vec``
@@ -1258,8 +1258,8 @@ def im2col1d_k3_op(dst_numel: usize, l_out: usize, l_k: usize, stride: usize, pa
 
 
 #: the same kernel for the pipelined path (NS = 2), its registers sized for ROWS_PIPE_BLOCKS_PER_SM
-im2col_rows_pipe_op = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_PIPE_BLOCKS_PER_SM})(
-    im2col_rows_op.__wrapped__)
+im2col_rows_pipe_op = pk.kernel(max_block_size=ROWS_BLOCK, min_blocks_per_sm={"cuda": ROWS_PIPE_BLOCKS_PER_SM},
+                                moves=("T",))(im2col_rows_op.__wrapped__)
 
 @pk.func
 def col2im1d_loop(dst_el: usize, l_out: usize, l_in: usize, c_out: usize, k_size: usize, stride: usize,
@@ -2358,7 +2358,7 @@ def nearest_loop(numel: usize, w_out: usize, h_out: usize, w_scale: f64, h_scale
                      + usize(s3) * usize(I(info[7]))]
 
 
-@pk.kernel
+@pk.kernel(moves=("T",))
 def upsample_nearest2d_op(w_out: usize, h_out: usize, w_scale: f64, h_scale: f64, info: ConstPtr[usize],
                           src: ConstPtr[T], dst: Ptr[T], *, T, NARROW):
     """candle's "w" is dim 2: source ``min(floor(o * scale), in - 1)`` along dims 2 and 3."""
