@@ -285,8 +285,8 @@ def dp4a_probe(p: pk.Ptr[pk.i32], n: pk.i32):
 #: ships): ``mul_mat_cols_{q}``, the MMVQ kernel on MMQ_COLUMNS_A_BLOCK columns and MMQ_ROWS_A_BLOCK rows a
 #: block of (32, MMQ_BLOCK_Y) threads, the columns along grid y (q8_1 blocks read from global memory: a
 #: thread's sit 36 bytes from its neighbours', 9 cache wavefronts a warp a word; their figures:
-#: docs/targets/cuda.md, MMQ), and ``mul_mat_rows_{q}``, candle's ``mul_mat_{q}`` on MMQ_WRAPPER_TILE (candle's tiles give a
-#: 4096-row matrix a quarter to a half of an H100's SMs)
+#: docs/targets/cuda.md, MMQ), and ``mul_mat_rows_{q}``, candle's ``mul_mat_{q}`` on MMQ_WRAPPER_TILE
+#: (candle's tiles give a 4096-row matrix a quarter to a half of an H100's SMs)
 MMQ_COLUMNS_A_BLOCK, MMQ_ROWS_A_BLOCK, MMQ_BLOCK_Y = 8, 4, 2
 MMQ_WRAPPER_TILE = (32, 32)
 EARLIER_MMQ = pk.Module("quantized_earlier_mmq").add(

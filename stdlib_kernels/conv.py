@@ -55,6 +55,7 @@ from math import gcd
 
 import pykern as pk
 from pykern import ConstPtr, Ptr, bf16, f16, f32, f64, u8, u16, u32, u64, usize
+from pykern.ir.types import UINT_OF_SIZE
 
 from . import CONV, kernel_name
 from ._common import compute_type
@@ -158,8 +159,6 @@ def div_mod(n: X, d: X, magic: u64) -> tuple[X, X]:
 
 #: the largest index, size, stride and padding the u32 index path takes: sums of two stay below 2**32
 INDEX_31 = 0x7FFFFFFF
-#: the unsigned integer of each size in bytes: an element's bits, a word of several
-UINT_OF_SIZE = {1: u8, 2: u16, 4: u32, 8: u64}
 
 
 @pk.func

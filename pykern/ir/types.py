@@ -78,6 +78,8 @@ f8e4m3 = DType("f8e4m3", "float", 8, ml_dtypes.float8_e4m3fn, tag="f8_e4m3")
 ALL_DTYPES = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3)
 INT_DTYPES = tuple(t for t in ALL_DTYPES if t.is_int)
 FLOAT_DTYPES = (f16, bf16, f32, f64, f8e4m3)
+#: the unsigned integer of each size in bytes: an element's bits (``pk.kernel(moves=...)``), a word of several
+UINT_OF_SIZE = {1: u8, 2: u16, 4: u32, 8: u64}
 _BY_NAME = {t.name: t for t in ALL_DTYPES} | {"usize": u64, "bool_": bool_}
 _BY_NP = {t.np: t for t in ALL_DTYPES}
 

@@ -140,11 +140,12 @@ class KernelInstance(KernelObject):
         one size lower to the same IR and ``compiler.identical_kernels`` compiles them once."""
         if not self.kdef.moves:
             return self.typed(target)
-        if self._storage is None:
-            params = dict(self.params)
-            for p in self.kdef.moves:
-                params[p] = storage_type(params[p], self.kdef.name, p)
-            self._storage = KernelInstance(self.kdef, self.name, params)
+        with self._lock:
+            if self._storage is None:
+                params = dict(self.params)
+                for p in self.kdef.moves:
+                    params[p] = storage_type(params[p], self.kdef.name, p)
+                self._storage = KernelInstance(self.kdef, self.name, params)
         return self._storage.typed(target)
 
     @property
@@ -263,16 +264,12 @@ def _checked_moves(moves: tuple[str, ...], compile_params, kernel: str) -> tuple
     return moves
 
 
-#: ``moves``: the unsigned integer a moved value of each size is compiled as
-_STORAGE = {t.nbytes: t for t in (T.u8, T.u16, T.u32, T.u64)}
-
-
 def storage_type(ty, kernel: str, param: str) -> T.DType:
     """The unsigned integer of ``ty``'s size (``moves``); an error for anything but a scalar dtype."""
-    if not isinstance(ty, T.DType) or ty.is_bool or ty.nbytes not in _STORAGE:
+    if not isinstance(ty, T.DType) or ty.is_bool or ty.nbytes not in T.UINT_OF_SIZE:
         raise TypeError(f"{kernel}: moves names {param}, which must be bound to a scalar dtype of 1, 2, 4 "
                         f"or 8 bytes, not {ty!r}")
-    return _STORAGE[ty.nbytes]
+    return T.UINT_OF_SIZE[ty.nbytes]
 
 
 def kernel(fn: Callable | None = None, *, max_block_size: int = 1024,
